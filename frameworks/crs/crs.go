@@ -1,0 +1,109 @@
+// Package crs is the Checkpoint/Restart Service framework: capturing and
+// restoring one process. A CRS component writes a process's state into a
+// directory it is given and, on restart, says how to bring the process back
+// from that directory. It never moves snapshot bytes anywhere else: storage
+// is SStore's job and transport FileM's.
+//
+// Components: none (the process cannot be checkpointed; C/R off), later
+// self (application callbacks and registered state, in-process) and criu
+// (transparent, system level). Open MPI's opal/mca/crs is the model; its
+// "none" silently saved nothing, ours refuses with ErrNotCheckpointable.
+package crs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Name of the framework, and of its selection parameter.
+const Name = "crs"
+
+// State is where a process stands in a checkpoint (Open MPI's
+// opal_crs_state_type_t).
+type State int
+
+const (
+	StateNone       State = iota
+	StateCheckpoint       // about to be saved
+	StateRestartPre       // restarted, before the library is back
+	StateRestart          // restarted, library back
+	StateContinue         // saved, carrying on
+	StateTerm             // saved, about to exit (checkpoint-and-terminate)
+	StateRunning
+	StateError
+)
+
+var stateNames = [...]string{"none", "checkpoint", "restart-pre", "restart", "continue", "term", "running", "error"}
+
+func (s State) String() string {
+	if int(s) >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Options change what happens after a checkpoint.
+type Options struct {
+	Term bool `json:"term,omitempty"` // exit once saved
+	Stop bool `json:"stop,omitempty"` // stop (SIGSTOP) once saved
+}
+
+// Launch is how a process is started: what a daemon executes.
+type Launch struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
+}
+
+// CheckpointRequest asks a CRS to save one process.
+type CheckpointRequest struct {
+	// PID is the process to save; in-process components (self) are given
+	// their own PID.
+	PID int `json:"pid"`
+	// Dir is an existing, empty directory for the snapshot's files.
+	Dir     string  `json:"dir"`
+	Options Options `json:"options"`
+}
+
+// CheckpointResult is what a CRS wrote.
+type CheckpointResult struct {
+	// State is StateContinue (saved, running on), StateTerm, or StateRestart
+	// when a transparent CRS returns inside a restarted image.
+	State State `json:"state"`
+	// Files are the files written, relative to Dir, in a stable order.
+	Files []string `json:"files"`
+	// Meta is component data stored in the local snapshot metadata and
+	// handed back to Restart.
+	Meta map[string]string `json:"meta,omitempty"`
+}
+
+// RestartRequest asks a CRS how to bring back a saved process.
+type RestartRequest struct {
+	Dir  string            `json:"dir"`
+	Meta map[string]string `json:"meta,omitempty"`
+	// Launch is how the process was started originally (program, arguments,
+	// environment); a CRS adapts it rather than inventing one.
+	Launch Launch `json:"launch"`
+}
+
+// Module is a selected CRS.
+type Module interface {
+	// Checkpoint saves the process into req.Dir. It returns an error
+	// wrapping ErrNotCheckpointable when this component cannot save it, and
+	// ErrNoProcess when the PID does not exist.
+	Checkpoint(ctx context.Context, req CheckpointRequest) (CheckpointResult, error)
+	// Restart returns how to launch the process so that it resumes from the
+	// snapshot in req.Dir; ErrNoSnapshot when the directory holds none of
+	// this component's.
+	Restart(ctx context.Context, req RestartRequest) (Launch, error)
+}
+
+var (
+	// ErrNotCheckpointable: this component cannot save this process.
+	ErrNotCheckpointable = errors.New("process cannot be checkpointed")
+	// ErrNoProcess: the PID does not name a live process.
+	ErrNoProcess = errors.New("no such process")
+	// ErrNoSnapshot: the directory holds no snapshot this component made.
+	ErrNoSnapshot = errors.New("no snapshot")
+)

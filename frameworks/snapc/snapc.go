@@ -1,0 +1,51 @@
+// Package snapc is the Snapshot Coordination framework: the life cycle of a
+// checkpoint across the job. The global coordinator (in gompirun) turns a
+// request into local requests to the daemons, which drive the application
+// coordinators inside the ranks, then writes the global metadata and
+// commits the sequence number last.
+//
+// Components: none (C/R off: every request is refused with a message saying
+// how to turn it on), later full (global, local and application
+// coordinators).
+package snapc
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gompi/frameworks/crs"
+)
+
+// Name of the framework, and of its selection parameter.
+const Name = "snapc"
+
+// Request asks for one global checkpoint.
+type Request struct {
+	Options crs.Options `json:"options"`
+	// Ranks limits the checkpoint to these ranks (migration); empty = all.
+	Ranks []int `json:"ranks,omitempty"`
+}
+
+// Result is a committed global snapshot.
+type Result struct {
+	Ref      string        `json:"ref"` // gompi_global_snapshot_<job>.ckpt
+	Dir      string        `json:"dir"` // the global snapshot directory holding Ref
+	Seq      int           `json:"seq"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Module is a selected coordinator.
+type Module interface {
+	// Checkpoint runs one global checkpoint and returns once its sequence is
+	// committed. Only the head node process coordinates; elsewhere it
+	// returns an error wrapping ErrNotCoordinator.
+	Checkpoint(ctx context.Context, req Request) (Result, error)
+}
+
+var (
+	// ErrDisabled: the job runs without C/R.
+	ErrDisabled = errors.New("checkpoint/restart is not enabled for this job; run it with -am ft-enable-cr")
+	// ErrNotCoordinator: this process does not coordinate checkpoints.
+	ErrNotCoordinator = errors.New("not the global snapshot coordinator")
+)

@@ -1,0 +1,47 @@
+// Package sstore is the Stable Storage framework: where local snapshots are
+// written and when they become stable on global storage. A sequence counts
+// only once every local snapshot is established; SStore says when.
+//
+// Components: none until the C/R core lands (no snapshot can be stored),
+// then central (ranks write straight to global storage) and stage
+// (node-local first, drained, compressed and cached by the daemon).
+package sstore
+
+import (
+	"context"
+	"errors"
+)
+
+// Name of the framework, and of its selection parameter.
+const Name = "sstore"
+
+// Ref names a global snapshot: <Dir>/<Name>, e.g.
+// /scratch/gompi_global_snapshot_4711.ckpt.
+type Ref struct {
+	Dir  string `json:"dir"`
+	Name string `json:"name"`
+}
+
+// Local is one rank's local snapshot of a sequence.
+type Local struct {
+	Rank int    `json:"rank"`
+	Dir  string `json:"dir"` // where the rank wrote it on its node
+}
+
+// Module is a selected storage strategy, used on every node.
+type Module interface {
+	// LocalDir creates and returns the directory rank writes its snapshot
+	// of seq into.
+	LocalDir(ctx context.Context, ref Ref, seq, rank int) (string, error)
+	// Sync makes the local snapshots of seq written on this node stable on
+	// global storage; it returns once they are established there.
+	Sync(ctx context.Context, ref Ref, seq int, locals []Local) error
+	// Fetch makes rank's snapshot of seq readable on this node (from a
+	// local cache when one holds it) and returns its directory.
+	Fetch(ctx context.Context, ref Ref, seq, rank int) (string, error)
+	// Remove deletes this node's copies of seq.
+	Remove(ctx context.Context, ref Ref, seq int) error
+}
+
+// ErrDisabled is wrapped when no storage strategy is enabled.
+var ErrDisabled = errors.New("stable storage is not enabled")
