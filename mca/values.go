@@ -192,3 +192,33 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// ResolveSettings rebuilds Values from settings resolved elsewhere (a job's
+// parameters arriving at a daemon or rank, a host's values arriving at a
+// plugin, a snapshot's stored parameters). Settings of unregistered names
+// are ignored (the receiver may not load every component); registered
+// parameters not in the list take their defaults. Each value is checked
+// against its type.
+func (p *Params) ResolveSettings(settings []Setting) (*Values, error) {
+	given := make(map[string]Setting, len(settings))
+	for _, s := range settings {
+		given[s.Name] = s
+	}
+	vals := &Values{m: map[string]Setting{}, params: p}
+	var errs []error
+	for _, q := range p.All() {
+		set, ok := given[q.Name]
+		if !ok {
+			set = Setting{Name: q.Name, Value: q.Default, Origin: Origin{Source: SourceDefault}}
+		}
+		if err := q.check(set.Value); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s = %q (from %s): %v", ErrBadValue, q.Name, set.Value, set.Origin, err))
+			continue
+		}
+		vals.m[q.Name] = set
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("mca: %w", errors.Join(errs...))
+	}
+	return vals, nil
+}
