@@ -222,8 +222,12 @@ func (f *Framework[M]) Components() []ComponentInfo {
 
 // Logger returns the framework's logger at the level <name>_base_verbose asks for.
 func (f *Framework[M]) Logger(base slog.Handler, vals *Values) *slog.Logger {
-	return slog.New(levelHandler{Handler: base, min: VerboseLevel(vals.Int(f.name + "_base_verbose"))}).With("framework", f.name)
+	return slog.New(MinLevel(base, VerboseLevel(vals.Int(f.name+"_base_verbose")))).With("framework", f.name)
 }
+
+// MinLevel wraps a shared handler so that it drops records below min; each
+// framework logs through its own minimum over one process-wide handler.
+func MinLevel(h slog.Handler, min slog.Level) slog.Handler { return levelHandler{h, min} }
 
 // VerboseLevel maps an Open MPI style verbosity number onto a slog level.
 func VerboseLevel(v int) slog.Level {
