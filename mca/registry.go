@@ -251,7 +251,9 @@ func (h levelHandler) Enabled(_ context.Context, l slog.Level) bool { return l >
 func (h levelHandler) WithAttrs(a []slog.Attr) slog.Handler {
 	return levelHandler{h.Handler.WithAttrs(a), h.min}
 }
-func (h levelHandler) WithGroup(g string) slog.Handler { return levelHandler{h.Handler.WithGroup(g), h.min} }
+func (h levelHandler) WithGroup(g string) slog.Handler {
+	return levelHandler{h.Handler.WithGroup(g), h.min}
+}
 
 // Selector is a parsed <framework> selection value.
 type Selector struct {
