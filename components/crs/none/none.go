@@ -1,0 +1,83 @@
+// Package none is the CRS component used when a process cannot be
+// checkpointed (C/R off, or no CRS can save it). Unlike Open MPI's
+// crs/none, which reported success and saved nothing, it refuses with
+// crs.ErrNotCheckpointable and says what to select instead, so a checkpoint
+// never "succeeds" without state.
+package none
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"gompi/frameworks/crs"
+	"gompi/mca"
+)
+
+// Name of the component.
+const Name = "none"
+
+type component struct{}
+
+// New returns the none CRS component.
+func New() mca.Component[crs.Module] { return component{} }
+
+func (component) Info() mca.ComponentInfo {
+	return mca.ComponentInfo{
+		Framework:   crs.Name,
+		Name:        Name,
+		Description: "No checkpoint/restart: every checkpoint request is refused with advice on what to select instead",
+		Version:     "1.0.0",
+		Priority:    1,
+		Origin:      "built-in",
+	}
+}
+
+// Query always answers: none is the fallback when nothing better applies.
+func (component) Query(ctx context.Context, q mca.Query) (crs.Module, int, error) {
+	return module{}, q.Priority, nil
+}
+
+type module struct{}
+
+func (module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs.CheckpointResult, error) {
+	if err := ctx.Err(); err != nil {
+		return crs.CheckpointResult{}, fmt.Errorf("crs/none: checkpoint pid %d: %w", req.PID, err)
+	}
+	if err := alive(req.PID); err != nil {
+		return crs.CheckpointResult{}, fmt.Errorf("crs/none: checkpoint pid %d: %w", req.PID, err)
+	}
+	return crs.CheckpointResult{}, fmt.Errorf("crs/none: checkpoint pid %d: %w: checkpoint/restart is off for this process; select crs=self and register state with cr.Protect, or run with -am ft-enable-cr",
+		req.PID, crs.ErrNotCheckpointable)
+}
+
+func (module) Restart(ctx context.Context, req crs.RestartRequest) (crs.Launch, error) {
+	if err := ctx.Err(); err != nil {
+		return crs.Launch{}, fmt.Errorf("crs/none: restart from %s: %w", req.Dir, err)
+	}
+	return crs.Launch{}, fmt.Errorf("crs/none: restart from %s: %w: the none component never writes snapshots; restart from a snapshot taken with crs=self or another checkpointing CRS",
+		req.Dir, crs.ErrNoSnapshot)
+}
+
+// alive reports crs.ErrNoProcess when pid names no process.
+func alive(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("%w: %d is not a process id", crs.ErrNoProcess, pid)
+	}
+	err := unix.Kill(pid, 0)
+	switch {
+	case err == nil, errors.Is(err, unix.EPERM): // EPERM: it exists but belongs to someone else
+		return nil
+	case errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("%w: pid %d has exited", crs.ErrNoProcess, pid)
+	default:
+		return fmt.Errorf("probe pid %d: %w", pid, err)
+	}
+}
+
+var (
+	_ mca.Component[crs.Module] = component{}
+	_ crs.Module                = module{}
+)
