@@ -139,7 +139,9 @@ func (m *module) local(r filem.Remote) error {
 }
 
 func (m *module) copyOne(ctx context.Context, op, name string, r filem.Remote, src, dst string) error {
-	fail := func(err error) error { return &filem.TransferError{Op: op, Src: name, Dst: dstName(op, r, dst), Err: err} }
+	fail := func(err error) error {
+		return &filem.TransferError{Op: op, Src: name, Dst: dstName(op, r, dst), Err: err}
+	}
 	if err := m.local(r); err != nil {
 		return fail(err)
 	}

@@ -45,10 +45,14 @@ type direction struct {
 
 var directions = []direction{
 	{"put",
-		func(src, dst string) filem.Transfer { return filem.Transfer{Local: src, Remote: filem.Remote{Path: dst}} },
+		func(src, dst string) filem.Transfer {
+			return filem.Transfer{Local: src, Remote: filem.Remote{Path: dst}}
+		},
 		func(ctx context.Context, m filem.Module, ts []filem.Transfer) error { return m.Put(ctx, ts) }},
 	{"get",
-		func(src, dst string) filem.Transfer { return filem.Transfer{Local: dst, Remote: filem.Remote{Path: src}} },
+		func(src, dst string) filem.Transfer {
+			return filem.Transfer{Local: dst, Remote: filem.Remote{Path: src}}
+		},
 		func(ctx context.Context, m filem.Module, ts []filem.Transfer) error { return m.Get(ctx, ts) }},
 }
 
