@@ -211,7 +211,9 @@ func LoadSources(opts SourceOptions) (*Sources, error) {
 		}
 	}
 	for k, e := range cmd.entries {
-		s.v.Set(k, e.Value)
+		if k == strings.ToLower(k) { // viper folds case; names are exact, so a mis-cased one stays unknown
+			s.v.Set(k, e.Value)
+		}
 	}
 	return s, nil
 }
