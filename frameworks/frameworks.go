@@ -5,6 +5,7 @@
 package frameworks
 
 import (
+	"gompi/frameworks/btl"
 	"gompi/frameworks/crcp"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/errmgr"
@@ -25,6 +26,7 @@ type Set struct {
 	FileM  *mca.Framework[filem.Module]
 	SnapC  *mca.Framework[snapc.Module]
 	ErrMgr *mca.Framework[errmgr.Module]
+	BTL    *mca.Framework[btl.Module]
 }
 
 // New creates the registries and registers their framework parameters in params.
@@ -38,10 +40,11 @@ func New(params *mca.Params) *Set {
 		FileM:  mca.NewFramework[filem.Module](params, filem.Name, "File Management: moving files across node boundaries"),
 		SnapC:  mca.NewFramework[snapc.Module](params, snapc.Name, "Snapshot Coordination: the life cycle of a global checkpoint"),
 		ErrMgr: mca.NewFramework[errmgr.Module](params, errmgr.Name, "Error Manager: the stack of fault policies", mca.Stacked()),
+		BTL:    mca.NewFramework[btl.Module](params, btl.Name, "Byte Transfer Layer: the transports between ranks; every allowed one is kept and each peer uses the best that reaches it", mca.Stacked()),
 	}
 }
 
 // All returns the frameworks in the order gompi-info lists them.
 func (s *Set) All() []mca.FrameworkInfo {
-	return []mca.FrameworkInfo{s.CRS, s.CRCP, s.INC, s.SStore, s.FileM, s.SnapC, s.ErrMgr}
+	return []mca.FrameworkInfo{s.CRS, s.CRCP, s.INC, s.SStore, s.FileM, s.SnapC, s.ErrMgr, s.BTL}
 }

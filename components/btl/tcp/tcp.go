@@ -1,0 +1,221 @@
+// Package tcp is the BTL component that moves messages over TCP: any peer
+// that published an address is reachable. Sockets run with TCP_NODELAY so
+// small messages leave at once; buffer sizes follow the kernel's
+// autotuning unless btl_tcp_sndbuf/btl_tcp_rcvbuf say otherwise.
+package tcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"gompi/frameworks/btl"
+	"gompi/mca"
+)
+
+// Priority is the default priority: below uds, so peers on the same node
+// use Unix sockets when both are allowed.
+const Priority = 10
+
+// readBuffer is the per-connection read buffer: frames up to this size
+// arrive with one system call.
+const readBuffer = 256 << 10
+
+const (
+	paramListen = "btl_tcp_listen_addr"
+	paramSnd    = "btl_tcp_sndbuf"
+	paramRcv    = "btl_tcp_rcvbuf"
+)
+
+type component struct{}
+
+// New returns the tcp BTL component.
+func New() mca.Component[btl.Module] { return component{} }
+
+func (component) Info() mca.ComponentInfo {
+	return mca.ComponentInfo{
+		Framework:   btl.Name,
+		Name:        "tcp",
+		Description: "TCP sockets between any two nodes",
+		Priority:    Priority,
+		Origin:      "built-in",
+		Params: []mca.ParamSpec{
+			{Name: paramListen, Type: mca.String, Level: mca.LevelTuner,
+				Help: "Where ranks listen and what they publish: an IP address or host name, an interface name (eth0), or * for all interfaces publishing the first non-loopback IPv4 address; empty means 127.0.0.1 (one host)"},
+			{Name: paramSnd, Type: mca.Size, Default: "0", Level: mca.LevelTuner,
+				Help: "Socket send buffer size; 0 leaves the kernel's autotuning on (setting a size turns it off)"},
+			{Name: paramRcv, Type: mca.Size, Default: "0", Level: mca.LevelTuner,
+				Help: "Socket receive buffer size; 0 leaves the kernel's autotuning on (setting a size turns it off)"},
+		},
+	}
+}
+
+func (component) Query(_ context.Context, q mca.Query) (btl.Module, int, error) {
+	return &module{
+		listen: q.Values.String(paramListen),
+		sndbuf: int(q.Values.Size(paramSnd)),
+		rcvbuf: int(q.Values.Size(paramRcv)),
+	}, q.Priority, nil
+}
+
+type module struct {
+	listen         string
+	sndbuf, rcvbuf int
+
+	mu     sync.Mutex
+	ln     net.Listener
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// listenHost turns btl_tcp_listen_addr into the host to bind and the host
+// to publish.
+func listenHost(v string) (bind, publish string, err error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
+		return "127.0.0.1", "127.0.0.1", nil
+	case v == "*":
+		return "", firstIPv4(nil), nil
+	}
+	if ifc, err := net.InterfaceByName(v); err == nil {
+		ip := firstIPv4(ifc)
+		if ip == "" {
+			return "", "", fmt.Errorf("interface %s has no IPv4 address", v)
+		}
+		return ip, ip, nil
+	}
+	return v, v, nil
+}
+
+// firstIPv4 returns the first non-loopback IPv4 address of ifc (of any up
+// interface when ifc is nil), or 127.0.0.1.
+func firstIPv4(ifc *net.Interface) string {
+	var ifcs []net.Interface
+	if ifc != nil {
+		ifcs = []net.Interface{*ifc}
+	} else {
+		ifcs, _ = net.Interfaces()
+	}
+	for _, i := range ifcs {
+		if i.Flags&net.FlagUp == 0 || (ifc == nil && i.Flags&net.FlagLoopback != 0) {
+			continue
+		}
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && (ifc != nil || !n.IP.IsLoopback()) {
+				return n.IP.String()
+			}
+		}
+	}
+	if ifc != nil {
+		return ""
+	}
+	return "127.0.0.1"
+}
+
+func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.Conn)) (string, error) {
+	bind, publish, err := listenHost(m.listen)
+	if err != nil {
+		return "", fmt.Errorf("btl/tcp: %s = %q: %w", paramListen, m.listen, err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(bind, "0"))
+	if err != nil {
+		return "", fmt.Errorf("btl/tcp: listen on %s: %w (set %s to an address of this node)", bind, err, paramListen)
+	}
+	m.mu.Lock()
+	if m.closed || m.ln != nil {
+		m.mu.Unlock()
+		ln.Close()
+		return "", fmt.Errorf("btl/tcp: listen: %w or already listening", btl.ErrClosed)
+	}
+	m.ln = ln
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed; a listener error with the module open cannot be retried usefully either
+			}
+			sc, err := m.wrap(c)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			accept(sc)
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return net.JoinHostPort(publish, port), nil
+}
+
+func (m *module) wrap(c net.Conn) (*btl.StreamConn, error) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil, fmt.Errorf("btl/tcp: unexpected connection type %T", c)
+	}
+	if err := tc.SetNoDelay(true); err != nil {
+		return nil, fmt.Errorf("btl/tcp: set TCP_NODELAY: %w", err)
+	}
+	if m.sndbuf > 0 {
+		if err := tc.SetWriteBuffer(m.sndbuf); err != nil {
+			return nil, fmt.Errorf("btl/tcp: %s: %w", paramSnd, err)
+		}
+	}
+	if m.rcvbuf > 0 {
+		if err := tc.SetReadBuffer(m.rcvbuf); err != nil {
+			return nil, fmt.Errorf("btl/tcp: %s: %w", paramRcv, err)
+		}
+	}
+	return btl.NewStreamConn(tc, readBuffer), nil
+}
+
+func (m *module) Reachable(_, peer btl.Endpoint) bool { return peer.Addr != "" }
+
+func (m *module) Dial(ctx context.Context, _, peer btl.Endpoint) (btl.Conn, error) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("btl/tcp: dial rank %d: %w", peer.Rank, btl.ErrClosed)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", peer.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("btl/tcp: dial rank %d at %s: %w", peer.Rank, peer.Addr, err)
+	}
+	sc, err := m.wrap(c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return sc, nil
+}
+
+func (m *module) Close() error {
+	m.mu.Lock()
+	ln := m.ln
+	already := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	if already || ln == nil {
+		return nil
+	}
+	err := ln.Close()
+	m.wg.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("btl/tcp: close listener: %w", err)
+	}
+	return nil
+}
+
+var (
+	_ mca.Component[btl.Module] = component{}
+	_ btl.Module                = (*module)(nil)
+)

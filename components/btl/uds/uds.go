@@ -1,0 +1,200 @@
+// Package uds is the BTL component that moves messages between ranks of
+// one node over Unix-domain stream sockets. Each rank listens on
+// <dir>/gompi-<uid>-<job>/<rank>.sock, in a directory only the user can
+// enter; a peer is reachable when it published a socket and runs on the
+// same node of the same job.
+package uds
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"gompi/frameworks/btl"
+	"gompi/mca"
+)
+
+// Priority is the default priority: above tcp, so same-node peers use
+// Unix sockets when both are allowed.
+const Priority = 20
+
+const readBuffer = 256 << 10
+
+// maxPath is the longest socket path the kernel takes (sun_path is 108
+// bytes with the terminating NUL).
+const maxPath = 107
+
+const paramDir = "btl_uds_dir"
+
+type component struct{}
+
+// New returns the uds BTL component.
+func New() mca.Component[btl.Module] { return component{} }
+
+func (component) Info() mca.ComponentInfo {
+	return mca.ComponentInfo{
+		Framework:   btl.Name,
+		Name:        "uds",
+		Description: "Unix-domain sockets between ranks of the same node",
+		Priority:    Priority,
+		Origin:      "built-in",
+		Params: []mca.ParamSpec{
+			{Name: paramDir, Type: mca.String, Level: mca.LevelTuner,
+				Help: "Folder holding the per-job socket folders; empty means $TMPDIR or /tmp. Socket paths must stay under 108 bytes"},
+		},
+	}
+}
+
+func (component) Query(_ context.Context, q mca.Query) (btl.Module, int, error) {
+	return &module{base: q.Values.String(paramDir)}, q.Priority, nil
+}
+
+type module struct {
+	base string
+
+	mu     sync.Mutex
+	ln     *net.UnixListener
+	dir    string
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// jobDir returns the per-job folder for job under base, shortening the job
+// id to a hash when the socket paths would be too long.
+func jobDir(base, job string, rank int) (dir, sock string, err error) {
+	if base == "" {
+		base = os.TempDir()
+	}
+	uid := strconv.Itoa(os.Getuid())
+	name := safeName(job)
+	if name == "" || len(name) > 40 {
+		sum := sha256.Sum256([]byte(job))
+		name = hex.EncodeToString(sum[:8])
+	}
+	dir = filepath.Join(base, "gompi-"+uid+"-"+name)
+	sock = filepath.Join(dir, strconv.Itoa(rank)+".sock")
+	if len(sock) > maxPath {
+		return "", "", fmt.Errorf("socket path %s is %d bytes, longer than the %d the kernel takes: set %s to a shorter folder", sock, len(sock), maxPath, paramDir)
+	}
+	return dir, sock, nil
+}
+
+func safeName(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return ""
+		}
+	}
+	return s
+}
+
+// ensureDir creates dir for the user alone, or checks that an existing one
+// belongs to the user and nobody else can enter it: another user's folder
+// could hold sockets that impersonate ranks.
+func ensureDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s exists but is not a folder of this user closed to others; remove it or set %s", dir, paramDir)
+	}
+	return nil
+}
+
+func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.Conn)) (string, error) {
+	dir, sock, err := jobDir(m.base, self.Job, self.Rank)
+	if err != nil {
+		return "", fmt.Errorf("btl/uds: %w", err)
+	}
+	if err := ensureDir(dir); err != nil {
+		return "", fmt.Errorf("btl/uds: socket folder: %w", err)
+	}
+	// A socket left by a killed run of the same job and rank would make
+	// the bind fail; nobody else can own it in our private folder.
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("btl/uds: remove stale socket: %w", err)
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "unix", sock)
+	if err != nil {
+		return "", fmt.Errorf("btl/uds: listen on %s: %w", sock, err)
+	}
+	ln := l.(*net.UnixListener)
+	m.mu.Lock()
+	if m.closed || m.ln != nil {
+		m.mu.Unlock()
+		ln.Close()
+		return "", fmt.Errorf("btl/uds: listen: %w or already listening", btl.ErrClosed)
+	}
+	m.ln, m.dir = ln, dir
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			accept(btl.NewStreamConn(c, readBuffer))
+		}
+	}()
+	return sock, nil
+}
+
+func (m *module) Reachable(self, peer btl.Endpoint) bool {
+	return peer.Addr != "" && peer.Node == self.Node && peer.Job == self.Job
+}
+
+func (m *module) Dial(ctx context.Context, _, peer btl.Endpoint) (btl.Conn, error) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("btl/uds: dial rank %d: %w", peer.Rank, btl.ErrClosed)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", peer.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("btl/uds: dial rank %d at %s: %w", peer.Rank, peer.Addr, err)
+	}
+	return btl.NewStreamConn(c, readBuffer), nil
+}
+
+func (m *module) Close() error {
+	m.mu.Lock()
+	ln, dir := m.ln, m.dir
+	already := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	if already || ln == nil {
+		return nil
+	}
+	err := ln.Close() // removes the socket file
+	m.wg.Wait()
+	// The last rank of the job on this node removes the folder; the others
+	// find it not empty.
+	os.Remove(dir)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("btl/uds: close listener: %w", err)
+	}
+	return nil
+}
+
+var (
+	_ mca.Component[btl.Module] = component{}
+	_ btl.Module                = (*module)(nil)
+)

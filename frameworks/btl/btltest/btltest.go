@@ -1,0 +1,138 @@
+// Package btltest is the conformance kit every BTL component must pass:
+// two modules of one component listen, dial each other and exchange frames
+// of every size class, in order, with a clean end of stream.
+package btltest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"gompi/frameworks/btl"
+	"gompi/mca"
+)
+
+// Run checks a component through two fresh modules made by newModule. The
+// endpoints given to Listen share job and node, so components restricted
+// to one node must reach each other.
+func Run(t *testing.T, job string, newModule func(t *testing.T) btl.Module) {
+	t.Helper()
+	ctx := context.Background()
+	a, b := newModule(t), newModule(t)
+	accepted := make(chan btl.Conn, 4)
+	epA := btl.Endpoint{Job: job, Rank: 0, Node: "n0"}
+	epB := btl.Endpoint{Job: job, Rank: 1, Node: "n0"}
+	var err error
+	if epA.Addr, err = a.Listen(ctx, epA, func(c btl.Conn) { c.Close() }); err != nil {
+		t.Fatalf("listen a: %v", err)
+	}
+	if epB.Addr, err = b.Listen(ctx, epB, func(c btl.Conn) { accepted <- c }); err != nil {
+		t.Fatalf("listen b: %v", err)
+	}
+	if epA.Addr == "" || epB.Addr == "" {
+		t.Fatalf("listen returned an empty address (a %q, b %q)", epA.Addr, epB.Addr)
+	}
+	if !a.Reachable(epA, epB) {
+		t.Fatalf("a cannot reach b at %q on the same node", epB.Addr)
+	}
+	if a.Reachable(epA, btl.Endpoint{Job: job, Rank: 2, Node: "n0"}) {
+		t.Errorf("a reaches a peer that published no address")
+	}
+	out, err := a.Dial(ctx, epA, epB)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	in := <-accepted
+
+	sizes := []int{0, 1, 7, 100, 4096, 16 << 10, 64<<10 + 3, 1 << 20, 3<<20 + 17}
+	done := make(chan error, 1)
+	go func() {
+		for i, n := range sizes {
+			hdr := []byte(fmt.Sprintf("frame-%d", i))
+			if err := out.WriteFrame(hdr, pattern(n, byte(i))); err != nil {
+				done <- fmt.Errorf("write frame %d: %w", i, err)
+				return
+			}
+		}
+		done <- out.CloseWrite()
+	}()
+	hdr := make([]byte, btl.MaxHeader)
+	for i, n := range sizes {
+		hn, pn, err := in.ReadHeader(hdr)
+		if err != nil {
+			t.Fatalf("frame %d: read header: %v", i, err)
+		}
+		if got, want := string(hdr[:hn]), fmt.Sprintf("frame-%d", i); got != want {
+			t.Fatalf("frame %d: header %q, want %q", i, got, want)
+		}
+		if pn != n {
+			t.Fatalf("frame %d: payload length %d, want %d", i, pn, n)
+		}
+		// Read the first half, discard a little, read the rest: the
+		// three ways mpi consumes a payload.
+		got := make([]byte, n)
+		half := n / 2
+		skip := min(3, n-half)
+		if err := in.ReadPayload(got[:half]); err != nil {
+			t.Fatalf("frame %d: read payload: %v", i, err)
+		}
+		if err := in.Discard(skip); err != nil {
+			t.Fatalf("frame %d: discard: %v", i, err)
+		}
+		if err := in.ReadPayload(got[half+skip:]); err != nil {
+			t.Fatalf("frame %d: read payload rest: %v", i, err)
+		}
+		want := pattern(n, byte(i))
+		copy(got[half:half+skip], want[half:half+skip])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("frame %d: payload differs", i)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := in.ReadHeader(hdr); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last frame and CloseWrite: %v, want io.EOF", err)
+	}
+	in.Close()
+	out.Close()
+	if err := b.Close(); err != nil {
+		t.Fatalf("close b: %v", err)
+	}
+	if _, err := a.Dial(ctx, epA, epB); err == nil {
+		t.Fatalf("dial to a closed module succeeded")
+	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("close a: %v", err)
+	}
+}
+
+func pattern(n int, seed byte) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(i*31) ^ seed
+	}
+	return p
+}
+
+// Module returns a fresh module of component c, queried with the
+// component's parameters resolved from settings (defaults otherwise).
+func Module(t *testing.T, c mca.Component[btl.Module], settings ...mca.Setting) btl.Module {
+	t.Helper()
+	params := mca.NewParams()
+	fw := mca.NewFramework[btl.Module](params, btl.Name, "test", mca.Stacked())
+	fw.Register(c)
+	vals, err := params.ResolveSettings(settings)
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	m, _, err := c.Query(context.Background(), mca.Query{Values: vals, Role: mca.RoleApp, Priority: c.Info().Priority})
+	if err != nil {
+		t.Fatalf("query %s: %v", c.Info().Name, err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
