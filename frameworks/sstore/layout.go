@@ -1,0 +1,75 @@
+package sstore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The snapshot reference layout (DESIGN.md):
+//
+//	<dir>/gompi_global_snapshot_<job>.ckpt/
+//	  global_snapshot_meta
+//	  <seq>/gompi_snapshot_<rank>.ckpt/
+//	    snapshot_meta
+//	    ...the CRS's files
+const (
+	GlobalMetaFile = "global_snapshot_meta"
+	LocalMetaFile  = "snapshot_meta"
+	refPrefix      = "gompi_global_snapshot_"
+	refSuffix      = ".ckpt"
+)
+
+// RefName is the reference name of a job's global snapshot.
+func RefName(job string) string { return refPrefix + job + refSuffix }
+
+// LocalName is the directory name of a rank's local snapshot.
+func LocalName(rank int) string { return fmt.Sprintf("gompi_snapshot_%d.ckpt", rank) }
+
+// Path is the global snapshot directory.
+func (r Ref) Path() string { return filepath.Join(r.Dir, r.Name) }
+
+// MetaPath is the global metadata file.
+func (r Ref) MetaPath() string { return filepath.Join(r.Path(), GlobalMetaFile) }
+
+// SeqDir holds every local snapshot of one sequence.
+func (r Ref) SeqDir(seq int) string { return filepath.Join(r.Path(), fmt.Sprint(seq)) }
+
+// LocalPath is rank's local snapshot of seq on global storage.
+func (r Ref) LocalPath(seq, rank int) string { return filepath.Join(r.SeqDir(seq), LocalName(rank)) }
+
+func (r Ref) String() string { return r.Path() }
+
+// ParseRef reads what a user names a snapshot with: a bare reference name
+// (found in defaultDir, the global snapshot directory parameter) or a path
+// to the reference directory, absolute or relative. A trailing slash is
+// fine. It does not check that the reference exists.
+func ParseRef(arg, defaultDir string) (Ref, error) {
+	arg = strings.TrimSpace(arg)
+	if arg == "" {
+		return Ref{}, fmt.Errorf("sstore: empty snapshot reference; give the name printed as \"Snapshot Ref.\" or its path")
+	}
+	clean := filepath.Clean(arg)
+	if !strings.ContainsRune(arg, filepath.Separator) {
+		if defaultDir == "" {
+			return Ref{}, fmt.Errorf("sstore: snapshot reference %q is a bare name but no global snapshot directory is set (snapc_base_global_snapshot_dir); give its path", arg)
+		}
+		return Ref{Dir: defaultDir, Name: clean}, nil
+	}
+	abs, err := filepath.Abs(clean)
+	if err != nil {
+		return Ref{}, fmt.Errorf("sstore: snapshot reference %q: %w", arg, err)
+	}
+	return Ref{Dir: filepath.Dir(abs), Name: filepath.Base(abs)}, nil
+}
+
+// syncDir makes a rename or create in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

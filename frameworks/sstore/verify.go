@@ -1,0 +1,207 @@
+package sstore
+
+import (
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// CRC-32C (Castagnoli) is hardware-accelerated (about 17 GB/s on this
+// project's machines against 0.8 GB/s for SHA-256), so checksumming never
+// slows a checkpoint write. It detects damage, not tampering.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// NewChecksum returns the hash used for snapshot files.
+func NewChecksum() hash.Hash32 { return crc32.New(castagnoli) }
+
+// FormatChecksum renders a checksum as stored in metadata.
+func FormatChecksum(sum uint32) string { return fmt.Sprintf("crc32c:%08x", sum) }
+
+// FileWriter writes one snapshot file through a temporary name, counting
+// its size and checksum as the bytes go by; Close makes it durable and
+// returns its record.
+type FileWriter struct {
+	f    *os.File
+	path string
+	name string
+	sum  hash.Hash32
+	n    int64
+	err  error
+}
+
+// CreateFile starts writing name in dir.
+func CreateFile(dir, name string) (*FileWriter, error) {
+	if name != filepath.Base(name) || name == LocalMetaFile || strings.HasPrefix(name, ".") {
+		return nil, fmt.Errorf("sstore: bad snapshot file name %q", name)
+	}
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("sstore: create %s: %w", filepath.Join(dir, name), err)
+	}
+	return &FileWriter{f: f, path: filepath.Join(dir, name), name: name, sum: NewChecksum()}, nil
+}
+
+func (w *FileWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.f.Write(p)
+	w.sum.Write(p[:n])
+	w.n += int64(n)
+	if err != nil {
+		w.err = fmt.Errorf("sstore: write %s: %w", w.path, err)
+	}
+	return n, w.err
+}
+
+// Close syncs and renames the file into place and returns its record. On
+// any earlier error it removes the temporary file and returns that error.
+func (w *FileWriter) Close() (FileRecord, error) {
+	tmp := w.f.Name()
+	err := w.err
+	if err == nil {
+		if err = w.f.Sync(); err != nil {
+			err = fmt.Errorf("sstore: sync %s: %w", w.path, err)
+		}
+	}
+	if cerr := w.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("sstore: close %s: %w", w.path, cerr)
+	}
+	if err == nil {
+		if err = os.Rename(tmp, w.path); err != nil {
+			err = fmt.Errorf("sstore: rename %s: %w", w.path, err)
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return FileRecord{}, err
+	}
+	return FileRecord{Name: w.name, Size: w.n, Checksum: FormatChecksum(w.sum.Sum32())}, nil
+}
+
+// Abort discards the file.
+func (w *FileWriter) Abort() {
+	w.f.Close()
+	os.Remove(w.f.Name())
+}
+
+// ChecksumFile returns the size and checksum of a file.
+func ChecksumFile(path string) (int64, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer f.Close()
+	h := NewChecksum()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return 0, "", err
+	}
+	return n, FormatChecksum(h.Sum32()), nil
+}
+
+// Verify checks every recorded file of an uncompressed local snapshot in
+// dir: present, of its size and checksum. The error names the first file
+// that is wrong and wraps ErrCorrupt (or fs.ErrNotExist for a missing one).
+func (l *LocalMeta) Verify(dir string) error {
+	for _, f := range l.Files {
+		if f.Compression != "" {
+			return fmt.Errorf("sstore: %s: stored compressed (%s); decompress it before verifying", filepath.Join(dir, f.Name), f.Compression)
+		}
+		path := filepath.Join(dir, f.Name)
+		size, sum, err := ChecksumFile(path)
+		switch {
+		case err != nil:
+			return fmt.Errorf("sstore: %s: %w", path, err)
+		case size != f.Size:
+			return fmt.Errorf("sstore: %w: %s is %d bytes, %d were recorded (truncated or overwritten)", ErrCorrupt, path, size, f.Size)
+		case sum != f.Checksum:
+			return fmt.Errorf("sstore: %w: %s has checksum %s, %s was recorded", ErrCorrupt, path, sum, f.Checksum)
+		}
+	}
+	return nil
+}
+
+// RestartPoint is a committed sequence chosen for restart, with the global
+// metadata it belongs to.
+type RestartPoint struct {
+	Ref  Ref
+	Meta *GlobalMeta
+	Seq  SeqRecord
+}
+
+// ChooseSeq picks the sequence to restart from: the newest committed one
+// when seq < 0, else seq, which must have been committed (Open MPI let an
+// explicit -s name an unfinished sequence; we refuse it).
+func ChooseSeq(ref Ref, g *GlobalMeta, seq int) (RestartPoint, error) {
+	committed := g.Committed()
+	if len(committed) == 0 {
+		return RestartPoint{}, fmt.Errorf("sstore: %s has no committed checkpoint: %w (no checkpoint of this job finished)", ref.Path(), ErrNotCommitted)
+	}
+	if seq < 0 {
+		seq = committed[len(committed)-1]
+	}
+	rec, ok := g.Seq(seq)
+	if !ok || !rec.Committed || rec.Migrate {
+		why := "does not exist"
+		switch {
+		case ok && rec.Migrate:
+			why = "was taken for a migration and is not a restart point"
+		case ok:
+			why = "was never committed (its checkpoint did not finish)"
+		}
+		return RestartPoint{}, fmt.Errorf("sstore: sequence %d of %s %s: %w; committed sequences: %s",
+			seq, ref.Path(), why, ErrNotCommitted, joinInts(committed))
+	}
+	return RestartPoint{Ref: ref, Meta: g, Seq: *rec}, nil
+}
+
+// VerifyAll checks every rank's local snapshot of the restart point on
+// global storage, and on failure suggests the previous committed sequence.
+func (p RestartPoint) VerifyAll() error {
+	var errs []error
+	for rank := 0; rank < p.Meta.Ranks; rank++ {
+		dir := p.Ref.LocalPath(p.Seq.Seq, rank)
+		l, err := ReadLocal(dir)
+		if err == nil && l.Rank != rank {
+			err = fmt.Errorf("sstore: %w: %s records rank %d", ErrCorrupt, dir, l.Rank)
+		}
+		if err == nil {
+			err = l.Verify(dir)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	err := errors.Join(errs...)
+	if prev := p.previous(); prev >= 0 {
+		return fmt.Errorf("%w\nsequence %d cannot be restarted; the previous committed sequence is %d: restart with -s %d", err, p.Seq.Seq, prev, prev)
+	}
+	return fmt.Errorf("%w\nsequence %d cannot be restarted and no earlier sequence was committed", err, p.Seq.Seq)
+}
+
+func (p RestartPoint) previous() int {
+	prev := -1
+	for _, s := range p.Meta.Committed() {
+		if s < p.Seq.Seq {
+			prev = s
+		}
+	}
+	return prev
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
+}
