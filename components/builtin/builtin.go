@@ -3,9 +3,27 @@
 package builtin
 
 import (
+	btltcp "gompi/components/btl/tcp"
+	btluds "gompi/components/btl/uds"
+	crcpnone "gompi/components/crcp/none"
+	crsnone "gompi/components/crs/none"
+	errmgrdefault "gompi/components/errmgr/default"
+	filemraw "gompi/components/filem/raw"
+	incdefault "gompi/components/inc/default"
+	snapcnone "gompi/components/snapc/none"
+	sstorenone "gompi/components/sstore/none"
 	"gompi/frameworks"
 )
 
 // Register adds every built-in component to the frameworks of set.
 func Register(set *frameworks.Set) {
+	set.CRS.Register(crsnone.New())
+	set.CRCP.Register(crcpnone.New())
+	set.INC.Register(incdefault.New())
+	set.SStore.Register(sstorenone.New())
+	set.FileM.Register(filemraw.New())
+	set.SnapC.Register(snapcnone.New())
+	set.ErrMgr.Register(errmgrdefault.New())
+	set.BTL.Register(btltcp.New())
+	set.BTL.Register(btluds.New())
 }
