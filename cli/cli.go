@@ -123,7 +123,8 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, stopAtArg b
 	if stop {
 		target.Flags().SetInterspersed(false)
 	}
-	norm := append(append([]string(nil), args[:n]...),
+	// never nil: cobra would take os.Args for a nil list
+	norm := append(append(make([]string, 0, len(args)), args[:n]...),
 		mca.NormalizeArgs(args[n:], stop, append(valueFlagsOf(target), valueFlags...)...)...)
 	cmd.SetArgs(norm)
 

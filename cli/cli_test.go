@@ -97,6 +97,7 @@ func TestExecute(t *testing.T) {
 		stderr   []string // substrings of the error output
 		noStderr bool
 	}{
+		{name: "no arguments", args: "", want: got{Level: 9, Ran: "tool"}},
 		{name: "mca two words", args: "--mca crs self",
 			want: got{MCA: []string{"crs=self"}, Level: 9, Ran: "tool"}},
 		{name: "open mpi single dash", args: "-mca crs self -mca snapc full",
