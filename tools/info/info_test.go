@@ -27,9 +27,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/in
 // tests look at selection, never at what a module does.
 type fake[M any] struct {
 	info    mca.ComponentInfo
-	skip    string   // skip with this reason
-	fail    string   // fail with this error
-	appOnly bool     // skip unless probed as a rank
+	skip    string    // skip with this reason
+	fail    string    // fail with this error
+	appOnly bool      // skip unless probed as a rank
 	seen    *[]string // records each query, to show selection asked
 }
 
