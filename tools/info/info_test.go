@@ -12,8 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"gompi/boot"
 	"gompi/cli"
+	"gompi/components/builtin"
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/errmgr"
@@ -90,7 +93,8 @@ type env struct {
 	home, sysconf, work string
 }
 
-func newEnv(t *testing.T) env {
+// clearEnv removes every GOMPI_ variable for the test.
+func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "GOMPI_") {
@@ -98,6 +102,11 @@ func newEnv(t *testing.T) env {
 			os.Unsetenv(k)
 		}
 	}
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	clearEnv(t)
 	e := env{home: t.TempDir(), sysconf: t.TempDir(), work: t.TempDir()}
 	write := func(path, text string) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -131,9 +140,8 @@ func (e env) load(ctx context.Context, opts boot.Options) (Input, func() error, 
 }
 
 // run runs a command line through cli.Execute, as main does.
-func run(t *testing.T, o *Options, args []string) (stdout, stderr string, code int) {
+func run(t *testing.T, cmd *cobra.Command, args []string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := newCommand(o)
 	var out, errb bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
@@ -233,7 +241,7 @@ func TestGolden(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			args := strings.Fields(tt.args)
-			stdout, stderr, code := run(t, &Options{Version: "test", load: e.load}, args)
+			stdout, stderr, code := run(t, newCommand(&Options{Version: "test", load: e.load}), args)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr)
 			}
@@ -297,7 +305,7 @@ func TestSelectionIsProbed(t *testing.T) {
 func TestJSONRoundTrip(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv("GOMPI_MCA_crs_answer_compress", "on")
-	stdout, stderr, code := run(t, &Options{Version: "test", load: e.load}, []string{"--all", "--json"})
+	stdout, stderr, code := run(t, newCommand(&Options{Version: "test", load: e.load}), []string{"--all", "--json"})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -338,7 +346,7 @@ func FuzzCommand(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		e := newEnv(t)
-		stdout, stderr, code := run(t, &Options{Version: "test", load: e.load}, strings.Split(line, "\x00"))
+		stdout, stderr, code := run(t, newCommand(&Options{Version: "test", load: e.load}), strings.Split(line, "\x00"))
 		switch {
 		case code == 0 && stderr != "" && !strings.Contains(line, "-h"):
 			t.Fatalf("exit 0 with error output %q", stderr)
@@ -348,4 +356,45 @@ func FuzzCommand(f *testing.F) {
 			t.Fatal("exit 0 with no output")
 		}
 	})
+}
+
+// TestRealCommand runs the real gompi-info, started by boot.Load over the
+// built-in components, in an isolated home and system folder. When the
+// built-in list changes, go test ./tools/info -update rewrites its golden
+// file.
+func TestRealCommand(t *testing.T) {
+	clearEnv(t)
+	home, sysconf := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("GOMPI_SYSCONFDIR", sysconf)
+	if err := os.WriteFile(filepath.Join(sysconf, "mca-params.conf"), []byte("crs_base_verbose = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]string{home: "$HOME", sysconf: "$SYSCONFDIR"}
+	for _, tt := range []struct{ name, args string }{
+		{"real-all", "--all"},
+		{"real-overview-ft", "-am ft-enable-cr"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := strings.Fields(tt.args)
+			stdout, stderr, code := run(t, NewCommand("test"), args)
+			if code != 0 || stderr != "" {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			}
+			checkGolden(t, tt.name, transcript(nil, args, stdout, stderr, code, paths))
+		})
+	}
+
+	// The acceptance check: a selection naming no CRS component fails,
+	// naming the ones that exist.
+	t.Setenv("GOMPI_MCA_crs", "bogus")
+	_, stderr, code := run(t, NewCommand("test"), []string{"--param", "crs", "all"})
+	params := mca.NewParams()
+	set := frameworks.New(params)
+	builtin.Register(set)
+	want := fmt.Sprintf("gompi-info: mca: crs = \"bogus\" (from environment (GOMPI_MCA_crs)): unknown component \"bogus\"; known crs components: %s\n",
+		strings.Join(set.CRS.Names(), ", "))
+	if code != cli.ExitFailure || stderr != want {
+		t.Errorf("GOMPI_MCA_crs=bogus gompi-info --param crs all: exit %d, stderr:\n%s\nwant exit 1 and\n%s", code, stderr, want)
+	}
 }
