@@ -1,0 +1,218 @@
+// Package crstest is the conformance kit every CRS component must pass, in
+// process and through the plugin bridge. It checkpoints a real child
+// process, so it also shows that a component writes only inside the
+// directory it is given.
+package crstest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"gompi/frameworks/crs"
+)
+
+// Options describe the component under test.
+type Options struct {
+	// CanCheckpoint says the component can save an external process by PID.
+	// When false the kit expects crs.ErrNotCheckpointable and an empty Dir.
+	CanCheckpoint bool
+	// Target is the argv of the process to checkpoint; default
+	// {"sleep", "1000"}. It must run until it is killed.
+	Target []string
+}
+
+// Run runs the kit. newModule returns a fresh module for each subtest.
+func Run(t *testing.T, newModule func(t *testing.T) crs.Module, opts Options) {
+	t.Helper()
+	if len(opts.Target) == 0 {
+		opts.Target = []string{"sleep", "1000"}
+	}
+	if opts.CanCheckpoint {
+		t.Run("checkpoint-and-restart", func(t *testing.T) { testCheckpoint(t, newModule(t), opts) })
+		t.Run("restart-empty-dir", func(t *testing.T) { testRestartEmpty(t, newModule(t)) })
+	} else {
+		t.Run("not-checkpointable", func(t *testing.T) { testRefuses(t, newModule(t), opts) })
+	}
+	t.Run("dead-pid", func(t *testing.T) { testDeadPID(t, newModule(t)) })
+	t.Run("cancelled", func(t *testing.T) { testCancelled(t, newModule(t), opts) })
+}
+
+// StartTarget starts argv as a child that the test kills and reaps on
+// cleanup, and returns it.
+func StartTarget(t *testing.T, argv []string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = t.TempDir()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start target %v: %v", argv, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// DeadPID returns the PID of a process that has exited and been reaped.
+func DeadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run true: %v", err)
+	}
+	return cmd.Process.Pid
+}
+
+// snapDir returns an empty snapshot directory inside a parent that holds
+// nothing else, so writes outside Dir can be seen.
+func snapDir(t *testing.T) (parent, dir string) {
+	t.Helper()
+	parent = t.TempDir()
+	dir = filepath.Join(parent, "snap")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return parent, dir
+}
+
+// onlySnapDir fails if parent holds anything but the snapshot directory.
+func onlySnapDir(t *testing.T, parent string) {
+	t.Helper()
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() != "snap" {
+			t.Errorf("component wrote %q outside the snapshot directory", filepath.Join(parent, e.Name()))
+		}
+	}
+}
+
+// running reports whether pid is alive and neither a zombie nor stopped.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may
+	// itself hold spaces or parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	switch b[i+2] {
+	case 'Z', 'X', 'T', 't':
+		return false
+	}
+	return true
+}
+
+func emptyDir(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("%s holds %q; the component should have written nothing", dir, e.Name())
+	}
+}
+
+func testCheckpoint(t *testing.T, m crs.Module, opts Options) {
+	target := StartTarget(t, opts.Target)
+	parent, dir := snapDir(t)
+	res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: target.Process.Pid, Dir: dir})
+	if err != nil {
+		t.Fatalf("checkpoint pid %d: %v", target.Process.Pid, err)
+	}
+	if res.State != crs.StateContinue {
+		t.Errorf("state %v, want %v", res.State, crs.StateContinue)
+	}
+	if len(res.Files) == 0 {
+		t.Fatal("checkpoint reported no files")
+	}
+	for _, f := range res.Files {
+		if !filepath.IsLocal(f) {
+			t.Errorf("file %q is not a path inside Dir", f)
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(dir, f))
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("reported file %q: %v (want a regular file inside %s)", f, err, dir)
+		}
+	}
+	onlySnapDir(t, parent)
+	if !running(target.Process.Pid) {
+		t.Errorf("target pid %d stopped running after a checkpoint without Term or Stop", target.Process.Pid)
+	}
+
+	l, err := m.Restart(t.Context(), crs.RestartRequest{Dir: dir, Meta: res.Meta,
+		Launch: crs.Launch{Argv: target.Args, Dir: target.Dir}})
+	if err != nil {
+		t.Fatalf("restart from %s: %v", dir, err)
+	}
+	if !slices.Equal(l.Argv, target.Args) {
+		t.Errorf("restart argv %q, want the target's %q", l.Argv, target.Args)
+	}
+	onlySnapDir(t, parent)
+}
+
+func testRestartEmpty(t *testing.T, m crs.Module) {
+	_, dir := snapDir(t)
+	_, err := m.Restart(t.Context(), crs.RestartRequest{Dir: dir, Launch: crs.Launch{Argv: []string{"sleep", "1000"}}})
+	if !errors.Is(err, crs.ErrNoSnapshot) {
+		t.Fatalf("restart from an empty directory: %v, want crs.ErrNoSnapshot", err)
+	}
+	emptyDir(t, dir)
+}
+
+func testRefuses(t *testing.T, m crs.Module, opts Options) {
+	target := StartTarget(t, opts.Target)
+	parent, dir := snapDir(t)
+	_, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: target.Process.Pid, Dir: dir})
+	if !errors.Is(err, crs.ErrNotCheckpointable) {
+		t.Fatalf("checkpoint: %v, want crs.ErrNotCheckpointable", err)
+	}
+	emptyDir(t, dir)
+	onlySnapDir(t, parent)
+	_, err = m.Restart(t.Context(), crs.RestartRequest{Dir: dir, Launch: crs.Launch{Argv: target.Args}})
+	if !errors.Is(err, crs.ErrNoSnapshot) {
+		t.Errorf("restart: %v, want crs.ErrNoSnapshot", err)
+	}
+}
+
+func testDeadPID(t *testing.T, m crs.Module) {
+	pid := DeadPID(t)
+	parent, dir := snapDir(t)
+	_, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: pid, Dir: dir})
+	if !errors.Is(err, crs.ErrNoProcess) {
+		t.Fatalf("checkpoint of exited pid %d: %v, want crs.ErrNoProcess", pid, err)
+	}
+	emptyDir(t, dir)
+	onlySnapDir(t, parent)
+}
+
+func testCancelled(t *testing.T, m crs.Module, opts Options) {
+	target := StartTarget(t, opts.Target)
+	parent, dir := snapDir(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := m.Checkpoint(ctx, crs.CheckpointRequest{PID: target.Process.Pid, Dir: dir})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("checkpoint with a cancelled context: %v, want context.Canceled", err)
+	}
+	emptyDir(t, dir)
+	onlySnapDir(t, parent)
+	_, err = m.Restart(ctx, crs.RestartRequest{Dir: dir, Launch: crs.Launch{Argv: target.Args}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("restart with a cancelled context: %v, want context.Canceled", err)
+	}
+}

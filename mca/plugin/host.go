@@ -1,0 +1,579 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"gompi/frameworks"
+	"gompi/frameworks/crs"
+	"gompi/frameworks/filem"
+	"gompi/mca"
+	pb "gompi/mca/plugin/proto"
+)
+
+// killGrace is how long Close lets go-plugin stop a plugin gracefully
+// before the process is killed outright.
+const killGrace = 5 * time.Second
+
+// LoadError is a plugin (or one of its components) that could not be used.
+// It is reported and recorded, never fatal.
+type LoadError struct {
+	Path string // the plugin binary, or the folder that could not be read
+	Err  error
+}
+
+func (e *LoadError) Error() string { return "plugin " + e.Path + ": " + e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Plugin describes a running plugin process.
+type Plugin struct {
+	Path       string
+	PID        int
+	Components []mca.ComponentInfo // the ones added to the frameworks
+}
+
+// Host holds the plugin processes of one gompi process.
+type Host struct {
+	log *slog.Logger
+
+	mu    sync.Mutex
+	procs []*proc
+	errs  []error
+}
+
+// Load starts the plugins found on mca_base_component_path (read with
+// src.Peek, before the values are resolved, because the plugins' components
+// register parameters) and adds their components to set. A plugin that
+// cannot be used is logged (when mca_base_component_show_load_errors is on)
+// and recorded in Errors; only a malformed value of the bridge's own
+// parameters fails Load. Call it after registering the built-in components
+// and RegisterParams, before Params.Resolve; Close the Host when the
+// process ends.
+func Load(ctx context.Context, set *frameworks.Set, src *mca.Sources, log *slog.Logger) (*Host, error) {
+	cfg, err := ConfigFrom(src.Peek)
+	if err != nil {
+		return nil, err
+	}
+	return LoadConfig(ctx, set, cfg, log)
+}
+
+// LoadConfig is Load with the configuration given, for processes that
+// receive their settings from another process instead of reading sources.
+func LoadConfig(ctx context.Context, set *frameworks.Set, cfg Config, log *slog.Logger) (*Host, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{log: log}
+	files := h.discover(cfg)
+	for _, path := range files {
+		if err := ctx.Err(); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("plugin: load: %w", err)
+		}
+		p, descs, err := h.start(ctx, path, cfg)
+		if err != nil {
+			h.fail(cfg, path, err)
+			continue
+		}
+		for _, d := range descs {
+			info, err := p.add(set, d)
+			if err != nil {
+				h.fail(cfg, path, fmt.Errorf("component %s/%s: %w", d.GetFramework(), d.GetName(), err))
+				continue
+			}
+			p.comps = append(p.comps, info)
+		}
+		if len(p.comps) == 0 {
+			// Nothing of it is usable: do not keep the process around.
+			p.kill()
+			if len(descs) == 0 {
+				h.fail(cfg, path, errors.New("it carries no components"))
+			}
+			continue
+		}
+		h.mu.Lock()
+		h.procs = append(h.procs, p)
+		h.mu.Unlock()
+		log.Debug("plugin loaded", "plugin", path, "pid", p.pid, "components", len(p.comps))
+	}
+	return h, nil
+}
+
+func (h *Host) fail(cfg Config, path string, err error) {
+	le := &LoadError{Path: path, Err: err}
+	h.mu.Lock()
+	h.errs = append(h.errs, le)
+	h.mu.Unlock()
+	if cfg.ShowLoadErrors {
+		h.log.Warn("plugin not loaded", "plugin", path, "err", err)
+	}
+}
+
+// Errors returns every plugin (or component of one) that could not be
+// used, as *LoadError.
+func (h *Host) Errors() []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]error(nil), h.errs...)
+}
+
+// Plugins returns the running plugins.
+func (h *Host) Plugins() []Plugin {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]Plugin, len(h.procs))
+	for i, p := range h.procs {
+		out[i] = Plugin{Path: p.path, PID: p.pid, Components: append([]mca.ComponentInfo(nil), p.comps...)}
+	}
+	return out
+}
+
+// Close stops every plugin process and waits until each has exited (and is
+// reaped). Calls to their components fail with ErrPluginDied afterwards.
+// It is safe to call more than once.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	procs := h.procs
+	h.procs = nil
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.kill() }()
+	}
+	wg.Wait()
+	return nil
+}
+
+// discover lists the plugin binaries on the search path: executable regular
+// files named gompi-plugin-*, each once.
+func (h *Host) discover(cfg Config) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, dir := range cfg.Dirs {
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			h.fail(cfg, dir, fmt.Errorf("read plugin folder (%s): %w", ParamPath, err))
+			continue
+		}
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), FilePrefix) {
+				continue
+			}
+			path, err := filepath.Abs(filepath.Join(dir, e.Name()))
+			if err != nil {
+				h.fail(cfg, filepath.Join(dir, e.Name()), err)
+				continue
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				h.fail(cfg, path, err)
+				continue
+			}
+			if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+				h.log.Debug("not a plugin: not an executable file", "path", path)
+				continue
+			}
+			real, err := filepath.EvalSymlinks(path)
+			if err != nil {
+				real = path
+			}
+			if seen[real] {
+				continue
+			}
+			seen[real] = true
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// proc is one running plugin process.
+type proc struct {
+	path    string
+	pid     int
+	client  *goplugin.Client
+	c       *clients
+	timeout time.Duration
+	log     *slog.Logger
+	comps   []mca.ComponentInfo
+	stopped atomic.Bool // Close stopped it on purpose
+	warn    sync.Once
+}
+
+func sha256File(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sum := sha256.New()
+	if _, err := io.Copy(sum, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
+}
+
+// start checks, starts and describes one plugin.
+func (h *Host) start(ctx context.Context, path string, cfg Config) (*proc, []*pb.ComponentDescription, error) {
+	base := filepath.Base(path)
+	var sc *goplugin.SecureConfig
+	if pin, ok := cfg.Checksums[base]; ok {
+		sc = &goplugin.SecureConfig{Checksum: pin, Hash: sha256.New()}
+	} else if cfg.RequireChecksum {
+		actual, err := sha256File(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("refused: %s is on and the checksum cannot be computed: %w", ParamRequireChecksum, err)
+		}
+		return nil, nil, fmt.Errorf("refused: %s is on and %s pins no checksum for %s; if you trust this file, add %s=sha256:%s",
+			ParamRequireChecksum, ParamChecksums, base, base, actual)
+	}
+	plog := h.log.With("plugin", path)
+	cmd := exec.Command(path)
+	cmd.Env = []string{envLogLevel + "=" + hostLevel(plog).String()}
+	startTimeout := cfg.Timeout
+	if startTimeout <= 0 {
+		startTimeout = time.Minute
+	}
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		Plugins:          goplugin.PluginSet{pluginKey: &bridge{}},
+		Cmd:              cmd,
+		SecureConfig:     sc,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		Logger:           newHCLogToSlog(plog, base),
+		StartTimeout:     startTimeout,
+		AutoMTLS:         true,
+		SyncStdout:       &lineLogger{log: plog, stream: "stdout"},
+		SyncStderr:       &lineLogger{log: plog, stream: "stderr"},
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
+			actual, serr := sha256File(path)
+			if serr != nil {
+				actual = "unreadable (" + serr.Error() + ")"
+			}
+			return nil, nil, fmt.Errorf("refused: checksum mismatch: %s pins sha256:%x, the file has sha256:%s; reinstall the plugin you trust or update the pin",
+				ParamChecksums, cfg.Checksums[base], actual)
+		}
+		return nil, nil, fmt.Errorf("start: %w", err)
+	}
+	raw, err := rpc.Dispense(pluginKey)
+	if err != nil {
+		client.Kill()
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	p := &proc{path: path, client: client, c: raw.(*clients), timeout: cfg.Timeout, log: plog}
+	if rc := client.ReattachConfig(); rc != nil {
+		p.pid = rc.Pid
+	}
+	var resp *pb.DescribeResponse
+	err = p.call(ctx, "describe", "", func(ctx context.Context) (err error) {
+		resp, err = p.c.plugin.Describe(ctx, &pb.DescribeRequest{})
+		return err
+	})
+	if err != nil {
+		p.kill()
+		return nil, nil, err
+	}
+	return p, resp.GetComponents(), nil
+}
+
+// add validates a described component and adds its proxy to set.
+func (p *proc) add(set *frameworks.Set, d *pb.ComponentDescription) (mca.ComponentInfo, error) {
+	info := mca.ComponentInfo{Framework: d.GetFramework(), Name: d.GetName(), Description: d.GetDescription(),
+		Version: d.GetVersion(), Priority: int(d.GetPriority()), Origin: p.path}
+	for _, s := range d.GetParams() {
+		spec, err := specFromPB(s)
+		if err != nil {
+			return info, err
+		}
+		info.Params = append(info.Params, spec)
+	}
+	if err := checkSpecs(info); err != nil {
+		return info, err
+	}
+	ref := &pb.ComponentRef{Framework: info.Framework, Name: info.Name}
+	switch info.Framework {
+	case filem.Name:
+		return info, set.FileM.Add(&filemProxy{p: p, info: info, ref: ref})
+	case crs.Name:
+		return info, set.CRS.Add(&crsProxy{p: p, info: info, ref: ref})
+	}
+	return info, fmt.Errorf("framework %q cannot be carried by a plugin on this host (supported: %s, %s)", info.Framework, filem.Name, crs.Name)
+}
+
+// checkSpecs refuses parameter specs that registering would panic on (a
+// bad name or default, a name given twice), since a plugin must never
+// bring the host down.
+func checkSpecs(info mca.ComponentInfo) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("bad parameter: %v", r)
+		}
+	}()
+	if len(info.Params) == 0 {
+		return nil
+	}
+	scratch := mca.NewParams()
+	prio := mca.ParamSpec{Name: info.Framework + "_" + info.Name + "_priority", Type: mca.Int, Default: "0"}
+	scratch.Register("check", append([]mca.ParamSpec{prio}, info.Params...)...)
+	return nil
+}
+
+// kill stops the process: go-plugin's graceful stop first, then SIGKILL
+// if that does not end it within killGrace. It returns once the process is
+// reaped.
+func (p *proc) kill() {
+	p.stopped.Store(true)
+	done := make(chan struct{})
+	go func() { p.client.Kill(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(killGrace):
+		if p.pid > 0 {
+			_ = unix.Kill(p.pid, unix.SIGKILL)
+		}
+		<-done
+	}
+}
+
+func (p *proc) exited() bool { return p.c.done.Err() != nil }
+
+// died is the error of a call to a plugin whose process is gone.
+func (p *proc) died(op string, comp string) error {
+	if p.stopped.Load() {
+		return fmt.Errorf("plugin %s: %s%s: %w: it was stopped (the plugin host is closed)", p.path, op, comp, ErrPluginDied)
+	}
+	p.warn.Do(func() {
+		p.log.Warn("plugin process died; its components fail from now on", "pid", p.pid)
+	})
+	return fmt.Errorf("plugin %s (pid %d): %s%s: %w; its components are unusable until the process restarts (its log above may say why)",
+		p.path, p.pid, op, comp, ErrPluginDied)
+}
+
+// call runs one RPC under the plugin timeout and turns its failure into the
+// component's own error or a bridge error naming the plugin.
+func (p *proc) call(ctx context.Context, op, comp string, rpc func(ctx context.Context) error) error {
+	if comp != "" {
+		comp = " " + comp
+	}
+	if p.exited() {
+		return p.died(op, comp)
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if p.timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, p.timeout)
+	}
+	defer cancel()
+	err := rpc(cctx)
+	if err == nil {
+		return nil
+	}
+	if ce := componentError(err); ce != nil {
+		return ce
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("plugin %s: %s%s: %w", p.path, op, comp, ctx.Err())
+	}
+	code := status.Code(err)
+	if code == codes.DeadlineExceeded || errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("plugin %s: %s%s: no answer within %s (%s); the plugin may be hung: %w",
+			p.path, op, comp, p.timeout, ParamTimeout, context.DeadlineExceeded)
+	}
+	if p.waitExit(code) {
+		return p.died(op, comp)
+	}
+	return fmt.Errorf("plugin %s: %s%s: %w", p.path, op, comp, err)
+}
+
+// waitExit reports whether the process has exited. A broken connection is
+// seen before go-plugin reaps the process, so on such errors it waits for
+// the exit a little.
+func (p *proc) waitExit(code codes.Code) bool {
+	if code != codes.Unavailable && code != codes.Canceled && code != codes.Internal && code != codes.Unknown {
+		return p.exited()
+	}
+	wait := 5 * time.Second
+	if p.timeout > 0 && p.timeout < wait {
+		wait = p.timeout
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-p.c.done.Done():
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// lineLogger logs what a plugin writes to its stdout or stderr after it has
+// started serving, one record per line, at debug level: it is not the
+// plugin's structured log, and must never reach the host's stdout.
+type lineLogger struct {
+	log    *slog.Logger
+	stream string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (w *lineLogger) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.log.Debug(string(w.buf[:i]), "stream", w.stream)
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64<<10 {
+		w.log.Debug(string(w.buf), "stream", w.stream)
+		w.buf = nil
+	}
+	return len(b), nil
+}
+
+// query forwards a Query with every setting the host resolved.
+func (p *proc) query(ctx context.Context, ref *pb.ComponentRef, q mca.Query) (uint64, int, error) {
+	var resp *pb.QueryResponse
+	err := p.call(ctx, "query", ref.GetFramework()+"/"+ref.GetName(), func(ctx context.Context) (err error) {
+		resp, err = p.c.plugin.Query(ctx, &pb.QueryRequest{Component: ref, Settings: settingsToPB(q.Values),
+			Role: int32(q.Role), Priority: int32(q.Priority)})
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if resp.GetSkipped() {
+		return 0, 0, &remoteError{msg: string(resp.GetSkipReason()), wraps: []error{mca.ErrSkip}}
+	}
+	return resp.GetModule(), int(resp.GetPriority()), nil
+}
+
+type filemProxy struct {
+	p    *proc
+	info mca.ComponentInfo
+	ref  *pb.ComponentRef
+}
+
+func (c *filemProxy) Info() mca.ComponentInfo { return c.info }
+
+func (c *filemProxy) Query(ctx context.Context, q mca.Query) (filem.Module, int, error) {
+	id, prio, err := c.p.query(ctx, c.ref, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &filemModule{filemProxy: c, id: id}, prio, nil
+}
+
+type filemModule struct {
+	*filemProxy
+	id uint64
+}
+
+func (m *filemModule) name() string { return m.ref.GetFramework() + "/" + m.ref.GetName() }
+
+func (m *filemModule) Put(ctx context.Context, ts []filem.Transfer) error {
+	return m.p.call(ctx, "put", m.name(), func(ctx context.Context) error {
+		_, err := m.p.c.filem.Put(ctx, &pb.TransferRequest{Component: m.ref, Module: m.id, Transfers: transfersToPB(ts)})
+		return err
+	})
+}
+
+func (m *filemModule) Get(ctx context.Context, ts []filem.Transfer) error {
+	return m.p.call(ctx, "get", m.name(), func(ctx context.Context) error {
+		_, err := m.p.c.filem.Get(ctx, &pb.TransferRequest{Component: m.ref, Module: m.id, Transfers: transfersToPB(ts)})
+		return err
+	})
+}
+
+func (m *filemModule) Remove(ctx context.Context, paths []filem.Remote) error {
+	return m.p.call(ctx, "remove", m.name(), func(ctx context.Context) error {
+		_, err := m.p.c.filem.Remove(ctx, &pb.RemoveRequest{Component: m.ref, Module: m.id, Paths: remotesToPB(paths)})
+		return err
+	})
+}
+
+type crsProxy struct {
+	p    *proc
+	info mca.ComponentInfo
+	ref  *pb.ComponentRef
+}
+
+func (c *crsProxy) Info() mca.ComponentInfo { return c.info }
+
+func (c *crsProxy) Query(ctx context.Context, q mca.Query) (crs.Module, int, error) {
+	id, prio, err := c.p.query(ctx, c.ref, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &crsModule{crsProxy: c, id: id}, prio, nil
+}
+
+type crsModule struct {
+	*crsProxy
+	id uint64
+}
+
+func (m *crsModule) name() string { return m.ref.GetFramework() + "/" + m.ref.GetName() }
+
+func (m *crsModule) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs.CheckpointResult, error) {
+	var resp *pb.CheckpointResponse
+	err := m.p.call(ctx, "checkpoint", m.name(), func(ctx context.Context) (err error) {
+		resp, err = m.p.c.crs.Checkpoint(ctx, &pb.CheckpointRequest{Component: m.ref, Module: m.id, Pid: int64(req.PID),
+			Dir: []byte(req.Dir), Options: &pb.CheckpointOptions{Term: req.Options.Term, Stop: req.Options.Stop}})
+		return err
+	})
+	if err != nil {
+		return crs.CheckpointResult{}, err
+	}
+	return crs.CheckpointResult{State: crs.State(resp.GetState()), Files: stringsOf(resp.GetFiles()), Meta: resp.GetMeta()}, nil
+}
+
+func (m *crsModule) Restart(ctx context.Context, req crs.RestartRequest) (crs.Launch, error) {
+	var resp *pb.Launch
+	err := m.p.call(ctx, "restart", m.name(), func(ctx context.Context) (err error) {
+		resp, err = m.p.c.crs.Restart(ctx, &pb.RestartRequest{Component: m.ref, Module: m.id, Dir: []byte(req.Dir),
+			Meta: req.Meta, Launch: launchToPB(req.Launch)})
+		return err
+	})
+	if err != nil {
+		return crs.Launch{}, err
+	}
+	return launchFromPB(resp), nil
+}
+
+var (
+	_ mca.Component[filem.Module] = (*filemProxy)(nil)
+	_ mca.Component[crs.Module]   = (*crsProxy)(nil)
+	_ filem.Module                = (*filemModule)(nil)
+	_ crs.Module                  = (*crsModule)(nil)
+)

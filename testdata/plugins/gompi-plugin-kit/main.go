@@ -1,0 +1,22 @@
+// Command gompi-plugin-kit is the plugin binary of the plugin bridge's
+// tests: FileM "plugraw" (filem/raw under another name), CRS "plugnone"
+// (crs/none renamed), and the test fixtures CRS "context", FileM
+// "plugcrash" (exits on any call) and FileM "plughang" (never answers).
+package main
+
+import (
+	"gompi/components/crs/none"
+	"gompi/components/filem/raw"
+	"gompi/mca/plugin"
+	"gompi/testdata/plugins/fixtures"
+)
+
+func main() {
+	plugin.Serve(
+		plugin.FileM(fixtures.Rename(raw.New(), "plugraw")),
+		plugin.CRS(fixtures.Rename(none.New(), "plugnone")),
+		plugin.CRS(fixtures.ContextCRS()),
+		plugin.FileM(fixtures.Crash()),
+		plugin.FileM(fixtures.Hang()),
+	)
+}
