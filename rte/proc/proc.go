@@ -1,0 +1,120 @@
+// Package proc starts and ends the runtime's child processes (daemons,
+// ssh clients, ranks) so that none outlives its parent: every child gets
+// its own process group (so a signal reaches everything it started) and a
+// parent-death signal, and every child is started from one OS thread that
+// lives as long as the process.
+//
+// Linux delivers the parent-death signal when the *thread* that forked the
+// child exits, not the process. Go moves goroutines between threads and
+// may end idle threads, so Pdeathsig set from an arbitrary goroutine can
+// fire while the parent is still alive, or be lost. Start therefore forks
+// from a goroutine that locked its thread and never unlocks it.
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+type startReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+var (
+	once sync.Once
+	reqs chan startReq
+)
+
+// launcher runs on its own locked thread for the life of the process.
+func launcher() {
+	runtime.LockOSThread() // never unlocked: the thread must outlive every child
+	for r := range reqs {
+		r.done <- r.cmd.Start()
+	}
+}
+
+// Start starts cmd in a new process group with deathSig as its
+// parent-death signal. Any SysProcAttr already set on cmd is kept, with
+// Setpgid and Pdeathsig added.
+func Start(cmd *exec.Cmd, deathSig syscall.Signal) error {
+	once.Do(func() {
+		reqs = make(chan startReq)
+		go launcher()
+	})
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = deathSig
+	r := startReq{cmd: cmd, done: make(chan error, 1)}
+	reqs <- r
+	return <-r.done
+}
+
+// WaitExited blocks until the process pid has exited, without reaping it:
+// its process group can still be signalled safely (the group id cannot be
+// reused while the leader is an unreaped zombie).
+func WaitExited(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("proc: wait for %d: %w", pid, err)
+		}
+		return nil
+	}
+}
+
+// SignalGroup sends sig to the process group led by pid. A group that no
+// longer exists is no error.
+func SignalGroup(pid int, sig syscall.Signal) error {
+	if pid <= 0 {
+		return fmt.Errorf("proc: signal group %d: not a process id", pid)
+	}
+	err := syscall.Kill(-pid, sig)
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("proc: signal group %d with %v: %w", pid, sig, err)
+	}
+	return nil
+}
+
+// Status splits a finished process's state into an exit code and, when it
+// was killed by a signal, the signal (code is then 0).
+func Status(st *os.ProcessState) (code int, sig syscall.Signal) {
+	if st == nil {
+		return -1, 0
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 0, ws.Signal()
+	}
+	return st.ExitCode(), 0
+}
+
+// ShellStatus is the status a shell reports for a process: the exit code,
+// or 128 plus the number of the signal that killed it.
+func ShellStatus(code int, sig syscall.Signal) int {
+	if sig != 0 {
+		return 128 + int(sig)
+	}
+	return code
+}
+
+// Alive reports whether a process with this pid exists (a zombie counts).
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
