@@ -1,0 +1,468 @@
+package mpi
+
+import (
+	"context"
+	"fmt"
+)
+
+// Collectives run over point-to-point messages on the communicator's
+// collective context, tagged with the collective's sequence number, so
+// they never match user messages nor each other. Every algorithm fixes the
+// order in which contributions are combined, so results depend only on
+// the communicator's size (and root), never on timing.
+
+// ringMin is the message size from which Allreduce uses the ring
+// (reduce-scatter + allgather) instead of recursive doubling.
+const ringMin = 64 << 10
+
+func (c *Comm) checkRoot(root int) error {
+	if root < 0 || root >= c.size {
+		return fmt.Errorf("mpi: %w: root %d outside communicator of size %d", ErrArg, root, c.size)
+	}
+	return nil
+}
+
+func (c *Comm) csend(dst, tag int, data []byte) error {
+	return c.p.send(c.co, c.members[dst], tag, data, nil)
+}
+
+func (c *Comm) cisend(dst, tag int, data []byte) (*Request, error) {
+	r := newRequest(c.p, reqSend)
+	if err := c.p.send(c.co, c.members[dst], tag, data, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// crecv receives exactly len(buf) bytes from src: a collective whose
+// members pass buffers of different sizes is an error.
+func (c *Comm) crecv(buf []byte, src, tag int) error {
+	st, err := c.recvOn(context.Background(), c.co, buf, c.members[src], tag)
+	if err != nil {
+		return err
+	}
+	if st.Count != len(buf) {
+		return fmt.Errorf("mpi: collective: %w: rank %d contributed %d bytes, %d expected (buffers differ between ranks)", ErrArg, src, st.Count, len(buf))
+	}
+	return nil
+}
+
+func (c *Comm) cirecv(buf []byte, src, tag int) *Request {
+	return c.irecvOn(c.co, buf, c.members[src], tag)
+}
+
+// csendrecv sends to dst and receives from src at once.
+func (c *Comm) csendrecv(sbuf []byte, dst int, rbuf []byte, src, tag int) error {
+	sr, err := c.cisend(dst, tag, sbuf)
+	if err != nil {
+		return err
+	}
+	rerr := c.crecv(rbuf, src, tag)
+	if _, err := sr.Wait(); err != nil {
+		return err
+	}
+	return rerr
+}
+
+func waitColl(reqs []*Request, want []int) error {
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		st, err := r.Wait()
+		if err != nil {
+			return err
+		}
+		if want != nil && want[i] >= 0 && st.Count != want[i] {
+			return fmt.Errorf("mpi: collective: %w: rank %d contributed %d bytes, %d expected (buffers differ between ranks)", ErrArg, i, st.Count, want[i])
+		}
+	}
+	return nil
+}
+
+// async runs a non-blocking collective on its own goroutine; its tag was
+// taken on the caller's goroutine, in program order.
+func (c *Comm) async(f func() error) *Request {
+	r := newRequest(c.p, reqColl)
+	c.p.activeNB.Add(1)
+	go func() {
+		err := f()
+		c.p.activeNB.Add(-1)
+		r.complete(Status{}, err)
+	}()
+	return r
+}
+
+// Barrier returns once every rank of c has entered it (dissemination).
+func (c *Comm) Barrier() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return c.barrier(c.nextTag())
+}
+
+// Ibarrier starts a barrier.
+func (c *Comm) Ibarrier() (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	tag := c.nextTag()
+	return c.async(func() error { return c.barrier(tag) }), nil
+}
+
+func (c *Comm) barrier(tag int) error {
+	n, r := c.size, c.rank
+	for k := 1; k < n; k <<= 1 {
+		if err := c.csendrecv(nil, (r+k)%n, nil, (r-k+n)%n, tag); err != nil {
+			return fmt.Errorf("mpi: barrier: %w", err)
+		}
+	}
+	return nil
+}
+
+// Bcast copies root's buf into every rank's buf (binomial tree).
+func (c *Comm) Bcast(buf []byte, root int) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkRoot(root); err != nil {
+		return err
+	}
+	return c.bcast(c.nextTag(), buf, root)
+}
+
+// Ibcast starts a broadcast; buf belongs to the library until it completes.
+func (c *Comm) Ibcast(buf []byte, root int) (*Request, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkRoot(root); err != nil {
+		return nil, err
+	}
+	tag := c.nextTag()
+	return c.async(func() error { return c.bcast(tag, buf, root) }), nil
+}
+
+func (c *Comm) bcast(tag int, buf []byte, root int) error {
+	n := c.size
+	vr := (c.rank - root + n) % n
+	mask := 1
+	for mask < n {
+		if vr&mask != 0 {
+			if err := c.crecv(buf, (vr-mask+root)%n, tag); err != nil {
+				return fmt.Errorf("mpi: bcast: %w", err)
+			}
+			break
+		}
+		mask <<= 1
+	}
+	for mask >>= 1; mask > 0; mask >>= 1 {
+		if vr+mask < n {
+			if err := c.csend((vr+mask+root)%n, tag, buf); err != nil {
+				return fmt.Errorf("mpi: bcast: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// reduce combines send into root's recv over a binomial tree: each rank
+// folds in its children's partial results in a fixed order.
+func (c *Comm) reduce(tag int, send, recv []byte, elem int, op reducer, root int) error {
+	n := c.size
+	vr := (c.rank - root + n) % n
+	acc := alignedBuf(len(send))
+	copy(acc, send)
+	var tmp []byte
+	for mask := 1; mask < n; mask <<= 1 {
+		if vr&mask != 0 {
+			if err := c.csend(((vr&^mask)+root)%n, tag, acc); err != nil {
+				return fmt.Errorf("mpi: reduce: %w", err)
+			}
+			return nil
+		}
+		if child := vr | mask; child < n {
+			if tmp == nil {
+				tmp = alignedBuf(len(send))
+			}
+			if err := c.crecv(tmp, (child+root)%n, tag); err != nil {
+				return fmt.Errorf("mpi: reduce: %w", err)
+			}
+			op(acc, tmp)
+		}
+	}
+	copy(recv, acc)
+	return nil
+}
+
+func (c *Comm) allreduce(tag int, send, recv []byte, elem int, op reducer) error {
+	if len(send) >= ringMin && len(send)/elem >= c.size && c.size > 2 {
+		return c.allreduceRing(tag, send, recv, elem, op)
+	}
+	return c.allreduceRD(tag, send, recv, op)
+}
+
+// allreduceRD is recursive doubling. With a size that is not a power of
+// two, the first 2*rem ranks pair up first (the odd one keeps the sum), and
+// the result is handed back at the end. At each step both partners
+// combine the same two partial results, which commute exactly, so every
+// rank ends with the same bits.
+func (c *Comm) allreduceRD(tag int, send, recv []byte, op reducer) error {
+	n, r := c.size, c.rank
+	acc := alignedBuf(len(send))
+	copy(acc, send)
+	tmp := alignedBuf(len(send))
+	pof2 := 1
+	for pof2*2 <= n {
+		pof2 *= 2
+	}
+	rem := n - pof2
+	newRank := -1
+	switch {
+	case r < 2*rem && r%2 == 0:
+		if err := c.csend(r+1, tag, acc); err != nil {
+			return fmt.Errorf("mpi: allreduce: %w", err)
+		}
+	case r < 2*rem:
+		if err := c.crecv(tmp, r-1, tag); err != nil {
+			return fmt.Errorf("mpi: allreduce: %w", err)
+		}
+		op(acc, tmp)
+		newRank = r / 2
+	default:
+		newRank = r - rem
+	}
+	if newRank >= 0 {
+		for mask := 1; mask < pof2; mask <<= 1 {
+			np := newRank ^ mask
+			partner := np + rem
+			if np < rem {
+				partner = np*2 + 1
+			}
+			if err := c.csendrecv(acc, partner, tmp, partner, tag); err != nil {
+				return fmt.Errorf("mpi: allreduce: %w", err)
+			}
+			op(acc, tmp)
+		}
+	}
+	if r < 2*rem {
+		if r%2 == 1 {
+			if err := c.csend(r-1, tag, acc); err != nil {
+				return fmt.Errorf("mpi: allreduce: %w", err)
+			}
+		} else if err := c.crecv(acc, r+1, tag); err != nil {
+			return fmt.Errorf("mpi: allreduce: %w", err)
+		}
+	}
+	copy(recv, acc)
+	return nil
+}
+
+// allreduceRing is a reduce-scatter followed by an allgather around the
+// ring: each chunk is reduced once, along a fixed path, then copied to all.
+func (c *Comm) allreduceRing(tag int, send, recv []byte, elem int, op reducer) error {
+	n, r := c.size, c.rank
+	acc := alignedBuf(len(send))
+	copy(acc, send)
+	count := len(send) / elem
+	lo := func(i int) int { return (i * count / n) * elem }
+	chunk := func(i int) []byte { i = (i%n + n) % n; return acc[lo(i):lo(i+1)] }
+	tmp := alignedBuf(len(chunk(0)) + elem)
+	right, left := (r+1)%n, (r-1+n)%n
+	for s := 0; s < n-1; s++ {
+		in := chunk(r - s - 1)
+		if err := c.csendrecv(chunk(r-s), right, tmp[:len(in)], left, tag); err != nil {
+			return fmt.Errorf("mpi: allreduce: %w", err)
+		}
+		op(in, tmp[:len(in)])
+	}
+	for s := 0; s < n-1; s++ {
+		if err := c.csendrecv(chunk(r+1-s), right, chunk(r-s), left, tag); err != nil {
+			return fmt.Errorf("mpi: allreduce: %w", err)
+		}
+	}
+	copy(recv, acc)
+	return nil
+}
+
+// Gather collects every rank's send (all the same length) into root's
+// recv, in rank order.
+func (c *Comm) Gather(send, recv []byte, root int) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkRoot(root); err != nil {
+		return err
+	}
+	var counts, displs []int
+	if c.rank == root {
+		if len(recv) < len(send)*c.size {
+			return fmt.Errorf("mpi: gather: %w: recv holds %d bytes, %d ranks send %d", ErrArg, len(recv), c.size, len(send))
+		}
+		counts, displs = make([]int, c.size), make([]int, c.size)
+		for i := range counts {
+			counts[i], displs[i] = len(send), i*len(send)
+		}
+	}
+	return c.gatherv(c.nextTag(), send, recv, counts, displs, root)
+}
+
+// Gatherv collects counts[i] bytes from rank i into root's recv at
+// displs[i]; counts and displs matter at root only.
+func (c *Comm) Gatherv(send, recv []byte, counts, displs []int, root int) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkRoot(root); err != nil {
+		return err
+	}
+	if c.rank == root {
+		if err := c.checkV("gatherv", len(recv), counts, displs); err != nil {
+			return err
+		}
+	}
+	return c.gatherv(c.nextTag(), send, recv, counts, displs, root)
+}
+
+func (c *Comm) checkV(op string, n int, counts, displs []int) error {
+	if len(counts) != c.size || len(displs) != c.size {
+		return fmt.Errorf("mpi: %s: %w: %d counts and %d displacements for %d ranks", op, ErrArg, len(counts), len(displs), c.size)
+	}
+	for i := range counts {
+		if counts[i] < 0 || displs[i] < 0 || displs[i]+counts[i] > n {
+			return fmt.Errorf("mpi: %s: %w: block %d (%d bytes at %d) outside a %d-byte buffer", op, ErrArg, i, counts[i], displs[i], n)
+		}
+	}
+	return nil
+}
+
+func (c *Comm) gatherv(tag int, send, recv []byte, counts, displs []int, root int) error {
+	if c.rank != root {
+		if err := c.csend(root, tag, send); err != nil {
+			return fmt.Errorf("mpi: gather: %w", err)
+		}
+		return nil
+	}
+	if len(send) != counts[root] {
+		return fmt.Errorf("mpi: gather: %w: root sends %d bytes, its count is %d", ErrArg, len(send), counts[root])
+	}
+	reqs := make([]*Request, c.size)
+	for i := range reqs {
+		if i != root {
+			reqs[i] = c.cirecv(recv[displs[i]:displs[i]+counts[i]], i, tag)
+		}
+	}
+	copy(recv[displs[root]:], send)
+	if err := waitColl(reqs, counts); err != nil {
+		return fmt.Errorf("mpi: gather: %w", err)
+	}
+	return nil
+}
+
+// Scatter sends the i-th len(recv)-byte block of root's send to rank i.
+func (c *Comm) Scatter(send, recv []byte, root int) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkRoot(root); err != nil {
+		return err
+	}
+	var counts, displs []int
+	if c.rank == root {
+		if len(send) < len(recv)*c.size {
+			return fmt.Errorf("mpi: scatter: %w: send holds %d bytes for %d ranks of %d", ErrArg, len(send), c.size, len(recv))
+		}
+		counts, displs = make([]int, c.size), make([]int, c.size)
+		for i := range counts {
+			counts[i], displs[i] = len(recv), i*len(recv)
+		}
+	}
+	return c.scatterv(c.nextTag(), send, counts, displs, recv, root)
+}
+
+// Scatterv sends counts[i] bytes at displs[i] of root's send to rank i.
+func (c *Comm) Scatterv(send []byte, counts, displs []int, recv []byte, root int) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.checkRoot(root); err != nil {
+		return err
+	}
+	if c.rank == root {
+		if err := c.checkV("scatterv", len(send), counts, displs); err != nil {
+			return err
+		}
+	}
+	return c.scatterv(c.nextTag(), send, counts, displs, recv, root)
+}
+
+func (c *Comm) scatterv(tag int, send []byte, counts, displs []int, recv []byte, root int) error {
+	if c.rank != root {
+		if err := c.crecv(recv, root, tag); err != nil {
+			return fmt.Errorf("mpi: scatter: %w", err)
+		}
+		return nil
+	}
+	reqs := make([]*Request, c.size)
+	for i := range reqs {
+		if i == root {
+			continue
+		}
+		r, err := c.cisend(i, tag, send[displs[i]:displs[i]+counts[i]])
+		if err != nil {
+			return fmt.Errorf("mpi: scatter: %w", err)
+		}
+		reqs[i] = r
+	}
+	if len(recv) != counts[root] {
+		return fmt.Errorf("mpi: scatter: %w: root receives %d bytes, its count is %d", ErrArg, len(recv), counts[root])
+	}
+	copy(recv, send[displs[root]:displs[root]+counts[root]])
+	if err := waitColl(reqs, nil); err != nil {
+		return fmt.Errorf("mpi: scatter: %w", err)
+	}
+	return nil
+}
+
+// Allgather collects every rank's send into every rank's recv, in rank
+// order (ring).
+func (c *Comm) Allgather(send, recv []byte) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	b, n, r := len(send), c.size, c.rank
+	if len(recv) < b*n {
+		return fmt.Errorf("mpi: allgather: %w: recv holds %d bytes, %d ranks send %d", ErrArg, len(recv), n, b)
+	}
+	tag := c.nextTag()
+	copy(recv[r*b:], send)
+	block := func(i int) []byte { i = (i%n + n) % n; return recv[i*b : (i+1)*b] }
+	for s := 0; s < n-1; s++ {
+		if err := c.csendrecv(block(r-s), (r+1)%n, block(r-s-1), (r-1+n)%n, tag); err != nil {
+			return fmt.Errorf("mpi: allgather: %w", err)
+		}
+	}
+	return nil
+}
+
+// Alltoall sends block i of send to rank i and receives rank i's block
+// into block i of recv (blocks are len(send)/size bytes).
+func (c *Comm) Alltoall(send, recv []byte) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	n, r := c.size, c.rank
+	if len(send)%n != 0 || len(recv) < len(send) {
+		return fmt.Errorf("mpi: alltoall: %w: send of %d bytes is not %d equal blocks, or recv (%d bytes) is smaller", ErrArg, len(send), n, len(recv))
+	}
+	b := len(send) / n
+	tag := c.nextTag()
+	copy(recv[r*b:(r+1)*b], send[r*b:(r+1)*b])
+	for s := 1; s < n; s++ {
+		dst, src := (r+s)%n, (r-s+n)%n
+		if err := c.csendrecv(send[dst*b:(dst+1)*b], dst, recv[src*b:(src+1)*b], src, tag); err != nil {
+			return fmt.Errorf("mpi: alltoall: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+// Package mpi is gompi's message-passing library: MPI-style ranks,
+// communicators, point-to-point messages with MPI's matching rules, and
+// collectives built over them, on top of the BTL transports (tcp, uds).
+//
+// # Using it
+//
+//	if err := mpi.Init(ctx); err != nil { ... }
+//	defer mpi.Finalize()
+//	w := mpi.World()
+//	w.Send(buf, (w.Rank()+1)%w.Size(), 0)
+//	st, err := w.Recv(buf, mpi.AnySource, mpi.AnyTag)
+//	err = mpi.Allreduce(w, local, global, mpi.Sum)
+//
+// Point-to-point calls take []byte; SendT, RecvT, BcastT, Allreduce and the
+// other generic helpers take slices of any Numeric type. A receive matches
+// the first message, in arrival order, from its source (or AnySource) with
+// its tag (or AnyTag) on its communicator; messages between two ranks on
+// one communicator never overtake each other. Collectives run on a context
+// of their own per communicator, so they never match point-to-point
+// traffic, and are numbered per communicator so non-blocking ones (Ibarrier,
+// Ibcast, Iallreduce) may overlap.
+//
+// Blocking calls (Send, Recv, Probe, Wait, collectives) take no context:
+// they end with an error wrapping ErrStopped when the Proc stops (Finalize,
+// or the context given to Init ends). RecvCtx, ProbeCtx and
+// Request.WaitCtx bound a single wait; any blocking operation can be
+// bounded by starting its non-blocking form and calling WaitCtx. A lost
+// peer makes operations that depend on it fail with an error wrapping
+// ErrProcFailed (RankOf names the rank).
+//
+// # The runtime boundary
+//
+// A rank learns who it is from a Bootstrap: rank, size, job id, node name,
+// the job's MCA values with the framework registries they were resolved
+// against, a modex (an all-gather of key/value maps through the runtime)
+// and Abort. mpi.Init asks the Bootstrapper registered with
+// SetBootstrapper (the runtime package linked into ranks registers one);
+// with none registered and GOMPI_RANK unset, the program is a singleton,
+// rank 0 of 1, so `go run ./examples/heat` works without a launcher. With
+// GOMPI_RANK set and no runtime linked, Init fails rather than pretending.
+// InitWith(ctx, bootstrap, options) starts a Proc explicitly; several
+// Procs can live in one process (package mpitest runs whole jobs in a
+// test).
+//
+// At Init each selected BTL listens and its address goes into the modex
+// under "btl_<component>", with the node under "node". For each peer the
+// highest-priority module that reaches it is chosen (uds on the same node,
+// else tcp). Connections open on the first send, one per direction:
+// a rank writes on the connection it dialed and a reader goroutine per
+// accepted connection takes every frame off the wire as it arrives, so no
+// send waits for the receiving application. The runtime reports ranks it
+// saw die with Proc.MarkFailed.
+//
+// # Checkpoint/restart
+//
+// Everything the application holds is a virtual handle owned by the
+// library. Communicator handles (Comm.Handle) are context ids agreed by the
+// members from a per-process counter, so the same creation sequence gives
+// the same handles; every Dup, Split and Free is recorded with its result
+// in the creation log (Proc.CreationLog). Every message sent and every
+// message taken off a transport passes through one function each, where
+// the coordination protocol installed with SetCRCP is told (Sent,
+// Received) with its per-(context, source, destination) sequence number;
+// with no protocol installed that costs one pointer load. Proc.Channels
+// gives the protocol its bookmark exchange and drain. Proc.SaveState
+// returns the library's own state (unexpected and drained messages,
+// sequence numbers, totals, the creation log, collective counts) and
+// WithState, or a Bootstrap that implements Restorer, restores it at
+// Init: communicators are rebuilt from the log with the same handles and
+// the saved messages are received first, in their order.
+package mpi

@@ -1,0 +1,240 @@
+package mpi
+
+import (
+	"fmt"
+)
+
+// ctxState is the matching state of one context id: the posted-receive
+// queue and the unexpected-message queue, both in order, plus the
+// per-peer sequence numbers of the messages that travel on it. A message
+// matches the first posted receive (in posting order) whose source and tag
+// fit; a receive matches the first unexpected message (in arrival order)
+// that fits. Messages of one sender arrive in the order sent, which makes
+// matching non-overtaking per sender and context.
+type ctxState struct {
+	ctx     uint64
+	posted  []*Request
+	unexp   []*message
+	probes  []*probeWait
+	sendSeq []uint64 // per world destination; guarded by that peer's mu
+	recvSeq []uint64 // per world source; guarded by Proc.mu
+	// coll marks a communicator's collective context: a failed member
+	// fails every receive on it, since the collective cannot finish.
+	coll bool
+}
+
+type probeWait struct {
+	src, tag int
+	ch       chan struct{}
+}
+
+func matches(wantSrc, wantTag, src, tag int) bool {
+	return (wantSrc == AnySource || wantSrc == src) && (wantTag == AnyTag || wantTag == tag)
+}
+
+// ctxStateLocked returns the state of ctx, creating it (a message may
+// arrive before the local process created the communicator).
+func (p *Proc) ctxStateLocked(ctx uint64) *ctxState {
+	cs := p.ctxs[ctx]
+	if cs == nil {
+		cs = &ctxState{ctx: ctx, sendSeq: make([]uint64, p.size), recvSeq: make([]uint64, p.size), coll: ctx&1 == 1}
+		p.ctxs[ctx] = cs
+	}
+	return cs
+}
+
+func (p *Proc) ctxState(ctx uint64) *ctxState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ctxStateLocked(ctx)
+}
+
+func (cs *ctxState) takePosted(src, tag int) *Request {
+	for i, r := range cs.posted {
+		if matches(r.src, r.tag, src, tag) {
+			copy(cs.posted[i:], cs.posted[i+1:])
+			cs.posted[len(cs.posted)-1] = nil
+			cs.posted = cs.posted[:len(cs.posted)-1]
+			return r
+		}
+	}
+	return nil
+}
+
+func (cs *ctxState) findUnexpected(src, tag int) int {
+	for i, m := range cs.unexp {
+		if matches(src, tag, m.src, m.tag) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (cs *ctxState) removeUnexpected(i int) *message {
+	m := cs.unexp[i]
+	copy(cs.unexp[i:], cs.unexp[i+1:])
+	cs.unexp[len(cs.unexp)-1] = nil
+	cs.unexp = cs.unexp[:len(cs.unexp)-1]
+	return m
+}
+
+// checkSeq verifies that a message is the next one from src on this
+// context: anything else means a lost or duplicated message, which the
+// library cannot repair.
+func (cs *ctxState) checkSeq(src int, seq uint64) error {
+	if want := cs.recvSeq[src] + 1; seq != want {
+		return fmt.Errorf("message %d on context %d from rank %d arrived when %d was due (lost or duplicated message)", seq, cs.ctx, src, want)
+	}
+	cs.recvSeq[src] = seq
+	return nil
+}
+
+// fill copies a message into a receive and completes it.
+func fillRecv(r *Request, src, tag int, data []byte) {
+	st := Status{Source: r.comm.commRank(src), Tag: tag, Count: len(data)}
+	n := copy(r.buf, data)
+	var err error
+	if n < len(data) {
+		err = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, tag, ErrTruncate, len(data), len(r.buf))
+	}
+	r.complete(st, err)
+}
+
+// deliver hands a message that is fully off the transport to the matching
+// engine: the first fitting posted receive gets it, or it joins the
+// unexpected queue. m is the library's copy when owned (it is recycled or
+// queued), else data is only borrowed (a send to self) and copied.
+func (p *Proc) deliver(src int, h *header, data []byte, owned *message, seqChecked bool) error {
+	tag := int(h.tag)
+	p.mu.Lock()
+	cs := p.ctxStateLocked(h.ctx)
+	if !seqChecked {
+		if err := cs.checkSeq(src, h.seq); err != nil {
+			p.mu.Unlock()
+			if owned != nil {
+				putMsg(owned)
+			}
+			return err
+		}
+	}
+	p.received(src, h, len(data))
+	if r := cs.takePosted(src, tag); r != nil {
+		p.mu.Unlock()
+		fillRecv(r, src, tag, data)
+		if owned != nil {
+			putMsg(owned)
+		}
+		return nil
+	}
+	m := owned
+	if m == nil {
+		m = getMsg(len(data))
+		copy(m.data, data)
+	}
+	m.src, m.tag, m.seq = src, tag, h.seq
+	cs.unexp = append(cs.unexp, m)
+	if len(cs.probes) > 0 {
+		kept := cs.probes[:0]
+		for _, w := range cs.probes {
+			if matches(w.src, w.tag, src, tag) {
+				close(w.ch)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		clear(cs.probes[len(kept):])
+		cs.probes = kept
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// postRecv matches r against the unexpected queue, or posts it. It
+// reports whether r completed at once (its status and error are set, and
+// it was not signalled).
+func (p *Proc) postRecv(r *Request) bool {
+	p.mu.Lock()
+	cs := r.cs
+	if i := cs.findUnexpected(r.src, r.tag); i >= 0 {
+		m := cs.removeUnexpected(i)
+		p.mu.Unlock()
+		st := Status{Source: r.comm.commRank(m.src), Tag: m.tag, Count: len(m.data)}
+		n := copy(r.buf, m.data)
+		r.status, r.err = st, nil
+		if n < len(m.data) {
+			r.err = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, m.tag, ErrTruncate, len(m.data), len(r.buf))
+		}
+		putMsg(m)
+		return true
+	}
+	if err := p.recvFailureLocked(cs, r.comm, r.src); err != nil {
+		p.mu.Unlock()
+		r.status, r.err = Status{}, err
+		return true
+	}
+	cs.posted = append(cs.posted, r)
+	p.mu.Unlock()
+	return false
+}
+
+// recvFailureLocked returns the error a receive gets because a process it
+// waits for failed: its source, any member for AnySource, and any member
+// on a collective context.
+func (p *Proc) recvFailureLocked(cs *ctxState, c *Comm, src int) error {
+	if src != AnySource {
+		if err := p.peers[src].goneOrFailed(); err != nil {
+			return err
+		}
+	}
+	if p.nFailed.Load() == 0 || (src != AnySource && !cs.coll) {
+		return nil
+	}
+	for _, pe := range p.peers {
+		if err := pe.failure(); err != nil && c.hasWorld(pe.rank) {
+			return err
+		}
+	}
+	return nil
+}
+
+// cancelRecv removes a posted receive; false means a message already
+// matched it and it will complete.
+func (p *Proc) cancelRecv(r *Request) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, q := range r.cs.posted {
+		if q == r {
+			copy(r.cs.posted[i:], r.cs.posted[i+1:])
+			r.cs.posted[len(r.cs.posted)-1] = nil
+			r.cs.posted = r.cs.posted[:len(r.cs.posted)-1]
+			return true
+		}
+	}
+	return false
+}
+
+// failPostedLocked fails every posted receive that waits on the failed
+// world rank.
+func (p *Proc) failPostedLocked(rank int, err error) []*Request {
+	var out []*Request
+	for _, cs := range p.ctxs {
+		kept := cs.posted[:0]
+		for _, r := range cs.posted {
+			hit := r.src == rank || ((r.src == AnySource || cs.coll) && r.comm.hasWorld(rank))
+			if hit {
+				out = append(out, r)
+			} else {
+				kept = append(kept, r)
+			}
+		}
+		clear(cs.posted[len(kept):])
+		cs.posted = kept
+		if len(cs.probes) > 0 {
+			for _, w := range cs.probes {
+				close(w.ch) // probers look again and see the failure
+			}
+			cs.probes = nil
+		}
+	}
+	return out
+}

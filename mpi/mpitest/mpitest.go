@@ -1,0 +1,203 @@
+// Package mpitest runs whole MPI jobs inside a test: n Procs on their own
+// goroutines, bootstrapped through an in-memory runtime (a real modex over
+// channels) and talking over real tcp or uds sockets on this host.
+package mpitest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"gompi/frameworks"
+	"gompi/mca"
+	"gompi/mpi"
+)
+
+// Config describes a job.
+type Config struct {
+	N int
+	// BTL is the value of the btl parameter: "tcp", "uds", "tcp,uds", or
+	// "" for every transport.
+	BTL string
+	// Nodes names each rank's node (default: all on one node). Ranks on
+	// different names are treated as different hosts (uds cannot join
+	// them) although all run here.
+	Nodes []string
+	// Settings are further MCA parameters for every rank.
+	Settings []mca.Setting
+	// States, when set, restores rank i from States[i] (nil: fresh start).
+	States [][]byte
+	// AllowFailures accepts errors wrapping mpi.ErrProcFailed or
+	// mpi.ErrStopped from fn and Finalize: the test kills ranks on purpose.
+	AllowFailures bool
+}
+
+var jobs atomic.Int64
+
+// Run runs fn on n ranks over the btl transports and fails t with every
+// rank's error. Each rank is finalized after fn returns.
+func Run(t testing.TB, n int, btl string, fn func(p *mpi.Proc) error) {
+	t.Helper()
+	RunWith(t, Config{N: n, BTL: btl}, fn)
+}
+
+// RunWith runs fn on every rank of the job cfg describes.
+func RunWith(t testing.TB, cfg Config, fn func(p *mpi.Proc) error) {
+	t.Helper()
+	for _, err := range Start(cfg, fn) {
+		t.Error(err)
+	}
+}
+
+// Start runs a job and returns its ranks' errors (nil entries dropped),
+// each prefixed with its rank. When one rank fails the job's context is
+// cancelled so the others stop instead of waiting forever; their
+// consequent ErrStopped errors are left out when a root cause exists.
+func Start(cfg Config, fn func(p *mpi.Proc) error) []error {
+	if cfg.N < 1 {
+		return []error{fmt.Errorf("mpitest: %d ranks", cfg.N)}
+	}
+	j := &job{
+		name:  fmt.Sprintf("mpitest-%d-%d", os.Getpid(), jobs.Add(1)),
+		n:     cfg.N,
+		modex: make([]map[string]string, cfg.N),
+		ready: make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j.cancel = cancel
+	errs := make([]error, cfg.N)
+	var wg sync.WaitGroup
+	for r := 0; r < cfg.N; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := runRank(ctx, j, cfg, r, fn)
+			if err != nil && !(cfg.AllowFailures && expected(err)) {
+				errs[r] = fmt.Errorf("rank %d: %w", r, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var out, stopped []error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, mpi.ErrStopped):
+			stopped = append(stopped, err)
+		default:
+			out = append(out, err)
+		}
+	}
+	if j.abort != nil {
+		out = append([]error{j.abort}, out...)
+	}
+	if len(out) == 0 {
+		out = stopped
+	}
+	return out
+}
+
+func expected(err error) bool {
+	return errors.Is(err, mpi.ErrProcFailed) || errors.Is(err, mpi.ErrStopped)
+}
+
+func runRank(ctx context.Context, j *job, cfg Config, r int, fn func(p *mpi.Proc) error) error {
+	params := mca.NewParams()
+	set := frameworks.New(params)
+	mpi.RegisterTransports(set)
+	settings := append([]mca.Setting{{Name: "btl", Value: cfg.BTL}}, cfg.Settings...)
+	vals, err := params.ResolveSettings(settings)
+	if err != nil {
+		return err
+	}
+	node := "node0"
+	if r < len(cfg.Nodes) {
+		node = cfg.Nodes[r]
+	}
+	b := &boot{rank: r, job: j, set: set, vals: vals, node: node}
+	var opts []mpi.Option
+	if cfg.States != nil && cfg.States[r] != nil {
+		opts = append(opts, mpi.WithState(cfg.States[r]))
+	}
+	p, err := mpi.InitWith(ctx, b, opts...)
+	if err != nil {
+		return err
+	}
+	ferr := fn(p)
+	if ferr != nil && !(cfg.AllowFailures && expected(ferr)) {
+		// Stop the job before finalizing: the others may wait for us.
+		j.cancel()
+	}
+	return errors.Join(ferr, p.Finalize())
+}
+
+type job struct {
+	name   string
+	n      int
+	mu     sync.Mutex
+	modex  []map[string]string
+	got    int
+	ready  chan struct{}
+	cancel context.CancelFunc
+	abort  error
+}
+
+// boot is the in-memory runtime of one rank.
+type boot struct {
+	rank int
+	job  *job
+	set  *frameworks.Set
+	vals *mca.Values
+	node string
+}
+
+func (b *boot) Rank() int                   { return b.rank }
+func (b *boot) Size() int                   { return b.job.n }
+func (b *boot) Job() string                 { return b.job.name }
+func (b *boot) Node() string                { return b.node }
+func (b *boot) Frameworks() *frameworks.Set { return b.set }
+func (b *boot) Values() *mca.Values         { return b.vals }
+
+func (b *boot) Modex(ctx context.Context, mine map[string]string) ([]map[string]string, error) {
+	j := b.job
+	j.mu.Lock()
+	if j.modex[b.rank] != nil {
+		j.mu.Unlock()
+		return nil, fmt.Errorf("mpitest: rank %d called modex twice", b.rank)
+	}
+	j.modex[b.rank] = maps.Clone(mine)
+	j.got++
+	if j.got == j.n {
+		close(j.ready)
+	}
+	j.mu.Unlock()
+	select {
+	case <-j.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("mpitest: modex: %w", ctx.Err())
+	}
+	out := make([]map[string]string, j.n)
+	for i, m := range j.modex {
+		out[i] = maps.Clone(m)
+	}
+	return out, nil
+}
+
+func (b *boot) Abort(code int, msg string) {
+	j := b.job
+	j.mu.Lock()
+	if j.abort == nil {
+		j.abort = fmt.Errorf("rank %d aborted the job (code %d): %s", b.rank, code, msg)
+	}
+	j.mu.Unlock()
+	j.cancel()
+}
+
+var _ mpi.Bootstrap = (*boot)(nil)

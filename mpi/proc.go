@@ -1,0 +1,847 @@
+package mpi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gompi/frameworks/btl"
+	"gompi/frameworks/crcp"
+	"gompi/mca"
+)
+
+// Reserved context ids. A communicator with handle h sends point-to-point
+// messages on context h and runs its collectives on h+1, so the two never
+// match each other.
+const (
+	ctxWorld     = 0 // MPI_COMM_WORLD
+	ctxControl   = 2 // the library's own traffic (crcp.Channels), never counted or watched
+	firstUserCtx = 4
+)
+
+const (
+	// inlineMax is the largest Isend written on the caller's goroutine;
+	// larger ones go to the peer's writer so Isend returns at once.
+	inlineMax = 64 << 10
+	// directMin is the smallest message read straight into a posted
+	// receive's buffer instead of being copied from a library buffer.
+	directMin = 32 << 10
+
+	dialTimeout     = 30 * time.Second
+	finalizeTimeout = 30 * time.Second
+)
+
+// Proc is one MPI process: its transports, matching engine and
+// communicators. Applications use the default Proc through Init and World;
+// tests run several Procs in one address space (package mpitest).
+type Proc struct {
+	rank, size int
+	job, node  string
+	boot       Bootstrap
+	log        *slog.Logger
+
+	mods    []btl.Module
+	modName []string
+	selfEP  []btl.Endpoint // per module, with the address it published
+	peers   []*peer
+
+	mu   sync.Mutex // matching state: ctxs and their queues
+	ctxs map[uint64]*ctxState
+
+	commMu   sync.Mutex // communicators, creation log, context allocation
+	comms    map[uint64]*Comm
+	clog     []LogEntry
+	nextCtx  uint64
+	creating atomic.Bool
+
+	world   *Comm
+	control *Comm
+
+	hook     atomic.Pointer[hookBox]
+	activeNB atomic.Int32 // non-blocking collectives in flight
+	nFailed  atomic.Int32
+
+	drainMu sync.Mutex
+	drains  []*drainWait
+	nDrains atomic.Int32
+
+	inMu     sync.Mutex
+	inFrom   []btl.Conn // accepted connection per source rank
+	inClosed bool
+	readers  sync.WaitGroup
+
+	done       chan struct{}
+	stopOnce   sync.Once
+	stopErrV   error
+	stopCtx    func() bool
+	finalizing atomic.Bool
+}
+
+// hookBox holds the active coordination protocol; a nil box means none, and
+// the message path then costs one pointer load.
+type hookBox struct{ m crcp.Module }
+
+type drainWait struct {
+	peer  int
+	total uint64
+	ch    chan struct{}
+}
+
+// peer is the connection state toward one world rank. Sends are ordered
+// by a writer token (writing): whoever holds it owns out and hdr and
+// writes; others queue behind it, so messages leave in the order their
+// sequence numbers were assigned.
+type peer struct {
+	rank     int
+	mod      btl.Module
+	self, ep btl.Endpoint
+
+	mu      sync.Mutex
+	writing bool
+	queue   []*sendOp
+	out     btl.Conn // set under mu by the token holder
+	hdr     [hdrLen]byte
+
+	failErr atomic.Pointer[ProcFailedError] // failed: every operation with it fails
+	gone    atomic.Pointer[ProcFailedError] // said goodbye: receives from it fail
+
+	sent, recvd atomic.Uint64 // messages, not counting the library's control traffic
+}
+
+type sendOp struct {
+	kind uint8
+	ctx  uint64
+	tag  int
+	seq  uint64
+	data []byte
+	req  *Request   // non-blocking: completed once written
+	wake chan error // blocking: receives the outcome
+}
+
+func (op *sendOp) finish(err error) {
+	if op.req != nil {
+		op.req.complete(Status{}, err)
+	} else if op.wake != nil {
+		op.wake <- err
+	}
+}
+
+// failure returns the error of a failed peer, nil when it is alive.
+func (pe *peer) failure() error {
+	if e := pe.failErr.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// goneOrFailed also counts a peer that finalized.
+func (pe *peer) goneOrFailed() error {
+	if e := pe.failErr.Load(); e != nil {
+		return e
+	}
+	if e := pe.gone.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// Option changes how InitWith starts a Proc.
+type Option func(*options)
+
+type options struct {
+	state []byte
+	log   *slog.Logger
+}
+
+// WithState restores library state saved by SaveState (a restart).
+func WithState(state []byte) Option { return func(o *options) { o.state = state } }
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// InitWith starts a Proc over a runtime bootstrap: it restores saved state
+// when there is some, opens the selected transports, exchanges their
+// addresses through the modex and chooses a transport per peer.
+// Connections open lazily on the first send. ctx bounds start-up and, once
+// it ends, stops the Proc (its blocking calls return ErrStopped).
+func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	rank, size := b.Rank(), b.Size()
+	if size < 1 || rank < 0 || rank >= size {
+		return nil, fmt.Errorf("mpi: init: bootstrap gives rank %d of %d", rank, size)
+	}
+	p := &Proc{
+		rank: rank, size: size, job: b.Job(), node: b.Node(), boot: b,
+		log:     o.log.With("rank", rank),
+		ctxs:    map[uint64]*ctxState{},
+		comms:   map[uint64]*Comm{},
+		nextCtx: firstUserCtx,
+		inFrom:  make([]btl.Conn, size),
+		done:    make(chan struct{}),
+	}
+	p.peers = make([]*peer, size)
+	for r := range p.peers {
+		p.peers[r] = &peer{rank: r}
+	}
+	all := make([]int, size)
+	for i := range all {
+		all[i] = i
+	}
+	p.world = p.newComm(ctxWorld, all)
+	p.control = p.newComm(ctxControl, all)
+	p.comms[ctxWorld] = p.world
+
+	if o.state == nil {
+		if rs, ok := b.(Restorer); ok {
+			st, err := rs.RestoreState()
+			if err != nil {
+				return nil, fmt.Errorf("mpi: init: restore state from the runtime: %w", err)
+			}
+			o.state = st
+		}
+	}
+	if o.state != nil {
+		// Before any transport opens: restored unexpected messages must
+		// precede every new arrival, and sequence numbers must be in place.
+		if err := p.restore(o.state); err != nil {
+			return nil, fmt.Errorf("mpi: init: %w", err)
+		}
+	}
+	if err := p.openTransports(ctx); err != nil {
+		p.closeModules()
+		return nil, err
+	}
+	p.stopCtx = context.AfterFunc(ctx, func() {
+		p.stop(fmt.Errorf("mpi: %w: %w", ErrStopped, context.Cause(ctx)))
+		p.shutdown()
+	})
+	return p, nil
+}
+
+func (p *Proc) openTransports(ctx context.Context) error {
+	mine := map[string]string{"node": p.node}
+	if p.size > 1 {
+		var fw *mca.Framework[btl.Module]
+		if set := p.boot.Frameworks(); set != nil {
+			fw = set.BTL
+		}
+		if fw == nil {
+			return fmt.Errorf("mpi: init: the runtime gave no btl framework; the bootstrap's Frameworks() must hold the btl components")
+		}
+		vals := p.boot.Values()
+		cands, err := fw.Select(ctx, vals, mca.RoleApp, fw.Logger(p.log.Handler(), vals))
+		if err != nil {
+			return fmt.Errorf("mpi: init: select transports: %w", err)
+		}
+		for _, c := range cands {
+			self := btl.Endpoint{Job: p.job, Rank: p.rank, Node: p.node}
+			addr, err := c.Module.Listen(ctx, self, p.accept)
+			if err != nil {
+				p.log.Warn("transport unavailable", "btl", c.Info.Name, "err", err)
+				continue
+			}
+			self.Addr = addr
+			p.mods = append(p.mods, c.Module)
+			p.modName = append(p.modName, c.Info.Name)
+			p.selfEP = append(p.selfEP, self)
+			mine["btl_"+c.Info.Name] = addr
+		}
+		if len(p.mods) == 0 {
+			return fmt.Errorf("mpi: init: no transport could listen (btl = %q); see the warnings above", vals.String("btl"))
+		}
+	}
+	all, err := p.boot.Modex(ctx, mine)
+	if err != nil {
+		return fmt.Errorf("mpi: init: modex: %w", err)
+	}
+	if len(all) != p.size {
+		return fmt.Errorf("mpi: init: modex returned %d entries for %d ranks", len(all), p.size)
+	}
+	for r, info := range all {
+		if r == p.rank {
+			continue
+		}
+		pe := p.peers[r]
+		for i, m := range p.mods {
+			ep := btl.Endpoint{Job: p.job, Rank: r, Node: info["node"], Addr: info["btl_"+p.modName[i]]}
+			if m.Reachable(p.selfEP[i], ep) {
+				pe.mod, pe.self, pe.ep = m, p.selfEP[i], ep
+				break
+			}
+		}
+		if pe.mod == nil {
+			return fmt.Errorf("mpi: init: no transport reaches rank %d on node %q from node %q (usable here: %s); allow tcp with --mca btl tcp,uds",
+				r, info["node"], p.node, strings.Join(p.modName, ", "))
+		}
+	}
+	return nil
+}
+
+// Rank returns the world rank.
+func (p *Proc) Rank() int { return p.rank }
+
+// Size returns the number of ranks in the world.
+func (p *Proc) Size() int { return p.size }
+
+// World returns MPI_COMM_WORLD of this Proc.
+func (p *Proc) World() *Comm { return p.world }
+
+// Job returns the job id the runtime gave.
+func (p *Proc) Job() string { return p.job }
+
+// Node returns this process's node name.
+func (p *Proc) Node() string { return p.node }
+
+// Transport returns the name of the BTL component used toward a world
+// rank ("self" for the process itself, "" before the peer is known).
+func (p *Proc) Transport(rank int) string {
+	if rank == p.rank {
+		return "self"
+	}
+	for i, m := range p.mods {
+		if p.peers[rank].mod == m {
+			return p.modName[i]
+		}
+	}
+	return ""
+}
+
+// Abort asks the runtime to end the whole job with code.
+func (p *Proc) Abort(code int, msg string) { p.boot.Abort(code, msg) }
+
+// SetCRCP installs the coordination protocol that watches every message
+// (nil removes it). Its Sent and Received run on the message path, under
+// library locks: they must be quick, must not block and must not call
+// back into this package.
+func (p *Proc) SetCRCP(m crcp.Module) {
+	if m == nil {
+		p.hook.Store(nil)
+		return
+	}
+	p.hook.Store(&hookBox{m: m})
+}
+
+// MarkFailed is how the runtime reports a lost process (a daemon saw it
+// die): operations waiting on it fail with ErrProcFailed, as they do when
+// its connection breaks.
+func (p *Proc) MarkFailed(rank int, cause error) {
+	if rank < 0 || rank >= p.size || rank == p.rank {
+		return
+	}
+	if cause == nil {
+		cause = errors.New("reported lost by the runtime")
+	}
+	p.failPeer(rank, cause)
+}
+
+func (p *Proc) stop(err error) {
+	p.stopOnce.Do(func() {
+		p.stopErrV = err
+		close(p.done)
+	})
+}
+
+func (p *Proc) stopErr() error {
+	<-p.done
+	return p.stopErrV
+}
+
+func (p *Proc) isStopped() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// --- sending ---------------------------------------------------------------
+
+// send is the one way out for every message: user point-to-point,
+// collectives and the library's control traffic. Blocking sends (req nil)
+// return once the message is handed to the transport.
+func (p *Proc) send(cs *ctxState, dst, tag int, data []byte, req *Request) error {
+	pe := p.peers[dst]
+	if err := pe.goneOrFailed(); err != nil {
+		return err
+	}
+	if p.isStopped() {
+		return p.stopErr()
+	}
+	pe.mu.Lock()
+	cs.sendSeq[dst]++
+	seq := cs.sendSeq[dst]
+	if pe.writing || (req != nil && len(data) > inlineMax) {
+		op := &sendOp{kind: kindData, ctx: cs.ctx, tag: tag, seq: seq, data: data, req: req}
+		if req == nil {
+			op.wake = make(chan error, 1)
+		}
+		p.enqueueLocked(pe, op)
+		if req != nil {
+			return nil
+		}
+		select {
+		case err := <-op.wake:
+			return err
+		case <-p.done:
+			return p.stopErr()
+		}
+	}
+	pe.writing = true
+	pe.mu.Unlock()
+	err := p.transmit(pe, kindData, cs.ctx, tag, seq, data)
+	p.release(pe, err)
+	if req != nil {
+		req.complete(Status{}, err)
+	}
+	return err
+}
+
+// enqueueLocked queues op behind the token holder, starting a writer if
+// nobody holds the token. It unlocks pe.mu.
+func (p *Proc) enqueueLocked(pe *peer, op *sendOp) {
+	pe.queue = append(pe.queue, op)
+	start := !pe.writing
+	pe.writing = true
+	pe.mu.Unlock()
+	if start {
+		go p.writer(pe)
+	}
+}
+
+// release gives up the writer token, handing it to a writer goroutine when
+// sends queued up meanwhile.
+func (p *Proc) release(pe *peer, err error) {
+	if err != nil {
+		p.failPeer(pe.rank, err)
+	}
+	pe.mu.Lock()
+	if len(pe.queue) > 0 {
+		pe.mu.Unlock()
+		go p.writer(pe)
+		return
+	}
+	pe.writing = false
+	pe.mu.Unlock()
+}
+
+func (p *Proc) writer(pe *peer) {
+	for {
+		pe.mu.Lock()
+		if len(pe.queue) == 0 {
+			pe.writing = false
+			pe.mu.Unlock()
+			return
+		}
+		op := pe.queue[0]
+		pe.queue[0] = nil
+		pe.queue = pe.queue[1:]
+		pe.mu.Unlock()
+		err := p.transmit(pe, op.kind, op.ctx, op.tag, op.seq, op.data)
+		if err != nil {
+			p.failPeer(pe.rank, err)
+		}
+		op.finish(err)
+	}
+}
+
+// transmit writes one frame; the caller holds pe's writer token.
+func (p *Proc) transmit(pe *peer, kind uint8, ctx uint64, tag int, seq uint64, data []byte) error {
+	if err := pe.failure(); err != nil {
+		return err
+	}
+	h := header{kind: kind, src: int32(p.rank), ctx: ctx, tag: int64(tag), seq: seq}
+	if pe.rank == p.rank {
+		if kind != kindData {
+			return nil
+		}
+		p.sent(pe, &h, len(data))
+		return p.deliver(p.rank, &h, data, nil, false)
+	}
+	if pe.out == nil {
+		if kind == kindBye {
+			return nil // never connected: nothing to say goodbye on
+		}
+		c, err := p.dial(pe)
+		if err != nil {
+			return &ProcFailedError{Rank: pe.rank, Cause: err}
+		}
+		pe.mu.Lock()
+		pe.out = c
+		pe.mu.Unlock()
+	}
+	if kind == kindData {
+		p.sent(pe, &h, len(data))
+	}
+	h.put(pe.hdr[:])
+	if err := pe.out.WriteFrame(pe.hdr[:], data); err != nil {
+		return &ProcFailedError{Rank: pe.rank, Cause: fmt.Errorf("send: %w", err)}
+	}
+	if kind == kindBye {
+		pe.out.Close()
+	}
+	return nil
+}
+
+// sent is the interposition point for outgoing messages.
+func (p *Proc) sent(pe *peer, h *header, size int) {
+	if h.ctx>>1 == ctxControl>>1 {
+		return
+	}
+	pe.sent.Add(1)
+	if hb := p.hook.Load(); hb != nil {
+		hb.m.Sent(crcp.Envelope{Context: h.ctx, Src: p.rank, Dst: pe.rank, Tag: int(h.tag), Seq: h.seq, Size: size})
+	}
+}
+
+// received is the interposition point for incoming messages: called once
+// per message fully taken off the transport, before anyone can see it.
+func (p *Proc) received(src int, h *header, size int) {
+	if h.ctx>>1 == ctxControl>>1 {
+		return
+	}
+	p.peers[src].recvd.Add(1)
+	if hb := p.hook.Load(); hb != nil {
+		hb.m.Received(crcp.Envelope{Context: h.ctx, Src: src, Dst: p.rank, Tag: int(h.tag), Seq: h.seq, Size: size})
+	}
+	if p.nDrains.Load() > 0 {
+		p.checkDrains(src)
+	}
+}
+
+func (p *Proc) dial(pe *peer) (btl.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	c, err := pe.mod.Dial(ctx, pe.self, pe.ep)
+	if err != nil {
+		return nil, err
+	}
+	var hb [hdrLen]byte
+	h := header{kind: kindHello, src: int32(p.rank), tag: int64(pe.rank)}
+	h.put(hb[:])
+	if err := c.WriteFrame(hb[:], []byte(p.job)); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("hello: %w", err)
+	}
+	return c, nil
+}
+
+// --- receiving -------------------------------------------------------------
+
+func (p *Proc) accept(c btl.Conn) {
+	p.inMu.Lock()
+	if p.inClosed {
+		p.inMu.Unlock()
+		c.Close()
+		return
+	}
+	p.readers.Add(1)
+	p.inMu.Unlock()
+	go p.read(c)
+}
+
+// read is the reader goroutine of one accepted connection: it takes every
+// frame off the transport as soon as it arrives, so a sender never waits
+// for the receiver's application to make progress.
+func (p *Proc) read(c btl.Conn) {
+	defer p.readers.Done()
+	hb := make([]byte, btl.MaxHeader)
+	src, err := p.hello(c, hb)
+	if err != nil {
+		if !p.finalizing.Load() && !p.isStopped() {
+			p.log.Warn("refused a connection", "err", err)
+		}
+		c.Close()
+		return
+	}
+	pe := p.peers[src]
+	for {
+		hn, pn, err := c.ReadHeader(hb)
+		if err == nil {
+			var h header
+			if h, err = parseHeader(hb[:hn]); err == nil {
+				switch {
+				case int(h.src) != src:
+					err = fmt.Errorf("frame claims rank %d on the connection of rank %d", h.src, src)
+				case h.kind == kindData:
+					err = p.readData(c, src, &h, pn)
+				case h.kind == kindBye && pn == 0:
+					p.peerGone(src)
+				default:
+					err = fmt.Errorf("unexpected frame kind %d", h.kind)
+				}
+			}
+			if err == nil {
+				continue
+			}
+		}
+		c.Close()
+		if errors.Is(err, io.EOF) && pe.gone.Load() != nil {
+			return
+		}
+		if p.isStopped() {
+			return
+		}
+		p.failPeer(src, fmt.Errorf("receive: %w", err))
+		return
+	}
+}
+
+func (p *Proc) hello(c btl.Conn, hb []byte) (int, error) {
+	hn, pn, err := c.ReadHeader(hb)
+	if err != nil {
+		return 0, fmt.Errorf("hello: %w", err)
+	}
+	h, err := parseHeader(hb[:hn])
+	if err != nil || h.kind != kindHello || pn > 1024 {
+		return 0, fmt.Errorf("hello: first frame is not a hello (%v)", err)
+	}
+	job := make([]byte, pn)
+	if err := c.ReadPayload(job); err != nil {
+		return 0, fmt.Errorf("hello: %w", err)
+	}
+	src := int(h.src)
+	switch {
+	case string(job) != p.job:
+		return 0, fmt.Errorf("hello from job %q, this is job %q", job, p.job)
+	case int(h.tag) != p.rank:
+		return 0, fmt.Errorf("hello for rank %d reached rank %d", h.tag, p.rank)
+	case src < 0 || src >= p.size || src == p.rank:
+		return 0, fmt.Errorf("hello from rank %d of %d", src, p.size)
+	}
+	p.inMu.Lock()
+	defer p.inMu.Unlock()
+	if p.inFrom[src] != nil {
+		return 0, fmt.Errorf("second connection from rank %d", src)
+	}
+	p.inFrom[src] = c
+	return src, nil
+}
+
+func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
+	if n >= directMin {
+		p.mu.Lock()
+		cs := p.ctxStateLocked(h.ctx)
+		if err := cs.checkSeq(src, h.seq); err != nil {
+			p.mu.Unlock()
+			return err
+		}
+		r := cs.takePosted(src, int(h.tag))
+		p.mu.Unlock()
+		if r == nil {
+			m := getMsg(n)
+			if err := c.ReadPayload(m.data); err != nil {
+				putMsg(m)
+				return err
+			}
+			return p.deliver(src, h, m.data, m, true)
+		}
+		// Matched before the payload arrived: read it straight into the
+		// receiver's buffer.
+		k := min(n, len(r.buf))
+		err := c.ReadPayload(r.buf[:k])
+		if err == nil {
+			err = c.Discard(n - k)
+		}
+		if err != nil {
+			r.complete(Status{}, &ProcFailedError{Rank: src, Cause: fmt.Errorf("receive: %w", err)})
+			return err
+		}
+		p.received(src, h, n)
+		st := Status{Source: r.comm.commRank(src), Tag: int(h.tag), Count: n}
+		var terr error
+		if k < n {
+			terr = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, h.tag, ErrTruncate, n, len(r.buf))
+		}
+		r.complete(st, terr)
+		return nil
+	}
+	m := getMsg(n)
+	if err := c.ReadPayload(m.data); err != nil {
+		putMsg(m)
+		return err
+	}
+	return p.deliver(src, h, m.data, m, false)
+}
+
+// --- failures and shutdown ---------------------------------------------------
+
+// failPeer records that rank failed, closes its connections and fails
+// everything waiting on it.
+func (p *Proc) failPeer(rank int, cause error) {
+	if rank == p.rank {
+		return
+	}
+	var pf *ProcFailedError
+	if errors.As(cause, &pf) && pf.Rank == rank && pf.Cause != nil {
+		cause = pf.Cause
+	}
+	pe := p.peers[rank]
+	e := &ProcFailedError{Rank: rank, Cause: cause}
+	if !pe.failErr.CompareAndSwap(nil, e) {
+		return
+	}
+	p.nFailed.Add(1)
+	if !p.finalizing.Load() && !p.isStopped() {
+		p.log.Warn("peer failed", "peer", rank, "err", cause)
+	}
+	pe.mu.Lock()
+	q := pe.queue
+	pe.queue = nil
+	out := pe.out
+	pe.mu.Unlock()
+	if out != nil {
+		out.Close()
+	}
+	for _, op := range q {
+		op.finish(e)
+	}
+	p.inMu.Lock()
+	in := p.inFrom[rank]
+	p.inMu.Unlock()
+	if in != nil {
+		in.Close()
+	}
+	p.mu.Lock()
+	reqs := p.failPostedLocked(rank, e)
+	p.mu.Unlock()
+	for _, r := range reqs {
+		r.complete(Status{}, e)
+	}
+	p.failDrains(rank)
+}
+
+var errFinalized = errors.New("it finalized")
+
+// peerGone handles a peer's goodbye: everything it sent has arrived, so
+// receives still waiting for it can never match.
+func (p *Proc) peerGone(rank int) {
+	e := &ProcFailedError{Rank: rank, Cause: errFinalized}
+	p.peers[rank].gone.Store(e)
+	p.mu.Lock()
+	var reqs []*Request
+	for _, cs := range p.ctxs {
+		kept := cs.posted[:0]
+		for _, r := range cs.posted {
+			if r.src == rank {
+				reqs = append(reqs, r)
+			} else {
+				kept = append(kept, r)
+			}
+		}
+		clear(cs.posted[len(kept):])
+		cs.posted = kept
+	}
+	p.mu.Unlock()
+	for _, r := range reqs {
+		r.complete(Status{}, e)
+	}
+}
+
+// Finalize ends the Proc: a barrier on the world (so no rank leaves while
+// others still talk to it), a goodbye on every connection, and the
+// transports closed once every peer said goodbye too.
+func (p *Proc) Finalize() error {
+	if !p.finalizing.CompareAndSwap(false, true) {
+		return fmt.Errorf("mpi: finalize: %w: already finalized", ErrStopped)
+	}
+	var errs []error
+	if p.isStopped() {
+		errs = append(errs, p.stopErr())
+	} else if err := p.world.Barrier(); err != nil {
+		errs = append(errs, fmt.Errorf("mpi: finalize: %w", err))
+	}
+	for _, pe := range p.peers {
+		if pe.rank != p.rank && pe.failure() == nil {
+			p.bye(pe)
+		}
+	}
+	p.inMu.Lock()
+	p.inClosed = true
+	p.inMu.Unlock()
+	waited := make(chan struct{})
+	go func() {
+		p.readers.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(finalizeTimeout):
+		p.log.Warn("finalize: peers did not say goodbye in time; closing their connections", "timeout", finalizeTimeout)
+		p.closeIn()
+		<-waited
+	}
+	p.closeModules()
+	p.stop(fmt.Errorf("mpi: %w: finalized", ErrStopped))
+	if p.stopCtx != nil {
+		p.stopCtx()
+	}
+	return errors.Join(errs...)
+}
+
+// bye sends the goodbye frame behind every queued send and waits for it.
+func (p *Proc) bye(pe *peer) {
+	pe.mu.Lock()
+	if pe.out == nil && !pe.writing {
+		pe.mu.Unlock()
+		return
+	}
+	op := &sendOp{kind: kindBye, wake: make(chan error, 1)}
+	p.enqueueLocked(pe, op)
+	select {
+	case <-op.wake:
+	case <-p.done:
+	}
+}
+
+func (p *Proc) closeIn() {
+	p.inMu.Lock()
+	p.inClosed = true
+	conns := append([]btl.Conn(nil), p.inFrom...)
+	p.inMu.Unlock()
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+func (p *Proc) closeModules() {
+	for _, m := range p.mods {
+		m.Close()
+	}
+}
+
+// shutdown drops every connection without goodbyes: peers see this
+// process fail. Used when the Proc's context ends.
+func (p *Proc) shutdown() {
+	p.closeModules()
+	p.closeIn()
+	for _, pe := range p.peers {
+		pe.mu.Lock()
+		out := pe.out
+		pe.mu.Unlock()
+		if out != nil {
+			out.Close()
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package mpi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+)
+
+// Status describes a received (or probed) message.
+type Status struct {
+	Source int // rank of the sender in the communicator
+	Tag    int
+	Count  int // length of the message in bytes
+}
+
+type reqKind uint8
+
+const (
+	reqRecv reqKind = iota + 1
+	reqSend
+	reqColl
+)
+
+// Request is a non-blocking operation in flight. It is owned by the
+// library: the application only waits on it or tests it, any number of
+// times; once complete it keeps its status and error.
+type Request struct {
+	p    *Proc
+	kind reqKind
+	// done is closed on completion (or, for the library's own blocking
+	// receives, signalled once, so the request can be pooled).
+	done   chan struct{}
+	pooled bool
+	status Status
+	err    error
+
+	// receives: matching fields, set before posting and read under p.mu
+	comm *Comm
+	cs   *ctxState
+	src  int // world rank or AnySource
+	tag  int
+	buf  []byte
+}
+
+func newRequest(p *Proc, kind reqKind) *Request {
+	return &Request{p: p, kind: kind, done: make(chan struct{})}
+}
+
+// complete records the outcome and wakes the waiter. Nothing may touch r
+// after it: a pooled request may already be reused.
+func (r *Request) complete(st Status, err error) {
+	r.status, r.err = st, err
+	if r.pooled {
+		r.done <- struct{}{}
+		return
+	}
+	close(r.done)
+}
+
+var recvPool = sync.Pool{New: func() any { return &Request{kind: reqRecv, pooled: true, done: make(chan struct{}, 1)} }}
+
+// Wait blocks until the request completes and returns its status and
+// error. It returns early with an error wrapping ErrStopped if the Proc
+// stops (see WaitCtx for a caller's deadline).
+func (r *Request) Wait() (Status, error) {
+	if r == nil {
+		return Status{}, nil
+	}
+	select {
+	case <-r.done:
+		return r.status, r.err
+	case <-r.p.done:
+		return r.stopped(nil)
+	}
+}
+
+// WaitCtx is Wait bounded by ctx. When ctx ends first it returns ctx's
+// error; the request stays pending and may be waited on again.
+func (r *Request) WaitCtx(ctx context.Context) (Status, error) {
+	if r == nil {
+		return Status{}, nil
+	}
+	select {
+	case <-r.done:
+		return r.status, r.err
+	case <-r.p.done:
+		return r.stopped(nil)
+	case <-ctx.Done():
+		select {
+		case <-r.done:
+			return r.status, r.err
+		default:
+		}
+		return Status{}, fmt.Errorf("mpi: wait: %w", ctx.Err())
+	}
+}
+
+// stopped reports the Proc's stop unless the request completed meanwhile.
+func (r *Request) stopped(_ error) (Status, error) {
+	select {
+	case <-r.done:
+		return r.status, r.err
+	default:
+	}
+	return Status{}, r.p.stopErr()
+}
+
+// Test reports whether the request is complete, with its status and error.
+func (r *Request) Test() (Status, bool, error) {
+	if r == nil {
+		return Status{}, true, nil
+	}
+	select {
+	case <-r.done:
+		return r.status, true, r.err
+	default:
+		return Status{}, false, nil
+	}
+}
+
+// Waitall waits for every request (nil ones are skipped) and returns their
+// statuses in order, with every error joined.
+func Waitall(reqs []*Request) ([]Status, error) {
+	sts := make([]Status, len(reqs))
+	var errs []error
+	for i, r := range reqs {
+		st, err := r.Wait()
+		sts[i] = st
+		if err != nil {
+			errs = append(errs, fmt.Errorf("request %d: %w", i, err))
+		}
+	}
+	return sts, errors.Join(errs...)
+}
+
+// Waitany waits until one of the requests completes and returns its index,
+// status and error. Nil requests are skipped; with none left it returns
+// index -1 at once (MPI_UNDEFINED).
+func Waitany(reqs []*Request) (int, Status, error) {
+	var p *Proc
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		p = r.p
+		select {
+		case <-r.done:
+			return i, r.status, r.err
+		default:
+		}
+	}
+	if p == nil {
+		return -1, Status{}, nil
+	}
+	cases := make([]reflect.SelectCase, 0, len(reqs)+1)
+	idx := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if r != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.done)})
+			idx = append(idx, i)
+		}
+	}
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.done)})
+	chosen, _, _ := reflect.Select(cases)
+	if chosen == len(idx) {
+		return -1, Status{}, p.stopErr()
+	}
+	r := reqs[idx[chosen]]
+	return idx[chosen], r.status, r.err
+}
+
+// Testall reports whether every request is complete.
+func Testall(reqs []*Request) bool {
+	for _, r := range reqs {
+		if _, ok, _ := r.Test(); !ok {
+			return false
+		}
+	}
+	return true
+}
