@@ -11,6 +11,7 @@ import (
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/filem"
 	"gompi/frameworks/inc"
+	"gompi/frameworks/plm"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
@@ -27,6 +28,7 @@ type Set struct {
 	SnapC  *mca.Framework[snapc.Module]
 	ErrMgr *mca.Framework[errmgr.Module]
 	BTL    *mca.Framework[btl.Module]
+	PLM    *mca.Framework[plm.Module]
 }
 
 // New creates the registries and registers their framework parameters in params.
@@ -41,10 +43,11 @@ func New(params *mca.Params) *Set {
 		SnapC:  mca.NewFramework[snapc.Module](params, snapc.Name, "Snapshot Coordination: the life cycle of a global checkpoint"),
 		ErrMgr: mca.NewFramework[errmgr.Module](params, errmgr.Name, "Error Manager: the stack of fault policies", mca.Stacked()),
 		BTL:    mca.NewFramework[btl.Module](params, btl.Name, "Byte Transfer Layer: the transports between ranks; every allowed one is kept and each peer uses the best that reaches it", mca.Stacked()),
+		PLM:    plm.NewFramework(params),
 	}
 }
 
 // All returns the frameworks in the order gompi-info lists them.
 func (s *Set) All() []mca.FrameworkInfo {
-	return []mca.FrameworkInfo{s.CRS, s.CRCP, s.INC, s.SStore, s.FileM, s.SnapC, s.ErrMgr, s.BTL}
+	return []mca.FrameworkInfo{s.CRS, s.CRCP, s.INC, s.SStore, s.FileM, s.SnapC, s.ErrMgr, s.BTL, s.PLM}
 }
