@@ -215,6 +215,7 @@ type proc struct {
 	path    string
 	pid     int
 	client  *goplugin.Client
+	cmd     *exec.Cmd // read ProcessState only once c.done is closed
 	c       *clients
 	timeout time.Duration
 	log     *slog.Logger
@@ -253,6 +254,9 @@ func (h *Host) start(ctx context.Context, path string, cfg Config) (*proc, []*pb
 	plog := h.log.With("plugin", path)
 	cmd := exec.Command(path)
 	cmd.Env = []string{envLogLevel + "=" + hostLevel(plog).String()}
+	// Its own process group, so Close can also end whatever the plugin
+	// started, and a terminal's ^C reaches the host, which decides.
+	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true}
 	startTimeout := cfg.Timeout
 	if startTimeout <= 0 {
 		startTimeout = time.Minute
@@ -287,7 +291,7 @@ func (h *Host) start(ctx context.Context, path string, cfg Config) (*proc, []*pb
 		client.Kill()
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	p := &proc{path: path, client: client, c: raw.(*clients), timeout: cfg.Timeout, log: plog}
+	p := &proc{path: path, client: client, cmd: cmd, c: raw.(*clients), timeout: cfg.Timeout, log: plog}
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid
 	}
@@ -346,34 +350,71 @@ func checkSpecs(info mca.ComponentInfo) (err error) {
 }
 
 // kill stops the process: go-plugin's graceful stop first, then SIGKILL
-// if that does not end it within killGrace. It returns once the process is
-// reaped.
+// to its process group if that does not end it within killGrace; anything
+// the plugin started and left behind is killed with the group. It returns
+// once the process is reaped, or, should a leftover child keep the plugin's
+// output pipes open, once the bound has passed again.
 func (p *proc) kill() {
 	p.stopped.Store(true)
+	if p.exited() {
+		// Anything left in its group is an orphan holding its pipes.
+		p.killGroup()
+	}
 	done := make(chan struct{})
 	go func() { p.client.Kill(); close(done) }()
+	t := time.NewTimer(killGrace)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(killGrace):
-		if p.pid > 0 {
-			_ = unix.Kill(p.pid, unix.SIGKILL)
+	case <-t.C:
+		p.killGroup()
+		t.Reset(killGrace)
+		select {
+		case <-done:
+		case <-t.C:
+			p.log.Warn("plugin killed but its output pipes stay open; something it started may still run", "pid", p.pid)
 		}
-		<-done
+	}
+	p.killGroup()
+}
+
+func (p *proc) killGroup() {
+	if p.pid > 0 {
+		_ = unix.Kill(-p.pid, unix.SIGKILL)
 	}
 }
 
-func (p *proc) exited() bool { return p.c.done.Err() != nil }
+// exited reports whether the process has ended: go-plugin's done context,
+// or, while a child of the plugin holds its output pipes open and go-plugin
+// cannot reap it yet, its state in /proc.
+func (p *proc) exited() bool { return p.c.done.Err() != nil || zombie(p.pid) }
+
+func zombie(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
+}
 
 // died is the error of a call to a plugin whose process is gone.
 func (p *proc) died(op string, comp string) error {
 	if p.stopped.Load() {
 		return fmt.Errorf("plugin %s: %s%s: %w: it was stopped (the plugin host is closed)", p.path, op, comp, ErrPluginDied)
 	}
+	how := "exited"
+	if p.c.done.Err() != nil && p.cmd.ProcessState != nil { // set before done is closed
+		how = p.cmd.ProcessState.String() // "exit status 3", "signal: killed"
+	}
 	p.warn.Do(func() {
-		p.log.Warn("plugin process died; its components fail from now on", "pid", p.pid)
+		p.log.Warn("plugin process died; its components fail from now on", "pid", p.pid, "status", how)
 	})
-	return fmt.Errorf("plugin %s (pid %d): %s%s: %w; its components are unusable until the process restarts (its log above may say why)",
-		p.path, p.pid, op, comp, ErrPluginDied)
+	return fmt.Errorf("plugin %s (pid %d): %s%s: %w (%s); its components fail until the gompi process is restarted, and the plugin's log above may say why",
+		p.path, p.pid, op, comp, ErrPluginDied, how)
 }
 
 // call runs one RPC under the plugin timeout and turns its failure into the
@@ -424,11 +465,20 @@ func (p *proc) waitExit(code codes.Code) bool {
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	select {
-	case <-p.c.done.Done():
-		return true
-	case <-t.C:
-		return false
+	// A zombie is not announced; look again every so often.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.c.done.Done():
+			return true
+		case <-tick.C:
+			if zombie(p.pid) {
+				return true
+			}
+		case <-t.C:
+			return p.exited()
+		}
 	}
 }
 

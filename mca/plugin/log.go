@@ -67,8 +67,18 @@ func (h *hclogToSlog) Log(level hclog.Level, msg string, args ...any) {
 	sl := slog.LevelDebug
 	if h.own {
 		sl = slogLevel(level)
+		args = dropKey(args, "timestamp") // go-plugin's copy of the record's time
 	}
 	h.log.Log(context.Background(), sl, msg, args...)
+}
+
+func dropKey(args []any, key string) []any {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, ok := args[i].(string); ok && k == key {
+			return append(append([]any(nil), args[:i]...), args[i+2:]...)
+		}
+	}
+	return args
 }
 
 func (h *hclogToSlog) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -114,14 +115,55 @@ func sumOf(t *testing.T, path string) string {
 
 // syncBuffer collects log output from go-plugin's goroutines.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor waits until a line holding every part has been written, or fails
+// after a generous bound.
+func (s *syncBuffer) waitFor(t *testing.T, parts ...string) string {
+	t.Helper()
+	bound := time.NewTimer(30 * time.Second)
+	defer bound.Stop()
+	for {
+		s.mu.Lock()
+		for _, line := range strings.Split(s.b.String(), "\n") {
+			if containsAll(line, parts) {
+				s.mu.Unlock()
+				return line
+			}
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-bound.C:
+			t.Fatalf("no log line with %q in:\n%s", parts, s.String())
+		}
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *syncBuffer) String() string {
@@ -144,6 +186,11 @@ type loaded struct {
 // gathers the sources, loads the plugins and resolves the values.
 func load(t *testing.T, dir string, env map[string]string) *loaded {
 	t.Helper()
+	return loadAt(t, dir, env, slog.LevelDebug)
+}
+
+func loadAt(t *testing.T, dir string, env map[string]string, level slog.Level) *loaded {
+	t.Helper()
 	t.Setenv(mca.EnvPrefix+ParamPath, dir)
 	for k, v := range env {
 		t.Setenv(mca.EnvPrefix+k, v)
@@ -155,7 +202,7 @@ func load(t *testing.T, dir string, env map[string]string) *loaded {
 	l := &loaded{params: mca.NewParams(), log: &syncBuffer{}}
 	RegisterParams(l.params)
 	l.set = frameworks.New(l.params)
-	log := slog.New(slog.NewTextHandler(l.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(slog.NewTextHandler(l.log, &slog.HandlerOptions{Level: level}))
 	l.host, err = Load(t.Context(), l.set, src, log)
 	if err != nil {
 		t.Fatalf("load: %v", err)
@@ -262,7 +309,8 @@ func TestDescribe(t *testing.T) {
 	if plugins[0].Path != path || plugins[0].PID <= 0 {
 		t.Errorf("plugin %+v, want path %s and a pid", plugins[0], path)
 	}
-	want := map[string]string{"filem/plugraw": "", "crs/plugnone": "", "crs/context": "", "filem/plugcrash": "", "filem/plughang": ""}
+	want := map[string]string{"filem/plugraw": "", "crs/plugnone": "", "crs/context": "", "filem/plugcrash": "",
+		"filem/plughang": "", "filem/plugorphan": ""}
 	for _, c := range plugins[0].Components {
 		delete(want, c.Framework+"/"+c.Name)
 		if c.Origin != path {
@@ -400,7 +448,8 @@ func TestCrashedPlugin(t *testing.T) {
 	if !errors.Is(err, ErrPluginDied) {
 		t.Fatalf("put on a crashing plugin: %v, want ErrPluginDied", err)
 	}
-	for _, w := range []string{filepath.Join(dir, kitName), "filem/plugcrash"} {
+	t.Logf("crash: %v", err)
+	for _, w := range []string{filepath.Join(dir, kitName), "filem/plugcrash", "exit status 3"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not name %s", err, w)
 		}
@@ -424,6 +473,7 @@ func TestHungPlugin(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("get on a hung plugin: %v, want context.DeadlineExceeded", err)
 	}
+	t.Logf("hang: %v", err)
 	for _, w := range []string{filepath.Join(dir, kitName), "filem/plughang", ParamTimeout} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not name %s", err, w)
@@ -454,8 +504,8 @@ func TestClose(t *testing.T) {
 	plugins := l.host.Plugins()
 	// The second copy carries the same component names: it is refused and
 	// must not keep running.
-	if len(plugins) != 1 || len(l.host.Errors()) != 5 {
-		t.Fatalf("%d plugins, errors %v; want 1 plugin and the second copy's 5 duplicate components refused", len(plugins), l.host.Errors())
+	if len(plugins) != 1 || len(l.host.Errors()) != 6 {
+		t.Fatalf("%d plugins, errors %v; want 1 plugin and the second copy's 6 duplicate components refused", len(plugins), l.host.Errors())
 	}
 	if err := l.host.Close(); err != nil {
 		t.Fatal(err)
@@ -551,4 +601,85 @@ func TestAddRefusesBadDescriptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPluginLogs shows a plugin component's records reaching the host's
+// log at their level, with the plugin and component named, and records
+// below the host's level not sent at all.
+func TestPluginLogs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		level slog.Level
+	}{{"debug", slog.LevelDebug}, {"warn", slog.LevelWarn}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := installKit(t)
+			l := loadAt(t, dir, nil, tc.level)
+			l.filem(t, "plughang")
+			line := l.log.waitFor(t, "test fixture: misbehaves on every call")
+			for _, w := range []string{"level=WARN", "component=plughang", "fixture=plughang", "plugin=" + filepath.Join(dir, kitName)} {
+				if !strings.Contains(line, w) {
+					t.Errorf("relayed record %q lacks %q", line, w)
+				}
+			}
+			if tc.level == slog.LevelDebug {
+				l.log.waitFor(t, "level=DEBUG", "test fixture: debug detail")
+				return
+			}
+			// Records are relayed in order: once a later warning is in, an
+			// earlier debug record would be too.
+			l.filem(t, "plugcrash")
+			l.log.waitFor(t, "fixture=plugcrash", "level=WARN")
+			if strings.Contains(l.log.String(), "level=DEBUG") {
+				t.Errorf("debug records reached a host logging at warn:\n%s", l.log.String())
+			}
+		})
+	}
+}
+
+// TestOrphanedChild crashes a plugin that left a child holding its stderr:
+// the crash is still reported as such, and Close kills the child too.
+func TestOrphanedChild(t *testing.T) {
+	l := load(t, installKit(t), nil)
+	pid := l.host.Plugins()[0].PID
+	err := l.filem(t, "plugorphan").Put(t.Context(), nil)
+	if !errors.Is(err, ErrPluginDied) || !strings.Contains(err.Error(), "exit status 4") && !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("put on a plugin that exited leaving a child: %v, want ErrPluginDied", err)
+	}
+	if len(groupMembers(t, pid)) == 0 {
+		t.Fatal("the fixture's child is not running; the test proves nothing")
+	}
+	l.host.Close()
+	if left := groupMembers(t, pid); len(left) != 0 {
+		t.Errorf("processes of the plugin's group left after Close: %v", left)
+	}
+}
+
+// groupMembers lists the live processes of process group pgid.
+func groupMembers(t *testing.T, pgid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var ppid, pgrp int
+		if _, err := fmt.Sscan(string(b[i+1:]), &state, &ppid, &pgrp); err == nil && pgrp == pgid && state != "Z" {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

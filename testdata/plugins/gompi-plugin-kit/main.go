@@ -1,7 +1,8 @@
 // Command gompi-plugin-kit is the plugin binary of the plugin bridge's
 // tests: FileM "plugraw" (filem/raw under another name), CRS "plugnone"
 // (crs/none renamed), and the test fixtures CRS "context", FileM
-// "plugcrash" (exits on any call) and FileM "plughang" (never answers).
+// "plugcrash" (exits on any call), FileM "plughang" (never answers) and
+// FileM "plugorphan" (leaves a child holding its stderr, then exits).
 package main
 
 import (
@@ -18,5 +19,6 @@ func main() {
 		plugin.CRS(fixtures.ContextCRS()),
 		plugin.FileM(fixtures.Crash()),
 		plugin.FileM(fixtures.Hang()),
+		plugin.FileM(fixtures.Orphan()),
 	)
 }
