@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -265,4 +266,44 @@ func FuzzParseChecksums(f *testing.F) {
 			t.Fatalf("re-parsing %v: %v", entries, err)
 		}
 	})
+}
+
+func TestConfigFrom(t *testing.T) {
+	sum := strings.Repeat("0f", 32)
+	for _, tc := range []struct {
+		name     string
+		settings []mca.Setting
+		want     func(Config) bool
+		err      string
+	}{
+		{"defaults", nil, func(c Config) bool {
+			return c.Timeout == DefaultTimeout && c.ShowLoadErrors && !c.RequireChecksum && len(c.Dirs) > 0 && len(c.Checksums) == 0
+		}, ""},
+		{"all set", []mca.Setting{
+			{Name: ParamPath, Value: "/a: /b ::/c", Origin: mca.Origin{Source: mca.SourceEnv}},
+			{Name: ParamTimeout, Value: "1.5", Origin: mca.Origin{Source: mca.SourceEnv}},
+			{Name: ParamRequireChecksum, Value: "on", Origin: mca.Origin{Source: mca.SourceEnv}},
+			{Name: ParamShowLoadErrors, Value: "0", Origin: mca.Origin{Source: mca.SourceEnv}},
+			{Name: ParamChecksums, Value: "gompi-plugin-x=sha256:" + sum, Origin: mca.Origin{Source: mca.SourceEnv}},
+		}, func(c Config) bool {
+			return strings.Join(c.Dirs, "|") == "/a|/b|/c" && c.Timeout == 1500*time.Millisecond && c.RequireChecksum &&
+				!c.ShowLoadErrors && len(c.Checksums["gompi-plugin-x"]) == 32
+		}, ""},
+		{"default origin ignored", []mca.Setting{{Name: ParamTimeout, Value: "bogus"}}, func(c Config) bool { return c.Timeout == DefaultTimeout }, ""},
+		{"bad timeout", []mca.Setting{{Name: ParamTimeout, Value: "soon", Origin: mca.Origin{Source: mca.SourceCommandLine}}}, nil, ParamTimeout},
+		{"bad bool", []mca.Setting{{Name: ParamRequireChecksum, Value: "maybe", Origin: mca.Origin{Source: mca.SourceEnv}}}, nil, ParamRequireChecksum},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ConfigFrom(SettingsLookup(tc.settings))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !tc.want(c) {
+				t.Fatalf("config %+v, %v", c, err)
+			}
+		})
+	}
 }

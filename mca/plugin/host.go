@@ -86,6 +86,8 @@ func LoadConfig(ctx context.Context, set *frameworks.Set, cfg Config, log *slog.
 	files := h.discover(cfg)
 	for _, path := range files {
 		if err := ctx.Err(); err != nil {
+			// Components already added stay in set but fail with
+			// ErrPluginDied; a caller whose start-up is cancelled gives up.
 			h.Close()
 			return nil, fmt.Errorf("plugin: load: %w", err)
 		}
@@ -97,7 +99,7 @@ func LoadConfig(ctx context.Context, set *frameworks.Set, cfg Config, log *slog.
 		for _, d := range descs {
 			info, err := p.add(set, d)
 			if err != nil {
-				h.fail(cfg, path, fmt.Errorf("component %s/%s: %w", d.GetFramework(), d.GetName(), err))
+				h.failComponent(cfg, path, fmt.Errorf("component %s/%s: %w", d.GetFramework(), d.GetName(), err))
 				continue
 			}
 			p.comps = append(p.comps, info)
@@ -119,12 +121,19 @@ func LoadConfig(ctx context.Context, set *frameworks.Set, cfg Config, log *slog.
 }
 
 func (h *Host) fail(cfg Config, path string, err error) {
-	le := &LoadError{Path: path, Err: err}
+	h.record(cfg, "plugin not loaded", path, err)
+}
+
+func (h *Host) failComponent(cfg Config, path string, err error) {
+	h.record(cfg, "plugin component not loaded", path, err)
+}
+
+func (h *Host) record(cfg Config, msg, path string, err error) {
 	h.mu.Lock()
-	h.errs = append(h.errs, le)
+	h.errs = append(h.errs, &LoadError{Path: path, Err: err})
 	h.mu.Unlock()
 	if cfg.ShowLoadErrors {
-		h.log.Warn("plugin not loaded", "plugin", path, "err", err)
+		h.log.Warn(msg, "plugin", path, "err", err)
 	}
 }
 

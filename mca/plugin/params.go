@@ -91,6 +91,19 @@ func ConfigFrom(get func(name string) (mca.Setting, bool)) (Config, error) {
 	return c, nil
 }
 
+// SettingsLookup makes a ConfigFrom lookup over settings a process was
+// handed (a job's parameters arriving at a daemon or rank); a setting that
+// came from a default counts as unset.
+func SettingsLookup(settings []mca.Setting) func(name string) (mca.Setting, bool) {
+	m := make(map[string]mca.Setting, len(settings))
+	for _, s := range settings {
+		if s.Origin.Source != mca.SourceDefault {
+			m[s.Name] = s
+		}
+	}
+	return func(name string) (mca.Setting, bool) { s, ok := m[name]; return s, ok }
+}
+
 // DefaultDirs are searched when mca_base_component_path is empty: the
 // user's $HOME/.gompi/plugins and the installation's lib/gompi next to the
 // running binary.
