@@ -221,16 +221,17 @@ func (h *Host) discover(cfg Config) []string {
 
 // proc is one running plugin process.
 type proc struct {
-	path    string
-	pid     int
-	client  *goplugin.Client
-	cmd     *exec.Cmd // read ProcessState only once c.done is closed
-	c       *clients
-	timeout time.Duration
-	log     *slog.Logger
-	comps   []mca.ComponentInfo
-	stopped atomic.Bool // Close stopped it on purpose
-	warn    sync.Once
+	path      string
+	pid       int
+	client    *goplugin.Client
+	cmd       *exec.Cmd // read ProcessState only once c.done is closed
+	c         *clients
+	timeout   time.Duration // control calls
+	ioTimeout time.Duration // data-moving calls
+	log       *slog.Logger
+	comps     []mca.ComponentInfo
+	stopped   atomic.Bool // Close stopped it on purpose
+	warn      sync.Once
 }
 
 func sha256File(path string) (string, error) {
@@ -300,7 +301,7 @@ func (h *Host) start(ctx context.Context, path string, cfg Config) (*proc, []*pb
 		client.Kill()
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	p := &proc{path: path, client: client, cmd: cmd, c: raw.(*clients), timeout: cfg.Timeout, log: plog}
+	p := &proc{path: path, client: client, cmd: cmd, c: raw.(*clients), timeout: cfg.Timeout, ioTimeout: cfg.IOTimeout, log: plog}
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid
 	}
@@ -426,9 +427,18 @@ func (p *proc) died(op string, comp string) error {
 		p.path, p.pid, op, comp, ErrPluginDied, how)
 }
 
-// call runs one RPC under the plugin timeout and turns its failure into the
-// component's own error or a bridge error naming the plugin.
+// call runs one control RPC under the plugin timeout and turns its failure
+// into the component's own error or a bridge error naming the plugin.
 func (p *proc) call(ctx context.Context, op, comp string, rpc func(ctx context.Context) error) error {
+	return p.callWithin(ctx, p.timeout, ParamTimeout, op, comp, rpc)
+}
+
+// ioCall is call for data-moving RPCs, under the I/O timeout.
+func (p *proc) ioCall(ctx context.Context, op, comp string, rpc func(ctx context.Context) error) error {
+	return p.callWithin(ctx, p.ioTimeout, ParamIOTimeout, op, comp, rpc)
+}
+
+func (p *proc) callWithin(ctx context.Context, timeout time.Duration, param, op, comp string, rpc func(ctx context.Context) error) error {
 	if comp != "" {
 		comp = " " + comp
 	}
@@ -436,8 +446,8 @@ func (p *proc) call(ctx context.Context, op, comp string, rpc func(ctx context.C
 		return p.died(op, comp)
 	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if p.timeout > 0 {
-		cctx, cancel = context.WithTimeout(ctx, p.timeout)
+	if timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
 	err := rpc(cctx)
@@ -453,7 +463,7 @@ func (p *proc) call(ctx context.Context, op, comp string, rpc func(ctx context.C
 	code := status.Code(err)
 	if code == codes.DeadlineExceeded || errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("plugin %s: %s%s: no answer within %s (%s); the plugin may be hung: %w",
-			p.path, op, comp, p.timeout, ParamTimeout, context.DeadlineExceeded)
+			p.path, op, comp, timeout, param, context.DeadlineExceeded)
 	}
 	if p.waitExit(code) {
 		return p.died(op, comp)
@@ -561,21 +571,21 @@ type filemModule struct {
 func (m *filemModule) name() string { return m.ref.GetFramework() + "/" + m.ref.GetName() }
 
 func (m *filemModule) Put(ctx context.Context, ts []filem.Transfer) error {
-	return m.p.call(ctx, "put", m.name(), func(ctx context.Context) error {
+	return m.p.ioCall(ctx, "put", m.name(), func(ctx context.Context) error {
 		_, err := m.p.c.filem.Put(ctx, &pb.TransferRequest{Component: m.ref, Module: m.id, Transfers: transfersToPB(ts)})
 		return err
 	})
 }
 
 func (m *filemModule) Get(ctx context.Context, ts []filem.Transfer) error {
-	return m.p.call(ctx, "get", m.name(), func(ctx context.Context) error {
+	return m.p.ioCall(ctx, "get", m.name(), func(ctx context.Context) error {
 		_, err := m.p.c.filem.Get(ctx, &pb.TransferRequest{Component: m.ref, Module: m.id, Transfers: transfersToPB(ts)})
 		return err
 	})
 }
 
 func (m *filemModule) Remove(ctx context.Context, paths []filem.Remote) error {
-	return m.p.call(ctx, "remove", m.name(), func(ctx context.Context) error {
+	return m.p.ioCall(ctx, "remove", m.name(), func(ctx context.Context) error {
 		_, err := m.p.c.filem.Remove(ctx, &pb.RemoveRequest{Component: m.ref, Module: m.id, Paths: remotesToPB(paths)})
 		return err
 	})
@@ -606,7 +616,7 @@ func (m *crsModule) name() string { return m.ref.GetFramework() + "/" + m.ref.Ge
 
 func (m *crsModule) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs.CheckpointResult, error) {
 	var resp *pb.CheckpointResponse
-	err := m.p.call(ctx, "checkpoint", m.name(), func(ctx context.Context) (err error) {
+	err := m.p.ioCall(ctx, "checkpoint", m.name(), func(ctx context.Context) (err error) {
 		resp, err = m.p.c.crs.Checkpoint(ctx, &pb.CheckpointRequest{Component: m.ref, Module: m.id, Pid: int64(req.PID),
 			Dir: []byte(req.Dir), Options: &pb.CheckpointOptions{Term: req.Options.Term, Stop: req.Options.Stop}})
 		return err
@@ -619,7 +629,7 @@ func (m *crsModule) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (
 
 func (m *crsModule) Restart(ctx context.Context, req crs.RestartRequest) (crs.Launch, error) {
 	var resp *pb.Launch
-	err := m.p.call(ctx, "restart", m.name(), func(ctx context.Context) (err error) {
+	err := m.p.ioCall(ctx, "restart", m.name(), func(ctx context.Context) (err error) {
 		resp, err = m.p.c.crs.Restart(ctx, &pb.RestartRequest{Component: m.ref, Module: m.id, Dir: []byte(req.Dir),
 			Meta: req.Meta, Launch: launchToPB(req.Launch)})
 		return err

@@ -19,6 +19,7 @@ const (
 	ParamChecksums       = "mca_base_component_plugin_checksums"
 	ParamRequireChecksum = "mca_base_component_plugin_require_checksum"
 	ParamTimeout         = "mca_base_component_plugin_timeout"
+	ParamIOTimeout       = "mca_base_component_plugin_io_timeout"
 )
 
 // DefaultTimeout bounds every call to a plugin unless ParamTimeout says
@@ -34,7 +35,9 @@ func RegisterParams(p *mca.Params) {
 		mca.ParamSpec{Name: ParamRequireChecksum, Type: mca.Bool, Default: "0", Level: mca.LevelTuner,
 			Help: "Refuse every plugin whose checksum is not pinned in " + ParamChecksums},
 		mca.ParamSpec{Name: ParamTimeout, Type: mca.Duration, Default: DefaultTimeout.String(), Level: mca.LevelTuner,
-			Help: "Deadline of every call to a plugin (and of its start), so a hung plugin fails the call instead of hanging the job; 0 means no deadline"},
+			Help: "Deadline of a plugin's start and of its control calls (describe, query), so a hung plugin fails the call instead of hanging the job; 0 means no deadline"},
+		mca.ParamSpec{Name: ParamIOTimeout, Type: mca.Duration, Default: "0", Level: mca.LevelTuner,
+			Help: "Deadline of a plugin's data-moving calls (put, get, remove, checkpoint, restart), which may rightly take long on large snapshots; 0 means only the caller's own deadline (a plugin that dies still fails the call at once)"},
 	)
 }
 
@@ -47,8 +50,10 @@ type Config struct {
 	Checksums map[string][]byte
 	// RequireChecksum refuses plugins not in Checksums.
 	RequireChecksum bool
-	// Timeout bounds every call; 0 means none.
+	// Timeout bounds the start and the control calls; 0 means none.
 	Timeout time.Duration
+	// IOTimeout bounds data-moving calls; 0 means none.
+	IOTimeout time.Duration
 	// ShowLoadErrors logs each refused plugin as a warning.
 	ShowLoadErrors bool
 }
@@ -81,6 +86,11 @@ func ConfigFrom(get func(name string) (mca.Setting, bool)) (Config, error) {
 	if s, ok := get(ParamTimeout); ok {
 		if c.Timeout, err = mca.ParseDuration(s.Value); err != nil {
 			return c, fmt.Errorf("plugin: %s (from %s): %w", ParamTimeout, s.Origin, err)
+		}
+	}
+	if s, ok := get(ParamIOTimeout); ok {
+		if c.IOTimeout, err = mca.ParseDuration(s.Value); err != nil {
+			return c, fmt.Errorf("plugin: %s (from %s): %w", ParamIOTimeout, s.Origin, err)
 		}
 	}
 	if s, ok := get(ParamShowLoadErrors); ok {

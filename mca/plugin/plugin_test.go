@@ -467,14 +467,14 @@ func TestCrashedPlugin(t *testing.T) {
 
 func TestHungPlugin(t *testing.T) {
 	dir := installKit(t)
-	l := load(t, dir, map[string]string{ParamTimeout: "2s"})
+	l := load(t, dir, map[string]string{ParamIOTimeout: "2s"})
 	hang := l.filem(t, "plughang")
 	err := hang.Get(t.Context(), []filem.Transfer{{Local: "/a", Remote: filem.Remote{Path: "/b"}}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("get on a hung plugin: %v, want context.DeadlineExceeded", err)
 	}
 	t.Logf("hang: %v", err)
-	for _, w := range []string{filepath.Join(dir, kitName), "filem/plughang", ParamTimeout} {
+	for _, w := range []string{filepath.Join(dir, kitName), "filem/plughang", ParamIOTimeout} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not name %s", err, w)
 		}
