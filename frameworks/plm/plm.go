@@ -184,22 +184,48 @@ func StartProcess(node, what string, cmd *exec.Cmd, handshake []byte, stderr io.
 }
 
 func (p *Process) describe(err error) error {
+	e := &ExitError{Node: p.node, What: p.what, PID: p.cmd.Process.Pid, Code: -1, Said: strings.TrimSpace(p.tail.String())}
 	var ee *exec.ExitError
-	how := err.Error()
 	if errors.As(err, &ee) {
-		code, sig := proc.Status(ee.ProcessState)
-		if sig != 0 {
-			how = fmt.Sprintf("was killed by signal %d (%v)", int(sig), sig)
-		} else {
-			how = fmt.Sprintf("exited with status %d", code)
-		}
+		e.Code, e.Signal = proc.Status(ee.ProcessState)
+	} else {
+		e.Err = err
 	}
-	msg := fmt.Sprintf("plm: node %s: %s (pid %d) %s", p.node, p.what, p.cmd.Process.Pid, how)
-	if t := strings.TrimSpace(p.tail.String()); t != "" {
-		msg += "; it said: " + t
-	}
-	return fmt.Errorf("%s: %w", msg, ErrLaunch)
+	return e
 }
+
+// ExitError says how a daemon's launch process ended badly. It matches
+// ErrLaunch with errors.Is.
+type ExitError struct {
+	Node   string
+	What   string // "gompid" or "ssh"
+	PID    int
+	Code   int            // exit status, when it exited
+	Signal syscall.Signal // the signal that killed it, or 0
+	Said   string         // the end of what it wrote on stderr
+	Err    error          // when waiting for it failed
+}
+
+func (e *ExitError) Error() string {
+	how := fmt.Sprintf("exited with status %d", e.Code)
+	switch {
+	case e.Err != nil:
+		how = "could not be waited for: " + e.Err.Error()
+	case e.Signal != 0:
+		how = fmt.Sprintf("was killed by signal %d (%v)", int(e.Signal), e.Signal)
+	}
+	msg := fmt.Sprintf("%s (pid %d) for node %s %s", e.What, e.PID, e.Node, how)
+	if e.Said != "" {
+		msg += "; it said: " + e.Said
+	}
+	return msg
+}
+
+// Is makes an ExitError match ErrLaunch.
+func (e *ExitError) Is(target error) bool { return target == ErrLaunch }
+
+// Unwrap returns the wait error, if any.
+func (e *ExitError) Unwrap() error { return e.Err }
 
 // Node implements Daemon.
 func (p *Process) Node() string { return p.node }

@@ -1,0 +1,280 @@
+// Package hnp is gompirun, the head node process of a job: it maps the
+// ranks onto the nodes, starts one gompid per node through the selected
+// PLM, serves the daemons (one control stream each) and the tools (an
+// owner-only Unix socket found from its PID), gathers the modex, prints
+// the ranks' output, forwards signals, watches daemons with heartbeats,
+// hands every failure to the ErrMgr stack, and ends with the job's exit
+// status: 0, the status of the first rank that failed (128+signal for a
+// signal), or 128+signal when gompirun itself was interrupted.
+package hnp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"gompi/boot"
+	"gompi/frameworks/errmgr"
+	"gompi/frameworks/plm"
+	"gompi/mca"
+	"gompi/rte"
+	"gompi/rte/control"
+	pb "gompi/rte/control/proto"
+	"gompi/rte/hostfile"
+	"gompi/rte/jobs"
+	"gompi/rte/mapping"
+)
+
+// Options describe a job to run.
+type Options struct {
+	// NP is the number of ranks; 0 means one per slot.
+	NP int
+	// Nodes are the nodes to use (--host, --hostfile); nil means this
+	// machine, as node "localhost", with one slot per CPU (or per rank,
+	// when -np asks for more).
+	Nodes         []hostfile.Node
+	MapBy         mapping.Policy
+	Oversubscribe bool
+	// Program is the program as the user wrote it; Run resolves it.
+	Program string
+	Args    []string
+	// Env holds KEY=VALUE pairs added to every rank's environment (-x).
+	Env []string
+	// Cwd is the ranks' working directory ("" = gompirun's).
+	Cwd       string
+	TagOutput bool
+	// Command is the whole command line, for gompi-ps.
+	Command []string
+	Proc    *boot.Process
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// Signals delivers the signals gompirun caught (SIGINT, SIGTERM,
+	// SIGHUP end the job; SIGUSR1 and SIGUSR2 are forwarded to the ranks).
+	Signals <-chan os.Signal
+}
+
+// ResolveProgram finds the program a job runs, as the shell would: a name
+// with a '/' is a path (made absolute against cwd), others are looked up
+// on $PATH. Daemons run the absolute path on every node.
+func ResolveProgram(prog, cwd string) (string, error) {
+	if prog == "" {
+		return "", fmt.Errorf("no program to run: write gompirun [options] PROGRAM [ARGS...]")
+	}
+	if !strings.Contains(prog, "/") {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			return "", fmt.Errorf("program %q not found on $PATH: give its path (./%s) or add its folder to $PATH", prog, prog)
+		}
+		prog = p
+	}
+	if !filepath.IsAbs(prog) {
+		prog = filepath.Join(cwd, prog)
+	}
+	st, err := os.Stat(prog)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("program %s not found: %w", prog, err)
+	case st.IsDir():
+		return "", fmt.Errorf("program %s is a directory, not a program", prog)
+	case st.Mode()&0o111 == 0:
+		return "", fmt.Errorf("program %s is not executable: chmod +x it", prog)
+	}
+	return prog, nil
+}
+
+// NewJobID returns a fresh job id: 8 hex digits.
+func NewJobID() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("hnp: job id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Run runs the job and returns its exit status. An error comes with a
+// status too (1 unless said otherwise): the caller prints the error.
+// Messages about the job (abort reports) are printed on Stderr by Run.
+func Run(ctx context.Context, o Options) (int, error) {
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	vals := o.Proc.Values
+	log := o.Proc.FrameworkLogger(plm.Name)
+
+	cwd := o.Cwd
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return 1, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	program, err := ResolveProgram(o.Program, cwd)
+	if err != nil {
+		return 1, err
+	}
+	nodes := o.Nodes
+	if len(nodes) == 0 {
+		nodes = []hostfile.Node{{Name: "localhost", Slots: max(runtime.NumCPU(), o.NP)}}
+	}
+	np := o.NP
+	if np == 0 {
+		for _, n := range nodes {
+			np += n.Slots
+		}
+	}
+	m, err := mapping.Place(nodes, np, o.MapBy, o.Oversubscribe)
+	if err != nil {
+		return 1, err
+	}
+
+	plmCand, err := o.Proc.Frameworks.PLM.SelectOne(ctx, vals, mca.RoleHNP, log)
+	if err != nil {
+		return 1, fmt.Errorf("choose how to start daemons: %w", err)
+	}
+	stack, err := selectErrMgr(ctx, o.Proc)
+	if err != nil {
+		return 1, err
+	}
+
+	id, err := NewJobID()
+	if err != nil {
+		return 1, err
+	}
+	secret, err := control.NewSecret()
+	if err != nil {
+		return 1, err
+	}
+
+	// The HNP's private directory: control socket, secret, job record.
+	dir := rte.HNPDir(os.Getpid())
+	if err := control.PrivateDir(dir); err != nil {
+		return 1, fmt.Errorf("control directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := jobs.WriteSecret(dir, secret); err != nil {
+		return 1, err
+	}
+
+	j := newJob(id, o, m, program, cwd, stack, o.Proc.FrameworkLogger(errmgr.Name), log)
+	svc := &service{j: j}
+
+	sock := filepath.Join(dir, rte.ControlSocket)
+	ul, err := control.ListenUnix(sock)
+	if err != nil {
+		return 1, err
+	}
+	usrv := control.NewServer(secret, nil)
+	pb.RegisterHNPServer(usrv, svc)
+	pb.RegisterToolServer(usrv, svc)
+	go usrv.Serve(ul)
+	defer usrv.Stop()
+
+	hs := control.Handshake{Secret: secret}
+	contacts := []string{"unix:" + sock}
+	if plmCand.Module.Network() == "tcp" {
+		cert, pin, err := control.NewCertificate()
+		if err != nil {
+			return 1, err
+		}
+		tl, addrs, err := listenTCP(vals.String(plm.ParamHNPAddress))
+		if err != nil {
+			return 1, err
+		}
+		tsrv := control.NewServer(secret, credentials.NewTLS(control.ServerTLS(cert)))
+		pb.RegisterHNPServer(tsrv, svc)
+		go tsrv.Serve(tl)
+		defer tsrv.Stop()
+		hs.Pin, contacts = pin, addrs
+	}
+
+	ps, _ := jobs.ProcStart(os.Getpid())
+	if err := jobs.Write(dir, jobs.Record{Job: id, PID: os.Getpid(), NP: np, Nodes: m.Nodes, PLM: plmCand.Info.Name,
+		Start: j.start, Command: o.Command, ProcStart: ps}); err != nil {
+		return 1, err
+	}
+
+	log.Debug("launching daemons", "job", id, "plm", plmCand.Info.Name, "nodes", m.Nodes, "contact", contacts)
+	daemons, err := plmCand.Module.Launch(ctx, plm.Spec{
+		Job: id, Nodes: m.Nodes, Contact: contacts, Handshake: hs.Marshal(),
+		SessionDir: vals.String(plm.ParamSessionDir), Verbose: vals.Int(plm.Name + "_base_verbose"), Stderr: o.Stderr,
+	})
+	if err != nil {
+		return 1, fmt.Errorf("start the daemons: %w", err)
+	}
+	return j.run(daemons)
+}
+
+// selectErrMgr builds the ErrMgr stack. With no component available the
+// stack's own fallback aborts on every fault, as default would.
+func selectErrMgr(ctx context.Context, p *boot.Process) (*errmgr.Stack, error) {
+	cands, err := p.Frameworks.ErrMgr.Select(ctx, p.Values, mca.RoleHNP, p.FrameworkLogger(errmgr.Name))
+	if errors.Is(err, mca.ErrNoComponent) {
+		return errmgr.NewStack(nil), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("choose the error policies: %w", err)
+	}
+	return errmgr.FromCandidates(cands), nil
+}
+
+// listenTCP opens the listener remote daemons dial and returns the
+// contacts to give them: the configured address, or every address of
+// this machine's interfaces (non-loopback first), all on one port.
+func listenTCP(setting string) (net.Listener, []string, error) {
+	addr := setting
+	if addr == "" {
+		addr = ":0"
+	} else if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, "0")
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen for daemons on %s (%s): %w", addr, plm.ParamHNPAddress, err)
+	}
+	tcp := l.Addr().(*net.TCPAddr)
+	port := fmt.Sprint(tcp.Port)
+	if !tcp.IP.IsUnspecified() {
+		return l, []string{"tcp:" + net.JoinHostPort(tcp.IP.String(), port)}, nil
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		l.Close()
+		return nil, nil, fmt.Errorf("list this machine's addresses: %w", err)
+	}
+	var outer, loop []string
+	for _, a := range ifaddrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		c := "tcp:" + net.JoinHostPort(ipn.IP.String(), port)
+		if ipn.IP.IsLoopback() {
+			loop = append(loop, c)
+		} else {
+			outer = append(outer, c)
+		}
+	}
+	all := append(outer, loop...)
+	if len(all) == 0 {
+		all = []string{"tcp:" + net.JoinHostPort("127.0.0.1", port)}
+	}
+	return l, all, nil
+}
+
+// grpcStream is the server side of a daemon's Attach.
+type grpcStream = grpc.BidiStreamingServer[pb.DaemonMessage, pb.HNPMessage]

@@ -1,0 +1,612 @@
+package hnp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"gompi/frameworks/errmgr"
+	"gompi/frameworks/plm"
+	"gompi/mca"
+	pb "gompi/rte/control/proto"
+	"gompi/rte/daemon"
+	"gompi/rte/mapping"
+	"gompi/rte/proc"
+)
+
+// Job states, as gompi-ps shows them.
+const (
+	stateLaunching = "launching" // daemons starting
+	stateRunning   = "running"
+	stateAborting  = "aborting"  // ranks being killed
+	stateFinishing = "finishing" // daemons told to leave
+	stateDone      = "done"
+)
+
+// finishBound bounds how long daemons have to leave after Shutdown.
+const finishBound = 15 * time.Second
+
+// job is one running job. Everything but the fields marked otherwise is
+// owned by the goroutine in run: gRPC handlers and helpers talk to it with
+// events, so the job's state needs no locks.
+type job struct {
+	id         string
+	o          Options
+	m          mapping.Map
+	program    string
+	cwd        string
+	stack      *errmgr.Stack
+	vals       *mca.Values
+	log, elog  *slog.Logger
+	start      time.Time
+	settings   []*pb.Setting
+	hbPeriod   time.Duration
+	hbTimeout  time.Duration
+	killGrace  time.Duration
+	launchWait time.Duration
+
+	events chan any
+	done   chan struct{} // closed when run returns
+	outMu  sync.Mutex    // serializes writes of the ranks' output (used by handlers)
+
+	state         string
+	daemons       map[string]*dconn
+	ranks         []*rankState
+	fences        map[uint64]map[int32]*pb.RankData
+	pendingFaults int
+	exitCode      int
+	exitSet       bool
+	err           error
+	interrupted   bool
+	abortTimer    <-chan time.Time
+	finishTimer   <-chan time.Time
+	killTimer     <-chan time.Time
+	finishKilled  bool
+}
+
+// dconn is one daemon as the HNP sees it.
+type dconn struct {
+	node     string
+	launch   plm.Daemon
+	box      *mailbox // nil until attached
+	pid      int
+	hostname string
+	state    string // starting, running, leaving, gone, lost
+	ranks    []int
+	exited   bool // its launch process ended
+
+	lastSeen atomic.Int64 // unix nanos of the last message; set by its handler
+	busy     atomic.Bool  // its handler is blocked printing output
+}
+
+type rankState struct {
+	rank  int
+	node  string
+	pid   int
+	state string // pending, running, connected, finalizing, exited, killed, failed, lost
+	code  int
+	sig   int
+	done  bool
+}
+
+// Events.
+type (
+	evAttach struct {
+		hello *pb.DaemonHello
+		box   *mailbox
+		reply chan *dconn
+	}
+	evMsg struct {
+		node string
+		m    *pb.DaemonMessage
+	}
+	evStreamEnd struct {
+		node string
+		err  error
+	}
+	evLaunchExit struct {
+		node string
+		err  error
+	}
+	evFault struct {
+		f  errmgr.Fault
+		d  errmgr.Decision
+		st errmgr.Status
+	}
+	evStatus struct{ reply chan *pb.StatusResponse }
+)
+
+func newJob(id string, o Options, m mapping.Map, program, cwd string, stack *errmgr.Stack, elog, log *slog.Logger) *job {
+	vals := o.Proc.Values
+	j := &job{
+		id: id, o: o, m: m, program: program, cwd: cwd, stack: stack, vals: vals,
+		log: log, elog: elog, start: time.Now(),
+		settings:   daemon.SettingsToProto(vals.All()),
+		hbPeriod:   vals.Duration(plm.ParamHBPeriod),
+		hbTimeout:  vals.Duration(plm.ParamHBTimeout),
+		killGrace:  vals.Duration(plm.ParamKillGrace),
+		launchWait: vals.Duration(plm.ParamLaunchTimeout),
+		events:     make(chan any),
+		done:       make(chan struct{}),
+		state:      stateLaunching,
+		daemons:    map[string]*dconn{},
+		fences:     map[uint64]map[int32]*pb.RankData{},
+	}
+	for _, n := range m.Nodes {
+		j.daemons[n] = &dconn{node: n, state: "starting", ranks: m.Ranks(n)}
+	}
+	for r, n := range m.RankNode {
+		j.ranks = append(j.ranks, &rankState{rank: r, node: n, state: "pending"})
+	}
+	return j
+}
+
+// send delivers an event to the job; false once the job is over.
+func (j *job) send(e any) bool {
+	select {
+	case j.events <- e:
+		return true
+	case <-j.done:
+		return false
+	}
+}
+
+func (j *job) run(daemons []plm.Daemon) (int, error) {
+	defer close(j.done)
+	for _, d := range daemons {
+		dc := j.daemons[d.Node()]
+		dc.launch = d
+		go func() { j.send(evLaunchExit{node: d.Node(), err: d.Wait()}) }()
+	}
+	launchTimer := time.NewTimer(j.launchWait)
+	defer launchTimer.Stop()
+	var hb <-chan time.Time
+	if j.hbPeriod > 0 {
+		t := time.NewTicker(j.hbPeriod)
+		defer t.Stop()
+		hb = t.C
+	}
+	for j.state != stateDone {
+		select {
+		case e := <-j.events:
+			j.handle(e)
+		case s := <-j.o.Signals:
+			j.signal(s)
+		case <-hb:
+			j.heartbeat()
+		case <-launchTimer.C:
+			if j.state == stateLaunching {
+				var late []string
+				for _, n := range j.m.Nodes {
+					if j.daemons[n].box == nil {
+						late = append(late, n)
+					}
+				}
+				j.fail(fmt.Errorf("the daemons of %v did not connect back within %v (%s): check that gompid runs on those nodes and can reach this machine",
+					late, j.launchWait, plm.ParamLaunchTimeout))
+			}
+		case <-j.abortTimer:
+			j.abortTimer = nil
+			for _, r := range j.ranks {
+				if !r.done {
+					j.log.Error("rank did not report its end after being killed", "rank", r.rank, "node", r.node)
+					r.done, r.state = true, "lost"
+				}
+			}
+		case <-j.killTimer:
+			j.killTimer = nil
+			j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+		case <-j.finishTimer:
+			j.finishTimer = nil
+			if !j.finishKilled {
+				j.finishKilled = true
+				for _, d := range j.daemons {
+					if !d.exited && d.launch != nil {
+						j.log.Warn("daemon did not leave; terminating it", "node", d.node)
+						_ = d.launch.Kill()
+					}
+				}
+				j.finishTimer = time.After(finishBound)
+			} else {
+				j.log.Error("daemons did not end after SIGTERM; leaving them to their parent-death signal")
+				j.state = stateDone
+			}
+		}
+		j.progress()
+	}
+	return j.exitCode, j.err
+}
+
+// progress moves the job on when the conditions of its next state hold.
+func (j *job) progress() {
+	switch j.state {
+	case stateLaunching:
+		for _, d := range j.daemons {
+			if d.box == nil {
+				return
+			}
+		}
+		j.state = stateRunning
+		j.log.Debug("all daemons attached; launching ranks")
+		for _, n := range j.m.Nodes {
+			d := j.daemons[n]
+			ranks := make([]int32, len(d.ranks))
+			for i, r := range d.ranks {
+				ranks[i] = int32(r)
+				j.ranks[r].state = "running"
+			}
+			d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
+				Program: j.program, Args: j.o.Args, Env: j.o.Env, Cwd: j.cwd,
+				Size: int32(len(j.ranks)), Ranks: ranks, RankNodes: j.m.RankNode,
+			}}})
+		}
+		j.progress()
+	case stateRunning, stateAborting:
+		if j.pendingFaults > 0 {
+			return
+		}
+		for _, r := range j.ranks {
+			if !r.done {
+				return
+			}
+		}
+		j.shutdown()
+	case stateFinishing:
+		for _, d := range j.daemons {
+			if d.launch != nil && !d.exited {
+				return
+			}
+		}
+		j.state = stateDone
+	}
+}
+
+// shutdown tells every daemon to leave.
+func (j *job) shutdown() {
+	j.state = stateFinishing
+	j.abortTimer, j.killTimer = nil, nil
+	for _, d := range j.daemons {
+		if d.box != nil && (d.state == "running" || d.state == "starting") {
+			d.state = "leaving"
+			d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Shutdown{Shutdown: &pb.Shutdown{}}})
+		} else if d.launch != nil && !d.exited && d.box == nil {
+			_ = d.launch.Kill() // never attached
+		}
+	}
+	j.finishTimer = time.After(finishBound)
+}
+
+// fail ends a job that could not start.
+func (j *job) fail(err error) {
+	if j.err == nil {
+		j.err = err
+		j.setExit(1)
+	}
+	for _, r := range j.ranks {
+		if !r.done {
+			r.done = true
+		}
+	}
+	j.shutdown()
+}
+
+func (j *job) setExit(code int) {
+	if !j.exitSet {
+		j.exitCode, j.exitSet = code, true
+	}
+}
+
+func (j *job) sendAll(m *pb.HNPMessage) {
+	for _, d := range j.daemons {
+		if d.box != nil && d.state == "running" {
+			d.box.put(m)
+		}
+	}
+}
+
+// abort ends the job: it prints report (once), sets the exit status if
+// none is set, and has every daemon kill its ranks.
+func (j *job) abort(report string, code int) {
+	if j.state != stateRunning {
+		return
+	}
+	j.state = stateAborting
+	if report != "" {
+		fmt.Fprintln(j.o.Stderr, report)
+	}
+	j.setExit(code)
+	j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+	j.abortTimer = time.After(j.killGrace + finishBound)
+}
+
+func (j *job) handle(e any) {
+	switch e := e.(type) {
+	case evAttach:
+		e.reply <- j.attach(e)
+	case evMsg:
+		j.message(e.node, e.m)
+	case evStreamEnd:
+		d := j.daemons[e.node]
+		switch d.state {
+		case "leaving":
+			d.state = "gone"
+		case "running", "starting":
+			j.nodeLost(d, fmt.Sprintf("its connection to gompirun closed (%v)", e.err))
+		}
+	case evLaunchExit:
+		d := j.daemons[e.node]
+		d.exited = true
+		switch {
+		case j.state == stateLaunching:
+			if e.err == nil {
+				e.err = fmt.Errorf("plm: node %s: the daemon ended before it connected back: %w", e.node, plm.ErrLaunch)
+			}
+			j.fail(fmt.Errorf("start the daemon of node %s: %w", e.node, e.err))
+		case d.state == "running":
+			detail := "its daemon exited with status 0 before the job ended"
+			if e.err != nil {
+				detail = e.err.Error()
+			}
+			j.nodeLost(d, detail)
+		case e.err != nil && d.state != "lost":
+			j.log.Warn("daemon ended badly", "node", d.node, "err", e.err)
+		}
+	case evFault:
+		j.pendingFaults--
+		j.elog.Info("fault handled", "fault", e.f.Describe(), "decision", e.d, "actions", e.st.Actions)
+		if e.d == errmgr.Abort {
+			j.abort(e.st.Report, faultStatus(e.f))
+		}
+	case evStatus:
+		e.reply <- j.status()
+	}
+}
+
+func (j *job) attach(e evAttach) *dconn {
+	d, ok := j.daemons[e.hello.Node]
+	if !ok || d.box != nil || j.state != stateLaunching {
+		j.log.Warn("refused a daemon", "node", e.hello.Node, "pid", e.hello.Pid, "state", j.state)
+		return nil
+	}
+	d.box, d.pid, d.hostname, d.state = e.box, int(e.hello.Pid), e.hello.Hostname, "running"
+	d.lastSeen.Store(time.Now().UnixNano())
+	d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Welcome{Welcome: &pb.Welcome{Job: j.id, Settings: j.settings}}})
+	j.log.Debug("daemon attached", "node", d.node, "pid", d.pid, "host", d.hostname)
+	return d
+}
+
+func (j *job) message(node string, m *pb.DaemonMessage) {
+	d := j.daemons[node]
+	rank := func(r int32) *rankState {
+		if r < 0 || int(r) >= len(j.ranks) || j.ranks[r].node != node {
+			j.log.Warn("daemon reported a rank it does not run", "node", node, "rank", r)
+			return nil
+		}
+		return j.ranks[r]
+	}
+	switch b := m.Body.(type) {
+	case *pb.DaemonMessage_Started:
+		r := rank(b.Started.Rank)
+		if r == nil {
+			return
+		}
+		if b.Started.Error != "" {
+			r.done, r.state = true, "failed"
+			j.abort(fmt.Sprintf("gompirun: job aborted: rank %d on node %s could not be started: %s", r.rank, node, b.Started.Error), 1)
+			return
+		}
+		r.pid = int(b.Started.Pid)
+	case *pb.DaemonMessage_Phase:
+		if r := rank(b.Phase.Rank); r != nil && !r.done {
+			switch b.Phase.Phase {
+			case pb.Phase_PHASE_CONNECTED:
+				r.state = "connected"
+			case pb.Phase_PHASE_FINALIZING:
+				r.state = "finalizing"
+			}
+		}
+	case *pb.DaemonMessage_Exited:
+		if r := rank(b.Exited.Rank); r != nil && !r.done {
+			j.exited(r, b.Exited)
+		}
+	case *pb.DaemonMessage_Fence:
+		j.fence(b.Fence)
+	case *pb.DaemonMessage_Abort:
+		if r := rank(b.Abort.Rank); r != nil {
+			code := int(b.Abort.Code)
+			if code == 0 {
+				code = 1
+			}
+			msg := fmt.Sprintf("gompirun: job aborted: rank %d on node %s called abort with status %d", r.rank, node, b.Abort.Code)
+			if b.Abort.Message != "" {
+				msg += ": " + b.Abort.Message
+			}
+			j.abort(msg, code)
+		}
+	default:
+		j.log.Warn("unknown message from daemon; newer gompid?", "node", d.node)
+	}
+}
+
+// exited records a rank's end and hands a failure to the ErrMgr stack.
+func (j *job) exited(r *rankState, ex *pb.RankExited) {
+	r.done, r.code, r.sig = true, int(ex.ExitCode), int(ex.Signal)
+	r.state = "exited"
+	if ex.Killed {
+		r.state = "killed"
+	}
+	if j.state != stateRunning || ex.Killed {
+		return // the job is ending anyway: not a fault
+	}
+	f := errmgr.Fault{Rank: r.rank, Node: r.node, Time: time.Now()}
+	switch {
+	case ex.Signal != 0:
+		f.Kind, f.Signal = errmgr.ProcSignaled, syscall.Signal(ex.Signal)
+	case ex.ExitCode != 0:
+		f.Kind, f.ExitCode = errmgr.ProcExited, int(ex.ExitCode)
+	case ex.Connected && !ex.Finalized:
+		f.Kind = errmgr.ProcExited
+		f.Detail = "it connected to the runtime but ended without finalizing (a rank that initializes must finalize)"
+	default:
+		return
+	}
+	r.state = "failed"
+	j.fault(f)
+}
+
+// faultStatus is the job exit status a fault implies.
+func faultStatus(f errmgr.Fault) int {
+	switch f.Kind {
+	case errmgr.ProcSignaled:
+		return proc.ShellStatus(0, f.Signal)
+	case errmgr.ProcExited:
+		if f.ExitCode != 0 {
+			return f.ExitCode
+		}
+	}
+	return 1
+}
+
+func (j *job) fault(f errmgr.Fault) {
+	if !j.exitSet && f.Kind != errmgr.Predicted {
+		// The job's status is the first failing rank's, whatever fault
+		// ends up aborting it.
+		j.exitCode = faultStatus(f)
+	}
+	j.pendingFaults++
+	j.elog.Info("fault", "fault", f.Describe())
+	go func() {
+		d, st := j.stack.Handle(context.Background(), f)
+		j.send(evFault{f: f, d: d, st: st})
+	}()
+}
+
+// nodeLost declares a daemon's node lost.
+func (j *job) nodeLost(d *dconn, detail string) {
+	if d.state == "lost" || d.state == "gone" {
+		return
+	}
+	if j.state == stateLaunching {
+		j.fail(fmt.Errorf("the daemon of node %s was lost while starting: %s", d.node, detail))
+		return
+	}
+	running := j.state == stateRunning
+	d.state = "lost"
+	if d.box != nil {
+		d.box.close()
+	}
+	for _, r := range d.ranks {
+		if rs := j.ranks[r]; !rs.done {
+			rs.done, rs.state = true, "lost"
+		}
+	}
+	if d.launch != nil && !d.exited {
+		_ = d.launch.Kill()
+	}
+	if running {
+		j.fault(errmgr.Fault{Kind: errmgr.NodeLost, Rank: -1, Node: d.node, Time: time.Now(), Detail: detail})
+	} else {
+		j.log.Warn("daemon lost while the job was ending", "node", d.node, "detail", detail)
+	}
+}
+
+// fence gathers one node's contribution and, once every rank has
+// contributed, sends the table to every daemon.
+func (j *job) fence(c *pb.FenceContribution) {
+	got := j.fences[c.Seq]
+	if got == nil {
+		got = map[int32]*pb.RankData{}
+		j.fences[c.Seq] = got
+	}
+	for _, e := range c.Entries {
+		got[e.Rank] = e
+	}
+	if len(got) < len(j.ranks) {
+		return
+	}
+	delete(j.fences, c.Seq)
+	entries := make([]*pb.RankData, 0, len(got))
+	for _, e := range got {
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(a, b int) bool { return entries[a].Rank < entries[b].Rank })
+	msg := &pb.HNPMessage{Body: &pb.HNPMessage_Fence{Fence: &pb.FenceComplete{Seq: c.Seq, Entries: entries}}}
+	for _, d := range j.daemons {
+		if len(d.ranks) > 0 && d.box != nil && d.state == "running" {
+			d.box.put(msg)
+		}
+	}
+}
+
+// signal handles a signal gompirun caught.
+func (j *job) signal(s os.Signal) {
+	sig, ok := s.(syscall.Signal)
+	if !ok {
+		return
+	}
+	if sig == syscall.SIGUSR1 || sig == syscall.SIGUSR2 {
+		j.log.Info("forwarding signal to the ranks", "signal", sig)
+		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Signal{Signal: &pb.SignalRanks{Signal: int32(sig)}}})
+		return
+	}
+	switch j.state {
+	case stateLaunching:
+		fmt.Fprintf(j.o.Stderr, "gompirun: caught signal %d (%v) while starting; stopping\n", int(sig), sig)
+		j.setExit(proc.ShellStatus(0, sig))
+		j.fail(fmt.Errorf("interrupted by signal %d (%v)", int(sig), sig))
+		j.err = nil // the message above says it
+	case stateRunning:
+		fmt.Fprintf(j.o.Stderr, "gompirun: caught signal %d (%v); forwarding it to the job's ranks\n", int(sig), sig)
+		j.interrupted = true
+		j.state = stateAborting
+		j.setExit(proc.ShellStatus(0, sig))
+		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Signal{Signal: &pb.SignalRanks{Signal: int32(sig)}}})
+		// Ranks that ignore or handle the signal are terminated after the grace.
+		j.killTimer = time.After(j.killGrace)
+		j.abortTimer = time.After(2*j.killGrace + finishBound)
+	case stateAborting:
+		fmt.Fprintf(j.o.Stderr, "gompirun: caught signal %d (%v) again; killing the job's ranks\n", int(sig), sig)
+		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+	default:
+		// Finishing: daemons are already leaving.
+	}
+}
+
+// heartbeat sends the HNP's heartbeat and declares silent daemons lost.
+func (j *job) heartbeat() {
+	now := time.Now()
+	for _, d := range j.daemons {
+		if d.box == nil || d.state != "running" {
+			continue
+		}
+		d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}})
+		if d.busy.Load() || j.hbTimeout <= 0 {
+			continue // its messages wait behind output gompirun is still printing
+		}
+		if silent := now.Sub(time.Unix(0, d.lastSeen.Load())); silent > j.hbTimeout {
+			j.nodeLost(d, fmt.Sprintf("no heartbeat for %v (%s = %v)", silent.Round(time.Millisecond), plm.ParamHBTimeout, j.hbTimeout))
+		}
+	}
+}
+
+func (j *job) status() *pb.StatusResponse {
+	st := &pb.StatusResponse{Job: j.id, HnpPid: int32(os.Getpid()), State: j.state, StartUnixNano: j.start.UnixNano(),
+		Command: j.o.Command, Np: int32(len(j.ranks))}
+	nodes := slices.Clone(j.m.Nodes)
+	for _, n := range nodes {
+		d := j.daemons[n]
+		st.Daemons = append(st.Daemons, &pb.DaemonStatus{Node: n, Pid: int32(d.pid), Hostname: d.hostname, State: d.state})
+	}
+	for _, r := range j.ranks {
+		st.Ranks = append(st.Ranks, &pb.RankStatus{Rank: int32(r.rank), Node: r.node, Pid: int32(r.pid), State: r.state,
+			ExitCode: int32(r.code), Signal: int32(r.sig)})
+	}
+	return st
+}

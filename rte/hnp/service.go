@@ -1,0 +1,178 @@
+package hnp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "gompi/rte/control/proto"
+)
+
+// service serves the daemons' streams and the tools' calls.
+type service struct {
+	pb.UnimplementedHNPServer
+	pb.UnimplementedToolServer
+	j *job
+}
+
+// Attach is one daemon's session. Output is printed right here, in the
+// order it arrives, before the daemon's next message (its exit report)
+// goes to the job: a rank's last words always come before its end.
+func (s *service) Attach(stream grpcStream) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	h := first.GetHello()
+	if h == nil {
+		return status.Error(codes.InvalidArgument, "hnp: a daemon's first message must be its hello")
+	}
+	box := newMailbox()
+	reply := make(chan *dconn, 1)
+	if !s.j.send(evAttach{hello: h, box: box, reply: reply}) {
+		return status.Error(codes.Unavailable, "hnp: the job is over")
+	}
+	d := <-reply
+	if d == nil {
+		return status.Errorf(codes.FailedPrecondition, "hnp: node %q is not a node of job %s still waiting for its daemon", h.Node, s.j.id)
+	}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		box.run(stream)
+	}()
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			box.close()
+			<-sent
+			s.j.send(evStreamEnd{node: d.node, err: err})
+			return nil
+		}
+		d.lastSeen.Store(time.Now().UnixNano())
+		switch b := m.Body.(type) {
+		case *pb.DaemonMessage_Heartbeat:
+		case *pb.DaemonMessage_Output:
+			d.busy.Store(true)
+			s.j.print(b.Output)
+			d.lastSeen.Store(time.Now().UnixNano())
+			d.busy.Store(false)
+		default:
+			if !s.j.send(evMsg{node: d.node, m: m}) {
+				box.close()
+				<-sent
+				return nil
+			}
+		}
+	}
+}
+
+// Status answers gompi-ps.
+func (s *service) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
+	reply := make(chan *pb.StatusResponse, 1)
+	if !s.j.send(evStatus{reply: reply}) {
+		return nil, status.Error(codes.Unavailable, "hnp: the job is over")
+	}
+	select {
+	case st := <-reply:
+		return st, nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// print writes a piece of a rank's output, tagged when asked.
+func (j *job) print(o *pb.RankOutput) {
+	w, name := j.o.Stdout, "stdout"
+	if o.Stream == pb.Stream_STREAM_STDERR {
+		w, name = j.o.Stderr, "stderr"
+	}
+	data := o.Data
+	if j.o.TagOutput {
+		prefix := fmt.Sprintf("[%s,%d]<%s>:", j.id, o.Rank, name)
+		var b bytes.Buffer
+		for len(data) > 0 {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line = data[:i+1]
+			}
+			data = data[len(line):]
+			b.WriteString(prefix)
+			b.Write(line)
+			if line[len(line)-1] != '\n' {
+				b.WriteByte('\n')
+			}
+		}
+		data = b.Bytes()
+	}
+	j.outMu.Lock()
+	defer j.outMu.Unlock()
+	if _, err := w.Write(data); err != nil {
+		j.log.Warn("could not print a rank's output", "rank", o.Rank, "err", err)
+	}
+}
+
+// mailbox is an unbounded, ordered queue of messages to one daemon: the
+// job never blocks on a slow daemon.
+type mailbox struct {
+	mu     sync.Mutex
+	q      []*pb.HNPMessage
+	closed bool
+	wake   chan struct{}
+}
+
+func newMailbox() *mailbox { return &mailbox{wake: make(chan struct{}, 1)} }
+
+func (b *mailbox) put(m *pb.HNPMessage) {
+	b.mu.Lock()
+	if !b.closed {
+		b.q = append(b.q, m)
+	}
+	b.mu.Unlock()
+	b.poke()
+}
+
+func (b *mailbox) poke() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the mailbox once what is queued has been sent.
+func (b *mailbox) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.poke()
+}
+
+func (b *mailbox) run(stream grpcStream) {
+	for {
+		b.mu.Lock()
+		q, closed := b.q, b.closed
+		b.q = nil
+		b.mu.Unlock()
+		for _, m := range q {
+			if err := stream.Send(m); err != nil {
+				return
+			}
+		}
+		if closed && len(q) == 0 {
+			return
+		}
+		if len(q) == 0 {
+			<-b.wake
+		}
+	}
+}
+
+var (
+	_ pb.HNPServer  = (*service)(nil)
+	_ pb.ToolServer = (*service)(nil)
+)

@@ -1,0 +1,242 @@
+// Package rankclient is a rank's side of the runtime: it connects to the
+// gompid of its node (from the environment gompid started it with), learns
+// its job and the job's parameters, and offers what package mpi needs from
+// the runtime: the modex (an allgather of every rank's endpoint map), a
+// barrier, a finalize handshake and abort.
+//
+// A program started without gompirun is a singleton: rank 0 of 1, whose
+// modex returns its own map, with parameters read the usual way.
+package rankclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"gompi/boot"
+	"gompi/mca"
+	"gompi/rte"
+	"gompi/rte/control"
+	pb "gompi/rte/control/proto"
+	"gompi/rte/daemon"
+)
+
+// ErrNotLaunched is returned by Init when the process was not started by
+// gompirun (no GOMPI_RANK in its environment); Singleton then applies.
+var ErrNotLaunched = errors.New("rankclient: not started by gompirun")
+
+// ErrFinalized is wrapped by calls made after Finalize.
+var ErrFinalized = errors.New("rankclient: finalized")
+
+// Client is a rank's connection to its daemon. Its methods are safe for
+// concurrent use; collective calls (Modex, Barrier, Finalize) must be made
+// by every rank in the same order, as MPI collectives are.
+type Client struct {
+	rank, size int
+	job, node  string
+	nodeDir    string
+	rankNodes  []string
+	proc       *boot.Process
+	conn       *grpc.ClientConn // nil for a singleton
+	rpc        pb.DaemonClient
+
+	mu        sync.Mutex
+	seq       uint64
+	finalized bool
+}
+
+// InJob reports whether the process was started by gompirun.
+func InJob() bool { return os.Getenv(rte.EnvRank) != "" }
+
+// Init connects to the daemon named by the environment, says hello, and
+// loads the job's parameters (as resolved by gompirun) with boot.Load. It
+// removes the job secret from the process environment, so programs the
+// rank starts do not inherit it.
+func Init(ctx context.Context) (*Client, error) {
+	if !InJob() {
+		return nil, ErrNotLaunched
+	}
+	rank, err := strconv.Atoi(os.Getenv(rte.EnvRank))
+	if err != nil || rank < 0 {
+		return nil, fmt.Errorf("rankclient: %s=%q is not a rank", rte.EnvRank, os.Getenv(rte.EnvRank))
+	}
+	secret, err := control.ParseSecret(os.Getenv(rte.EnvSecret))
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: %s: %w", rte.EnvSecret, err)
+	}
+	os.Unsetenv(rte.EnvSecret)
+	sock := os.Getenv(rte.EnvDaemon)
+	conn, err := control.DialUnix(sock, secret)
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: %w", err)
+	}
+	rpc := pb.NewDaemonClient(conn)
+	hctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	hello, err := rpc.Hello(hctx, &pb.HelloRequest{Rank: int32(rank), Pid: int32(os.Getpid())}, grpc.WaitForReady(true))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("rankclient: hello to gompid at %s: %w", sock, err)
+	}
+	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Settings: daemon.SettingsFromProto(hello.Settings)})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("rankclient: job parameters: %w", err)
+	}
+	return &Client{
+		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
+		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc,
+	}, nil
+}
+
+// Singleton returns the client of a program run without gompirun: rank 0
+// of a job of 1 on node "localhost", parameters from opts' sources.
+func Singleton(ctx context.Context, opts mca.SourceOptions) (*Client, error) {
+	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Sources: opts})
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: %w", err)
+	}
+	return &Client{rank: 0, size: 1, job: fmt.Sprintf("singleton-%d", os.Getpid()), node: "localhost",
+		rankNodes: []string{"localhost"}, nodeDir: os.TempDir(), proc: p}, nil
+}
+
+// Rank is this process's world rank.
+func (c *Client) Rank() int { return c.rank }
+
+// Size is the number of ranks of the job.
+func (c *Client) Size() int { return c.size }
+
+// Job is the job id.
+func (c *Client) Job() string { return c.job }
+
+// Node is the name of the node the rank runs on; ranks with equal node
+// names share a machine (and a node directory).
+func (c *Client) Node() string { return c.node }
+
+// NodeOf returns the node of any rank of the job.
+func (c *Client) NodeOf(rank int) string {
+	if rank < 0 || rank >= len(c.rankNodes) {
+		return ""
+	}
+	return c.rankNodes[rank]
+}
+
+// NodeDir is the node-local directory of the job, shared by the node's
+// ranks and removed by gompid when the job ends.
+func (c *Client) NodeDir() string { return c.nodeDir }
+
+// Values are the job's parameters, resolved once by gompirun.
+func (c *Client) Values() *mca.Values { return c.proc.Values }
+
+// Process is the rank's started component system.
+func (c *Client) Process() *boot.Process { return c.proc }
+
+// fence runs one allgather round.
+func (c *Client) fence(ctx context.Context, data map[string]string) ([]map[string]string, error) {
+	c.mu.Lock()
+	if c.finalized {
+		c.mu.Unlock()
+		return nil, ErrFinalized
+	}
+	c.seq++
+	seq := c.seq
+	c.mu.Unlock()
+	if c.rpc == nil {
+		return []map[string]string{clone(data)}, nil
+	}
+	resp, err := c.rpc.Fence(ctx, &pb.FenceRequest{Rank: int32(c.rank), Seq: seq, Data: data})
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: fence %d: %w", seq, err)
+	}
+	out := make([]map[string]string, c.size)
+	for _, e := range resp.Entries {
+		if e.Rank < 0 || int(e.Rank) >= c.size || out[e.Rank] != nil {
+			return nil, fmt.Errorf("rankclient: fence %d: malformed table from gompid (rank %d)", seq, e.Rank)
+		}
+		out[e.Rank] = e.Data
+		if out[e.Rank] == nil {
+			out[e.Rank] = map[string]string{}
+		}
+	}
+	for r, m := range out {
+		if m == nil {
+			return nil, fmt.Errorf("rankclient: fence %d: no entry for rank %d", seq, r)
+		}
+	}
+	return out, nil
+}
+
+// Modex publishes this rank's map (its transport endpoints) and returns
+// every rank's, indexed by rank. It returns once all ranks have called it:
+// it is also the barrier saying every rank is initialized.
+func (c *Client) Modex(ctx context.Context, mine map[string]string) ([]map[string]string, error) {
+	return c.fence(ctx, mine)
+}
+
+// Barrier returns once every rank has called it.
+func (c *Client) Barrier(ctx context.Context) error {
+	_, err := c.fence(ctx, nil)
+	return err
+}
+
+// Finalize says the rank is ending normally and waits for every rank to
+// say so, so no rank exits while another may still talk to it. After it, an
+// exit with status 0 is not a fault. It closes the connection.
+func (c *Client) Finalize(ctx context.Context) error {
+	if c.rpc != nil {
+		if _, err := c.rpc.Finalize(ctx, &pb.FinalizeRequest{Rank: int32(c.rank)}); err != nil {
+			return fmt.Errorf("rankclient: finalize: %w", err)
+		}
+	}
+	if _, err := c.fence(ctx, nil); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.finalized = true
+	c.mu.Unlock()
+	return c.Close()
+}
+
+// Abort ends the whole job: gompirun reports msg naming this rank, kills
+// every rank and exits with code. It does not return: the rank exits with
+// code once the daemon has the request (or after a few seconds if the
+// daemon cannot be reached).
+func (c *Client) Abort(code int, msg string) {
+	if c.rpc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.rpc.Abort(ctx, &pb.AbortRequest{Rank: int32(c.rank), Code: int32(code), Message: msg})
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rank %d: abort: could not reach gompid: %v\n", c.rank, err)
+		}
+	} else {
+		fmt.Fprintf(os.Stderr, "rank %d aborted with status %d: %s\n", c.rank, code, msg)
+	}
+	os.Exit(code)
+}
+
+// Close drops the connection to the daemon without finalizing.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	conn := c.conn
+	c.conn = nil
+	c.mu.Unlock()
+	if conn == nil {
+		return nil
+	}
+	return conn.Close()
+}
+
+func clone(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+// Package rte holds what every part of gompi's runtime environment agrees
+// on: the environment a rank is started with, where each process keeps its
+// sockets and node-local files, and the record a running gompirun leaves
+// for tools. The parts themselves are in the subpackages: hnp (gompirun),
+// daemon (gompid), rankclient (a rank's side), control (the authenticated
+// control plane), hostfile and mapping (where ranks go), proc (children
+// that never outlive their parent), and jobs (finding running jobs).
+package rte
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The environment of a rank started by gompid.
+const (
+	EnvRank    = "GOMPI_RANK"          // world rank
+	EnvSize    = "GOMPI_SIZE"          // number of ranks
+	EnvJob     = "GOMPI_JOB"           // job id
+	EnvNode    = "GOMPI_NODE"          // node name
+	EnvNodeDir = "GOMPI_NODE_DIR"      // the node-local directory of the job
+	EnvDaemon  = "GOMPI_DAEMON_SOCKET" // the node daemon's Unix socket
+	EnvSecret  = "GOMPI_JOB_SECRET"    // the job secret (hex); rankclient removes it from the environment
+)
+
+// JobEnv lists the variables above; a daemon removes inherited copies
+// before setting a rank's own.
+var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecret}
+
+// RuntimeDir is where this user's gompirun processes keep their control
+// sockets: ${XDG_RUNTIME_DIR:-/tmp}/gompi-<uid>.
+func RuntimeDir() string {
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		base = "/tmp"
+	}
+	return filepath.Join(base, fmt.Sprintf("gompi-%d", os.Getuid()))
+}
+
+// HNPDir is the private directory of the gompirun with this pid: its
+// control socket, job record and secret.
+func HNPDir(pid int) string { return filepath.Join(RuntimeDir(), fmt.Sprintf("hnp-%d", pid)) }
+
+// Names of the files in an HNPDir.
+const (
+	ControlSocket = "control.sock"
+	JobRecordFile = "job.json"
+	SecretFile    = "secret"
+	DaemonSocket  = "daemon.sock" // in a node directory
+)
+
+// SessionBase is the folder holding node-local directories: the value of
+// plm_base_session_dir, else $TMPDIR/gompi-<uid>.
+func SessionBase(setting string) string {
+	if setting != "" {
+		return setting
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("gompi-%d", os.Getuid()))
+}
+
+// NodeDir is a node's directory for one job: <base>/<job>/<node>.
+func NodeDir(base, job, node string) string { return filepath.Join(base, job, node) }
+
+// ValidJobID reports whether id can name a job (it names directories).
+func ValidJobID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	return strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
+}
