@@ -7,6 +7,7 @@ package boot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"gompi/components/builtin"
 	"gompi/frameworks"
 	"gompi/mca"
+	"gompi/mca/plugin"
 )
 
 // Options says how to start.
@@ -29,6 +31,9 @@ type Options struct {
 	Settings []mca.Setting
 	// LogOutput receives log records (default os.Stderr).
 	LogOutput io.Writer
+	// NoPlugins skips out-of-process components (ranks of a job whose
+	// parameters say none are wanted start faster).
+	NoPlugins bool
 }
 
 // Process is a started component system.
@@ -38,38 +43,74 @@ type Process struct {
 	Frameworks *frameworks.Set
 	Sources    *mca.Sources // nil when started from Settings
 	Values     *mca.Values
+	Plugins    *plugin.Host // nil with NoPlugins
 	LogHandler slog.Handler
 	Log        *slog.Logger
 }
 
-// Load registers everything, reads the sources and resolves the values. A
-// malformed file, an unknown name on the command line or in the
-// environment, or a value of the wrong type fails here, before anything
-// starts.
-func Load(ctx context.Context, opts Options) (*Process, error) {
+// Load registers everything, loads plugins, reads the sources and resolves
+// the values. A malformed file, an unknown name on the command line or in
+// the environment, or a value of the wrong type fails here, before anything
+// starts. A plugin that cannot be loaded is reported and left out, never
+// fatal (Plugins.Errors lists them).
+func Load(ctx context.Context, opts Options) (p *Process, err error) {
 	out := opts.LogOutput
 	if out == nil {
 		out = os.Stderr
 	}
 	params := mca.NewParams()
+	plugin.RegisterParams(params)
 	set := frameworks.New(params)
 	builtin.Register(set)
 
-	p := &Process{Role: opts.Role, Params: params, Frameworks: set}
-	var err error
+	p = &Process{Role: opts.Role, Params: params, Frameworks: set}
+	started := p // the error returns below nil p; what started must still stop
+	p.LogHandler = slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})
+	// Plugins log before values are resolved; until then only warnings pass.
+	p.Log = slog.New(mca.MinLevel(p.LogHandler, slog.LevelWarn)).With("role", opts.Role.String())
+	defer func() {
+		if err != nil {
+			started.Close()
+		}
+	}()
+
+	var cfg plugin.Config
+	if opts.Settings != nil {
+		cfg, err = plugin.ConfigFrom(plugin.SettingsLookup(opts.Settings))
+	} else {
+		if p.Sources, err = mca.LoadSources(opts.Sources); err != nil {
+			return nil, err
+		}
+		cfg, err = plugin.ConfigFrom(p.Sources.Peek)
+		if _, set := p.Sources.Peek(plugin.ParamPath); !set && err == nil {
+			// The user's plugin folder follows the home the sources were read from.
+			home := opts.Sources.Home
+			if home == "" && !opts.Sources.NoUserFiles {
+				home, _ = os.UserHomeDir()
+			}
+			if opts.Sources.NoUserFiles {
+				home = ""
+			}
+			cfg.Dirs = plugin.DefaultDirsFor(home)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Plugins come before resolution: their components register parameters.
+	if !opts.NoPlugins {
+		if p.Plugins, err = plugin.LoadConfig(ctx, set, cfg, p.Log); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Settings != nil {
 		p.Values, err = params.ResolveSettings(opts.Settings)
 	} else {
-		p.Sources, err = mca.LoadSources(opts.Sources)
-		if err != nil {
-			return nil, err
-		}
 		p.Values, err = params.Resolve(p.Sources)
 	}
 	if err != nil {
 		return nil, err
 	}
-	p.LogHandler = slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})
 	p.Log = slog.New(p.LogHandler).With("role", opts.Role.String())
 	for _, w := range p.Values.Warnings() {
 		p.Log.Warn(w)
@@ -77,8 +118,15 @@ func Load(ctx context.Context, opts Options) (*Process, error) {
 	return p, nil
 }
 
-// Close releases what Load started.
-func (p *Process) Close() error { return nil }
+// Close stops what Load started (plugin processes).
+func (p *Process) Close() error {
+	var errs []error
+	if p.Plugins != nil {
+		errs = append(errs, p.Plugins.Close())
+		p.Plugins = nil
+	}
+	return errors.Join(errs...)
+}
 
 // FrameworkLogger returns the logger of a framework at the level its
 // <framework>_base_verbose parameter asks for.

@@ -118,8 +118,15 @@ func SettingsLookup(settings []mca.Setting) func(name string) (mca.Setting, bool
 // user's $HOME/.gompi/plugins and the installation's lib/gompi next to the
 // running binary.
 func DefaultDirs() []string {
+	home, _ := os.UserHomeDir()
+	return DefaultDirsFor(home)
+}
+
+// DefaultDirsFor is DefaultDirs for a given home directory; an empty home
+// leaves the user's folder out (processes that read no user files).
+func DefaultDirsFor(home string) []string {
 	var out []string
-	if home, err := os.UserHomeDir(); err == nil {
+	if home != "" {
 		out = append(out, filepath.Join(home, ".gompi", "plugins"))
 	}
 	if exe, err := os.Executable(); err == nil {
