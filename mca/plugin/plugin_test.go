@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gompi/components/crs/none"
+	crsnone "gompi/components/crs/none"
 	"gompi/components/filem/raw"
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
@@ -289,7 +289,7 @@ func TestCRSConformance(t *testing.T) {
 		{"plugin/context", func(t *testing.T) crs.Module { return l.crs(t, "context") }, true},
 		{"in-process/context", func(t *testing.T) crs.Module { return inProcess(t, crsOf, fixtures.ContextCRS()) }, true},
 		{"plugin/plugnone", func(t *testing.T) crs.Module { return l.crs(t, "plugnone") }, false},
-		{"in-process/none", func(t *testing.T) crs.Module { return inProcess(t, crsOf, none.New()) }, false},
+		{"in-process/none", func(t *testing.T) crs.Module { return inProcess(t, crsOf, crsnone.New()) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) { crstest.Run(t, tc.module, crstest.Options{CanCheckpoint: tc.can}) })
 	}

@@ -3,7 +3,7 @@
 // crs/none, which reported success and saved nothing, it refuses with
 // crs.ErrNotCheckpointable and says what to select instead, so a checkpoint
 // never "succeeds" without state.
-package none
+package crsnone
 
 import (
 	"context"

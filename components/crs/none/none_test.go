@@ -1,4 +1,4 @@
-package none
+package crsnone
 
 import (
 	"errors"

@@ -6,7 +6,7 @@
 package main
 
 import (
-	"gompi/components/crs/none"
+	crsnone "gompi/components/crs/none"
 	"gompi/components/filem/raw"
 	"gompi/mca/plugin"
 	"gompi/testdata/plugins/fixtures"
@@ -15,7 +15,7 @@ import (
 func main() {
 	plugin.Serve(
 		plugin.FileM(fixtures.Rename(raw.New(), "plugraw")),
-		plugin.CRS(fixtures.Rename(none.New(), "plugnone")),
+		plugin.CRS(fixtures.Rename(crsnone.New(), "plugnone")),
 		plugin.CRS(fixtures.ContextCRS()),
 		plugin.FileM(fixtures.Crash()),
 		plugin.FileM(fixtures.Hang()),
