@@ -116,7 +116,8 @@ type Daemon interface {
 	// for status 0, otherwise an error wrapping ErrLaunch naming the node,
 	// the status and the last lines the process wrote on stderr.
 	Wait() error
-	// Kill asks the launch process to end (SIGTERM to its process group);
+	// Kill asks the launch process to end (SIGTERM, then SIGCONT in case
+	// it is stopped, to its process group);
 	// a daemon whose connection to its launcher drops cleans up its
 	// ranks and exits.
 	Kill() error
@@ -249,7 +250,10 @@ func (p *Process) Kill() error {
 		return nil
 	default:
 	}
-	return proc.SignalGroup(p.cmd.Process.Pid, syscall.SIGTERM)
+	err := proc.SignalGroup(p.cmd.Process.Pid, syscall.SIGTERM)
+	// A stopped daemon (SIGSTOP, a debugger) only acts on SIGTERM once continued.
+	_ = proc.SignalGroup(p.cmd.Process.Pid, syscall.SIGCONT)
+	return err
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -133,7 +133,6 @@ func Run(ctx context.Context, opts Options) error {
 		out:    newOutbox(),
 		ranks:  map[int]*rank{},
 		fences: map[uint64]*fence{},
-		heard:  make(chan struct{}, 1),
 	}
 	go d.out.run(stream)
 
@@ -214,7 +213,6 @@ type daemon struct {
 	vals                     *mca.Values
 	settings                 []*pb.Setting
 	out                      *outbox
-	heard                    chan struct{} // a message came from the HNP
 
 	mu       sync.Mutex
 	launch   *pb.Launch
@@ -246,10 +244,6 @@ func (d *daemon) recvLoop(stream grpc.BidiStreamingClient[pb.DaemonMessage, pb.H
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrHNPLost, err)
 		}
-		select {
-		case d.heard <- struct{}{}:
-		default:
-		}
 		switch b := m.Body.(type) {
 		case *pb.HNPMessage_Launch:
 			d.start(b.Launch)
@@ -263,23 +257,23 @@ func (d *daemon) recvLoop(stream grpc.BidiStreamingClient[pb.DaemonMessage, pb.H
 			d.log.Debug("shutdown")
 			d.terminate()
 			return nil
-		case *pb.HNPMessage_Heartbeat:
 		default:
 			d.log.Warn("unknown message from gompirun; newer gompirun?", "msg", m)
 		}
 	}
 }
 
-// heartbeat tells the HNP the daemon lives, and watches that the HNP does.
+// heartbeat tells the HNP the daemon lives. The daemon does not watch the
+// HNP the same way: a gompirun suspended with Ctrl-Z is silent but not
+// lost. It learns of a lost HNP from its stream, its standard input, its
+// parent-death signal, and, across machines, TCP keepalive.
 func (d *daemon) heartbeat(ctx context.Context) {
-	period, timeout := d.vals.Duration(plm.ParamHBPeriod), d.vals.Duration(plm.ParamHBTimeout)
+	period := d.vals.Duration(plm.ParamHBPeriod)
 	if period <= 0 {
 		return
 	}
 	tick := time.NewTicker(period)
 	defer tick.Stop()
-	silence := time.NewTimer(timeout)
-	defer silence.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -288,13 +282,6 @@ func (d *daemon) heartbeat(ctx context.Context) {
 			return
 		case <-tick.C:
 			d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}})
-		case <-d.heard:
-			silence.Reset(timeout)
-		case <-silence.C:
-			d.log.Error("gompirun sent nothing for the heartbeat timeout; ending the node's ranks", "timeout", timeout)
-			d.killAll(syscall.SIGKILL)
-			d.out.close()
-			return
 		}
 	}
 }

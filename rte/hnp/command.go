@@ -196,4 +196,3 @@ func NormalizeArgs(args []string) []string {
 func Main() int {
 	return cli.Execute(context.Background(), NewCommand(), NormalizeArgs(os.Args[1:]), true)
 }
-

@@ -2,7 +2,9 @@ package hnp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -11,6 +13,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/plm"
@@ -69,6 +74,7 @@ type job struct {
 	finishTimer   <-chan time.Time
 	killTimer     <-chan time.Time
 	finishKilled  bool
+	lastTick      time.Time
 }
 
 // dconn is one daemon as the HNP sees it.
@@ -78,9 +84,10 @@ type dconn struct {
 	box      *mailbox // nil until attached
 	pid      int
 	hostname string
-	state    string // starting, running, leaving, gone, lost
+	state    string // starting, running, breaking, leaving, gone, lost
 	ranks    []int
 	exited   bool // its launch process ended
+	killed   bool // the HNP terminated its launch process
 
 	lastSeen atomic.Int64 // unix nanos of the last message; set by its handler
 	busy     atomic.Bool  // its handler is blocked printing output
@@ -121,7 +128,15 @@ type (
 		st errmgr.Status
 	}
 	evStatus struct{ reply chan *pb.StatusResponse }
+	evBroken struct {
+		node   string
+		detail string
+	}
 )
+
+// streamEndGrace is how long a daemon whose stream broke has for its
+// process's exit to be seen, before the node is declared lost anyway.
+const streamEndGrace = 2 * time.Second
 
 func newJob(id string, o Options, m mapping.Map, program, cwd string, stack *errmgr.Stack, elog, log *slog.Logger) *job {
 	vals := o.Proc.Values
@@ -210,6 +225,7 @@ func (j *job) run(daemons []plm.Daemon) (int, error) {
 				for _, d := range j.daemons {
 					if !d.exited && d.launch != nil {
 						j.log.Warn("daemon did not leave; terminating it", "node", d.node)
+						d.killed = true
 						_ = d.launch.Kill()
 					}
 				}
@@ -277,6 +293,7 @@ func (j *job) shutdown() {
 			d.state = "leaving"
 			d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Shutdown{Shutdown: &pb.Shutdown{}}})
 		} else if d.launch != nil && !d.exited && d.box == nil {
+			d.killed = true
 			_ = d.launch.Kill() // never attached
 		}
 	}
@@ -338,7 +355,23 @@ func (j *job) handle(e any) {
 		case "leaving":
 			d.state = "gone"
 		case "running", "starting":
-			j.nodeLost(d, fmt.Sprintf("its connection to gompirun closed (%v)", e.err))
+			detail := "its daemon's connection to gompirun broke"
+			if e.err != nil && status.Code(e.err) != codes.Canceled && !errors.Is(e.err, io.EOF) {
+				detail += " (" + e.err.Error() + ")"
+			}
+			if d.exited || d.launch == nil {
+				j.nodeLost(d, detail)
+				return
+			}
+			// The daemon's process has most likely died too: give its exit
+			// a moment to arrive, since it says how (status, signal, what
+			// ssh printed), which the broken stream cannot.
+			d.state = "breaking"
+			time.AfterFunc(streamEndGrace, func() { j.send(evBroken{node: d.node, detail: detail}) })
+		}
+	case evBroken:
+		if d := j.daemons[e.node]; d.state == "breaking" {
+			j.nodeLost(d, e.detail)
 		}
 	case evLaunchExit:
 		d := j.daemons[e.node]
@@ -349,13 +382,13 @@ func (j *job) handle(e any) {
 				e.err = fmt.Errorf("plm: node %s: the daemon ended before it connected back: %w", e.node, plm.ErrLaunch)
 			}
 			j.fail(fmt.Errorf("start the daemon of node %s: %w", e.node, e.err))
-		case d.state == "running":
+		case d.state == "running" || d.state == "breaking":
 			detail := "its daemon exited with status 0 before the job ended"
 			if e.err != nil {
 				detail = e.err.Error()
 			}
 			j.nodeLost(d, detail)
-		case e.err != nil && d.state != "lost":
+		case e.err != nil && !d.killed:
 			j.log.Warn("daemon ended badly", "node", d.node, "err", e.err)
 		}
 	case evFault:
@@ -508,6 +541,7 @@ func (j *job) nodeLost(d *dconn, detail string) {
 		}
 	}
 	if d.launch != nil && !d.exited {
+		d.killed = true
 		_ = d.launch.Kill()
 	}
 	if running {
@@ -579,14 +613,23 @@ func (j *job) signal(s os.Signal) {
 	}
 }
 
-// heartbeat sends the HNP's heartbeat and declares silent daemons lost.
+// heartbeat declares daemons that have been silent too long lost.
 func (j *job) heartbeat() {
 	now := time.Now()
+	last := j.lastTick
+	j.lastTick = now
+	if !last.IsZero() && now.Sub(last) > j.hbTimeout {
+		// gompirun itself was not running (suspended, starved): the
+		// daemons' heartbeats are waiting unread, so silence proves nothing.
+		for _, d := range j.daemons {
+			d.lastSeen.Store(now.UnixNano())
+		}
+		return
+	}
 	for _, d := range j.daemons {
 		if d.box == nil || d.state != "running" {
 			continue
 		}
-		d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}})
 		if d.busy.Load() || j.hbTimeout <= 0 {
 			continue // its messages wait behind output gompirun is still printing
 		}

@@ -920,7 +920,6 @@ type HNPMessage struct {
 	//	*HNPMessage_Signal
 	//	*HNPMessage_Kill
 	//	*HNPMessage_Shutdown
-	//	*HNPMessage_Heartbeat
 	Body          isHNPMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1017,15 +1016,6 @@ func (x *HNPMessage) GetShutdown() *Shutdown {
 	return nil
 }
 
-func (x *HNPMessage) GetHeartbeat() *Heartbeat {
-	if x != nil {
-		if x, ok := x.Body.(*HNPMessage_Heartbeat); ok {
-			return x.Heartbeat
-		}
-	}
-	return nil
-}
-
 type isHNPMessage_Body interface {
 	isHNPMessage_Body()
 }
@@ -1054,10 +1044,6 @@ type HNPMessage_Shutdown struct {
 	Shutdown *Shutdown `protobuf:"bytes,6,opt,name=shutdown,proto3,oneof"`
 }
 
-type HNPMessage_Heartbeat struct {
-	Heartbeat *Heartbeat `protobuf:"bytes,7,opt,name=heartbeat,proto3,oneof"`
-}
-
 func (*HNPMessage_Welcome) isHNPMessage_Body() {}
 
 func (*HNPMessage_Launch) isHNPMessage_Body() {}
@@ -1069,8 +1055,6 @@ func (*HNPMessage_Signal) isHNPMessage_Body() {}
 func (*HNPMessage_Kill) isHNPMessage_Body() {}
 
 func (*HNPMessage_Shutdown) isHNPMessage_Body() {}
-
-func (*HNPMessage_Heartbeat) isHNPMessage_Body() {}
 
 // Welcome answers a DaemonHello: the job's parameters.
 type Welcome struct {
@@ -2162,7 +2146,7 @@ const file_control_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"J\n" +
 	"\tRankPhase\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12)\n" +
-	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\xff\x02\n" +
+	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\xc6\x02\n" +
 	"\n" +
 	"HNPMessage\x121\n" +
 	"\awelcome\x18\x01 \x01(\v2\x15.gompi.rte.v1.WelcomeH\x00R\awelcome\x12.\n" +
@@ -2170,8 +2154,7 @@ const file_control_proto_rawDesc = "" +
 	"\x05fence\x18\x03 \x01(\v2\x1b.gompi.rte.v1.FenceCompleteH\x00R\x05fence\x123\n" +
 	"\x06signal\x18\x04 \x01(\v2\x19.gompi.rte.v1.SignalRanksH\x00R\x06signal\x12-\n" +
 	"\x04kill\x18\x05 \x01(\v2\x17.gompi.rte.v1.KillRanksH\x00R\x04kill\x124\n" +
-	"\bshutdown\x18\x06 \x01(\v2\x16.gompi.rte.v1.ShutdownH\x00R\bshutdown\x127\n" +
-	"\theartbeat\x18\a \x01(\v2\x17.gompi.rte.v1.HeartbeatH\x00R\theartbeatB\x06\n" +
+	"\bshutdown\x18\x06 \x01(\v2\x16.gompi.rte.v1.ShutdownH\x00R\bshutdownB\x06\n" +
 	"\x04body\"N\n" +
 	"\aWelcome\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x121\n" +
@@ -2332,31 +2315,30 @@ var file_control_proto_depIdxs = []int32{
 	17, // 15: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
 	18, // 16: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
 	19, // 17: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
-	6,  // 18: gompi.rte.v1.HNPMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
-	2,  // 19: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
-	3,  // 20: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
-	2,  // 21: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	33, // 22: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
-	3,  // 23: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
-	30, // 24: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
-	31, // 25: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
-	4,  // 26: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
-	28, // 27: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
-	20, // 28: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
-	22, // 29: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
-	24, // 30: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
-	26, // 31: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	13, // 32: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	29, // 33: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	21, // 34: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	23, // 35: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	25, // 36: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	27, // 37: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	32, // [32:38] is the sub-list for method output_type
-	26, // [26:32] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	2,  // 18: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
+	3,  // 19: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
+	2,  // 20: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
+	33, // 21: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	3,  // 22: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
+	30, // 23: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
+	31, // 24: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
+	4,  // 25: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
+	28, // 26: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
+	20, // 27: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
+	22, // 28: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
+	24, // 29: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
+	26, // 30: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
+	13, // 31: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	29, // 32: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	21, // 33: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	23, // 34: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	25, // 35: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	27, // 36: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	31, // [31:37] is the sub-list for method output_type
+	25, // [25:31] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -2381,7 +2363,6 @@ func file_control_proto_init() {
 		(*HNPMessage_Signal)(nil),
 		(*HNPMessage_Kill)(nil),
 		(*HNPMessage_Shutdown)(nil),
-		(*HNPMessage_Heartbeat)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
