@@ -66,6 +66,9 @@ func build() error {
 	}
 	mod := filepath.Dir(strings.TrimSpace(string(out)))
 	args := []string{"build", "-o", bin + "/"}
+	if raceBuild {
+		args = append(args, "-race")
+	}
 	builtin := filepath.Join(mod, "components", "builtin", "builtin.go")
 	src, err := os.ReadFile(builtin)
 	if err != nil {
@@ -201,6 +204,9 @@ func (j *job) wait() (int, []string, string) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if strings.Contains(j.stderr.String(), "WARNING: DATA RACE") {
+		j.t.Errorf("the race detector found a race in the job's processes:\n%s", j.stderr.String())
+	}
 	return j.code, append([]string(nil), j.lines...), j.stderr.String()
 }
 

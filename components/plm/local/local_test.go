@@ -1,0 +1,29 @@
+package plmlocal
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"gompi/frameworks"
+	"gompi/mca"
+)
+
+func TestQuery(t *testing.T) {
+	params := mca.NewParams()
+	set := frameworks.New(params)
+	set.PLM.Register(New())
+	vals, err := params.ResolveSettings(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := set.PLM.SelectOne(context.Background(), vals, mca.RoleHNP, nil)
+	if err != nil || c.Info.Name != "local" || c.Priority != Priority || c.Module.Network() != "unix" {
+		t.Errorf("SelectOne = %+v, %v", c, err)
+	}
+	for _, role := range []mca.Role{mca.RoleDaemon, mca.RoleApp, mca.RoleTool} {
+		if _, _, err := New().Query(context.Background(), mca.Query{Values: vals, Role: role}); !errors.Is(err, mca.ErrSkip) {
+			t.Errorf("Query as %v: %v, want a skip", role, err)
+		}
+	}
+}
