@@ -107,7 +107,7 @@ func Register(set *frameworks.Set) {
 		}
 		args = append(args, "-overlay", filepath.Join(dir, "overlay.json"))
 	}
-	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./testdata/rte/rankprog")
+	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./testdata/rte/rankprog", "./testdata/rte/mpiring")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = mod
 	cmd.Stderr = os.Stderr

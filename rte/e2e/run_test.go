@@ -60,6 +60,32 @@ func TestRunOverSimulatedNodes(t *testing.T) {
 	}
 }
 
+// Package mpi over the runtime: the modex carries the transports'
+// addresses, and the result does not depend on how many ranks or nodes
+// computed it.
+func TestMPI(t *testing.T) {
+	hosts := hostfile(t, twoNodes)
+	var want string
+	for _, args := range [][]string{
+		{"-np", "1"},
+		{"-np", "4", "--hostfile", hosts},
+		{"-np", "4", "--hostfile", hosts, "--map-by", "node"},
+		{"-np", "3", "--host", "n1,n2,n3", "--mca", "btl", "tcp"},
+	} {
+		code, out, errs := start(t, append(args, filepath.Join(bin, "mpiring"), "-n", "5000")...).wait()
+		np := args[1]
+		if code != 0 || len(out) != 1 || !strings.HasSuffix(out[0], " ring "+np+"/"+np) {
+			t.Fatalf("%v: exit status %d, output %q; stderr:\n%s", args, code, out, errs)
+		}
+		sum := strings.Fields(out[0])[1]
+		if want == "" {
+			want = sum
+		} else if sum != want {
+			t.Errorf("%v: checksum %s, want %s (as with -np 1)", args, sum, want)
+		}
+	}
+}
+
 func TestTagOutput(t *testing.T) {
 	j := start(t, "-np", "2", "--host", "n1,n2", "--tag-output", rankprog(), "-stderr", "-partial")
 	code, out, errs := j.wait()

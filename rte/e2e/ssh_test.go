@@ -141,6 +141,18 @@ func TestSSH(t *testing.T) {
 		t.Errorf("node directories left behind: %v", left)
 	}
 
+	t.Run("mpi", func(t *testing.T) {
+		ring := filepath.Join(bin, "mpiring")
+		_, one, errs := start(t, "-np", "1", ring).wait()
+		code, four, errs4 := start(t, "-np", "4", "--host", "127.0.0.1:2,localhost:2", "--mca", "plm", "ssh", "--mca", "plm_ssh_args", sshArgs,
+			ring).wait()
+		if code != 0 || len(one) != 1 || len(four) != 1 {
+			t.Fatalf("exit status %d, outputs %q and %q; stderr:\n%s\n%s", code, one, four, errs, errs4)
+		}
+		if a, b := strings.Fields(one[0])[1], strings.Fields(four[0])[1]; a != b || !strings.HasSuffix(four[0], "ring 4/4") {
+			t.Errorf("-np 4 over ssh printed %q, -np 1 %q: want the same checksum", four[0], one[0])
+		}
+	})
 	t.Run("rank fails", func(t *testing.T) {
 		code, _, errs := start(t, "-np", "2", "--host", "127.0.0.1,localhost", "--mca", "plm", "ssh", "--mca", "plm_ssh_args", sshArgs,
 			rankprog(), "-exit-rank", "1", "-exit-code", "3").wait()

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"gompi/boot"
+	"gompi/frameworks"
 	"gompi/mca"
 	"gompi/rte"
 	"gompi/rte/control"
@@ -133,6 +134,10 @@ func (c *Client) NodeDir() string { return c.nodeDir }
 
 // Values are the job's parameters, resolved once by gompirun.
 func (c *Client) Values() *mca.Values { return c.proc.Values }
+
+// Frameworks holds the rank's framework registries, built-in components
+// registered; Values were resolved against their parameters.
+func (c *Client) Frameworks() *frameworks.Set { return c.proc.Frameworks }
 
 // Process is the rank's started component system.
 func (c *Client) Process() *boot.Process { return c.proc }
