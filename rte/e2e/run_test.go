@@ -116,8 +116,8 @@ func TestTagOutput(t *testing.T) {
 func TestEnvironment(t *testing.T) {
 	t.Setenv("E2E_FROM_HERE", "here")
 	code, out, errs := start(t, "-np", "2", "--host", "n1,n2", "-x", "E2E_SET=v=1", "-x", "E2E_FROM_HERE",
-		"--mca", "plm_base_kill_grace", "3s", "-mca", "errmgr_base_verbose", "0",
-		rankprog(), "-env", "E2E_SET,E2E_FROM_HERE,GOMPI_MCA_plm_base_kill_grace,GOMPI_JOB_SECRET,GOMPI_JOB,GOMPI_NODE_DIR").wait()
+		"--mca", "plm_base_kill_grace", "3s", "-mca", "errmgr_base_verbose", "0", "-am", "ft-enable-cr",
+		rankprog(), "-env", "E2E_SET,E2E_FROM_HERE,GOMPI_MCA_plm_base_kill_grace,GOMPI_MCA_ft_cr_enabled,GOMPI_JOB_SECRET,GOMPI_JOB,GOMPI_NODE_DIR").wait()
 	if code != 0 {
 		t.Fatalf("exit status %d; stderr:\n%s", code, errs)
 	}
@@ -125,6 +125,7 @@ func TestEnvironment(t *testing.T) {
 	for _, want := range []string{
 		"rank 0 env E2E_SET=v=1", "rank 1 env E2E_FROM_HERE=here",
 		"rank 1 env GOMPI_MCA_plm_base_kill_grace=3s",
+		"rank 0 env GOMPI_MCA_ft_cr_enabled=1", // from the AMCA set
 		"rank 0 env GOMPI_JOB_SECRET=\n", // the rank client removed it
 	} {
 		if !strings.Contains(text+"\n", want) {

@@ -161,6 +161,11 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 
 	// The HNP's private directory: control socket, secret, job record.
+	// Both the per-user folder and the HNP's own must be ours alone: in a
+	// shared /tmp another user could otherwise have made the first.
+	if err := control.PrivateDir(rte.RuntimeDir()); err != nil {
+		return 1, fmt.Errorf("control directory: %w", err)
+	}
 	dir := rte.HNPDir(os.Getpid())
 	if err := control.PrivateDir(dir); err != nil {
 		return 1, fmt.Errorf("control directory: %w", err)
