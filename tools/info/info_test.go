@@ -60,11 +60,27 @@ var (
 	_ mca.Component[errmgr.Module] = (*fake[errmgr.Module])(nil)
 )
 
-// fakeSet returns frameworks with fake components: crs has one that
-// answers, one that answers only in ranks, one that skips and a plugin
-// that fails; the stacked errmgr has two that answer.
-func fakeSet(seen *[]string) *frameworks.Set {
-	set := frameworks.New(mca.NewParams())
+// fakeSet is a crs and a stacked errmgr framework with fake components:
+// crs has one that answers, one that answers only in ranks, one that skips
+// and a plugin that fails; errmgr has two that answer. It is built here
+// rather than with frameworks.New so that these golden files change only
+// when gompi-info's output does, not whenever a framework gains a
+// parameter (TestRealCommand covers the real set).
+type fakeSet struct {
+	Params *mca.Params
+	CRS    *mca.Framework[crs.Module]
+	ErrMgr *mca.Framework[errmgr.Module]
+}
+
+func (s *fakeSet) All() []mca.FrameworkInfo { return []mca.FrameworkInfo{s.CRS, s.ErrMgr} }
+
+func newFakeSet(seen *[]string) *fakeSet {
+	params := mca.NewParams()
+	set := &fakeSet{
+		Params: params,
+		CRS:    mca.NewFramework[crs.Module](params, crs.Name, "Checkpoint/Restart Service: capture and restore one process"),
+		ErrMgr: mca.NewFramework[errmgr.Module](params, errmgr.Name, "Error Manager: the stack of fault policies", mca.Stacked()),
+	}
 	ci := func(fw, name, desc string, prio int, params ...mca.ParamSpec) mca.ComponentInfo {
 		return mca.ComponentInfo{Framework: fw, Name: name, Description: desc, Version: "1.0.0", Priority: prio, Origin: "built-in", Params: params}
 	}
@@ -124,7 +140,7 @@ func newEnv(t *testing.T) env {
 }
 
 func (e env) load(ctx context.Context, opts boot.Options) (Input, func() error, error) {
-	set := fakeSet(nil)
+	set := newFakeSet(nil)
 	so := opts.Sources
 	so.Home, so.SysconfDir, so.WorkDir, so.AMCAPath = e.home, e.sysconf, e.work, []string{}
 	src, err := mca.LoadSources(so)
@@ -256,7 +272,7 @@ func TestGolden(t *testing.T) {
 func TestSelectionIsProbed(t *testing.T) {
 	newEnv(t)
 	var seen []string
-	set := fakeSet(&seen)
+	set := newFakeSet(&seen)
 	src, err := mca.LoadSources(mca.SourceOptions{NoUserFiles: true, SysconfDir: t.TempDir(), AMCAPath: []string{}})
 	if err != nil {
 		t.Fatal(err)
