@@ -165,26 +165,16 @@ func WithState(state []byte) Option { return func(o *options) { o.state = state 
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
-// InitWith starts a Proc over a runtime bootstrap: it restores saved state
-// when there is some, opens the selected transports, exchanges their
-// addresses through the modex and chooses a transport per peer.
-// Connections open lazily on the first send. ctx bounds start-up and, once
-// it ends, stops the Proc (its blocking calls return ErrStopped).
-func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.log == nil {
-		o.log = slog.Default()
-	}
+// newProc builds a Proc with its world and control communicators and no
+// transports.
+func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 	rank, size := b.Rank(), b.Size()
 	if size < 1 || rank < 0 || rank >= size {
 		return nil, fmt.Errorf("mpi: init: bootstrap gives rank %d of %d", rank, size)
 	}
 	p := &Proc{
 		rank: rank, size: size, job: b.Job(), node: b.Node(), boot: b,
-		log:     o.log.With("rank", rank),
+		log:     log.With("rank", rank),
 		ctxs:    map[uint64]*ctxState{},
 		comms:   map[uint64]*Comm{},
 		nextCtx: firstUserCtx,
@@ -202,7 +192,26 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 	p.world = p.newComm(ctxWorld, all)
 	p.control = p.newComm(ctxControl, all)
 	p.comms[ctxWorld] = p.world
+	return p, nil
+}
 
+// InitWith starts a Proc over a runtime bootstrap: it restores saved state
+// when there is some, opens the selected transports, exchanges their
+// addresses through the modex and chooses a transport per peer.
+// Connections open lazily on the first send. ctx bounds start-up and, once
+// it ends, stops the Proc (its blocking calls return ErrStopped).
+func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	p, err := newProc(b, o.log)
+	if err != nil {
+		return nil, err
+	}
 	if o.state == nil {
 		if rs, ok := b.(Restorer); ok {
 			st, err := rs.RestoreState()
