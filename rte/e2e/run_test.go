@@ -126,7 +126,7 @@ func TestEnvironment(t *testing.T) {
 		"rank 0 env E2E_SET=v=1", "rank 1 env E2E_FROM_HERE=here",
 		"rank 1 env GOMPI_MCA_plm_base_kill_grace=3s",
 		"rank 0 env GOMPI_MCA_ft_cr_enabled=1", // from the AMCA set
-		"rank 0 env GOMPI_JOB_SECRET=\n", // the rank client removed it
+		"rank 0 env GOMPI_JOB_SECRET=\n",       // the rank client removed it
 	} {
 		if !strings.Contains(text+"\n", want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
