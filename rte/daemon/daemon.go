@@ -390,7 +390,7 @@ func (d *daemon) startRank(l *pb.Launch, r int, env []string) {
 		ex := &pb.RankExited{Rank: int32(r), ExitCode: int32(code), Signal: int32(sig),
 			Connected: rk.connected, Finalized: rk.finalized, Killed: rk.killed}
 		d.mu.Unlock()
-		d.log.Debug("rank exited", "rank", r, "code", code, "signal", sig)
+		d.log.Debug("rank exited", "rank", r, "code", code, "signal", int(sig))
 		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Exited{Exited: ex}})
 	}()
 }
