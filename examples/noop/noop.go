@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"gompi/mpi"
+)
+
+// makeState returns mib MiB of state: random bytes (incompressible) or a
+// text-like pattern that compresses well. Each rank's random state differs.
+func makeState(mib int, kind string, rank int) ([]byte, error) {
+	b := make([]byte, mib<<20)
+	switch kind {
+	case "random":
+		rng := rand.NewChaCha8([32]byte{byte(rank), byte(rank >> 8), 'g', 'o', 'm', 'p', 'i'})
+		rng.Read(b)
+	case "compressible":
+		const text = "gompi noop state: the same line again and again, so it compresses well. "
+		for i := range b {
+			b[i] = text[i%len(text)]
+		}
+		// A few varying bytes per 4 KiB page so pages are not identical.
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = byte(i >> 12)
+		}
+	default:
+		return nil, fmt.Errorf("-state %q: want random or compressible", kind)
+	}
+	return b, nil
+}
+
+// run allocates the state and idles until ctx ends or -seconds pass; it
+// returns the state so callers (and C/R registration) can reach it.
+func run(ctx context.Context, p *mpi.Proc, args []string, out io.Writer) ([]byte, error) {
+	fs := flag.NewFlagSet("noop", flag.ContinueOnError)
+	fs.SetOutput(out)
+	mib := fs.Int("mib", 16, "MiB of state to hold")
+	kind := fs.String("state", "random", "random or compressible")
+	seconds := fs.Float64("seconds", 0, "stop after this many seconds (0: only on SIGTERM/SIGINT)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if *mib < 0 || *seconds < 0 {
+		return nil, fmt.Errorf("-mib and -seconds must be >= 0")
+	}
+	state, err := makeState(*mib, *kind, p.Rank())
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "noop: rank %d of %d holds %d MiB of %s state (crc32 %08x)\n", p.Rank(), p.Size(), *mib, *kind, crc32.ChecksumIEEE(state))
+	if *seconds > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(*seconds*float64(time.Second)))
+		defer cancel()
+	}
+	<-ctx.Done()
+	return state, nil
+}
