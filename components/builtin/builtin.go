@@ -10,6 +10,8 @@ import (
 	errmgrdefault "gompi/components/errmgr/default"
 	filemraw "gompi/components/filem/raw"
 	incdefault "gompi/components/inc/default"
+	plmlocal "gompi/components/plm/local"
+	plmssh "gompi/components/plm/ssh"
 	snapcnone "gompi/components/snapc/none"
 	sstorenone "gompi/components/sstore/none"
 	"gompi/frameworks"
@@ -26,4 +28,6 @@ func Register(set *frameworks.Set) {
 	set.ErrMgr.Register(errmgrdefault.New())
 	set.BTL.Register(btltcp.New())
 	set.BTL.Register(btluds.New())
+	set.PLM.Register(plmlocal.New())
+	set.PLM.Register(plmssh.New())
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // Every framework must have a component that answers with C/R off, so a
-// process with default parameters always starts.
+// process with default parameters always starts: in gompirun every
+// framework, in a rank every one but the launcher's.
 func TestEveryFrameworkSelectsByDefault(t *testing.T) {
 	params := mca.NewParams()
 	set := frameworks.New(params)
@@ -18,8 +19,22 @@ func TestEveryFrameworkSelectsByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, fw := range set.All() {
-		probes, err := fw.Probe(context.Background(), vals, mca.RoleApp)
+	for _, c := range []struct {
+		role mca.Role
+		skip string
+	}{{mca.RoleHNP, ""}, {mca.RoleApp, "plm"}} {
+		for _, fw := range set.All() {
+			if fw.Name() != c.skip {
+				probeSelects(t, fw, vals, c.role)
+			}
+		}
+	}
+}
+
+func probeSelects(t *testing.T, fw mca.FrameworkInfo, vals *mca.Values, role mca.Role) {
+	t.Helper()
+	{
+		probes, err := fw.Probe(context.Background(), vals, role)
 		if err != nil {
 			t.Fatalf("%s: %v", fw.Name(), err)
 		}
@@ -33,7 +48,7 @@ func TestEveryFrameworkSelectsByDefault(t *testing.T) {
 			}
 		}
 		if selected == 0 {
-			t.Errorf("%s: nothing selected by default: %+v", fw.Name(), probes)
+			t.Errorf("%s as %v: nothing selected by default: %+v", fw.Name(), role, probes)
 		}
 	}
 }
