@@ -33,22 +33,20 @@ func TestEveryFrameworkSelectsByDefault(t *testing.T) {
 
 func probeSelects(t *testing.T, fw mca.FrameworkInfo, vals *mca.Values, role mca.Role) {
 	t.Helper()
-	{
-		probes, err := fw.Probe(context.Background(), vals, role)
-		if err != nil {
-			t.Fatalf("%s: %v", fw.Name(), err)
+	probes, err := fw.Probe(context.Background(), vals, role)
+	if err != nil {
+		t.Fatalf("%s: %v", fw.Name(), err)
+	}
+	selected := 0
+	for _, p := range probes {
+		if p.Failed != "" {
+			t.Errorf("%s/%s failed: %s", fw.Name(), p.Info.Name, p.Failed)
 		}
-		selected := 0
-		for _, p := range probes {
-			if p.Failed != "" {
-				t.Errorf("%s/%s failed: %s", fw.Name(), p.Info.Name, p.Failed)
-			}
-			if p.Selected {
-				selected++
-			}
+		if p.Selected {
+			selected++
 		}
-		if selected == 0 {
-			t.Errorf("%s as %v: nothing selected by default: %+v", fw.Name(), role, probes)
-		}
+	}
+	if selected == 0 {
+		t.Errorf("%s as %v: nothing selected by default: %+v", fw.Name(), role, probes)
 	}
 }
