@@ -1,14 +1,18 @@
-// Command gompi is the umbrella binary: `gompi info` is gompi-info, and
-// each gompi tool joins as a subcommand built by the same constructor as
-// its own binary.
+// Command gompi is the umbrella binary: `gompi info` is gompi-info, `gompi
+// run` is gompirun, `gompi ps` is gompi-ps; each joins as a subcommand built
+// by the same constructor as its own binary.
 package main
 
 import (
+	"context"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"gompi/cli"
+	"gompi/rte/hnp"
+	"gompi/rte/jobs"
 	"gompi/tools/info"
 )
 
@@ -19,12 +23,27 @@ func newCommand(version string) *cobra.Command {
 		Short:   "gompi: a Go message-passing runtime with checkpoint/restart",
 		Version: version,
 	}
-	in := info.NewCommand(version)
-	in.Use = "info" + in.Use[len("gompi-info"):]
-	root.AddCommand(in)
+	root.AddCommand(
+		sub(info.NewCommand(version), "info"),
+		sub(hnp.NewCommand(), "run"),
+		sub(jobs.NewPSCommand(), "ps"),
+	)
+	cli.StopAtArg(root.Commands()[1]) // run: flags end at the program
 	return root
 }
 
+// sub renames a tool's command ("gompi-info [flags]" → "info [flags]").
+func sub(c *cobra.Command, name string) *cobra.Command {
+	_, rest, _ := strings.Cut(c.Use, " ")
+	c.Use = strings.TrimSpace(name + " " + rest)
+	return c
+}
+
 func main() {
-	os.Exit(cli.Main(newCommand(cli.Version()), false))
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "run" {
+		args = append([]string{"run"}, hnp.NormalizeArgs(args[1:])...)
+	}
+	// No signal context: `gompi run` forwards SIGINT/SIGTERM to the job itself.
+	os.Exit(cli.Execute(context.Background(), newCommand(cli.Version()), args, false))
 }
