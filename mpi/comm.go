@@ -186,6 +186,7 @@ func (c *Comm) recvOn(ctx context.Context, cs *ctxState, buf []byte, src, tag in
 	r := recvPool.Get().(*Request)
 	r.p, r.comm, r.cs, r.src, r.tag, r.buf = p, c, cs, src, tag, buf
 	if !p.postRecv(r) {
+		p.waiting.Add(1)
 		select {
 		case <-r.done:
 		case <-p.done:
@@ -201,6 +202,7 @@ func (c *Comm) recvOn(ctx context.Context, cs *ctxState, buf []byte, src, tag in
 				<-r.done
 			}
 		}
+		p.waiting.Add(-1)
 	}
 	st, err := r.status, r.err
 	r.comm, r.cs, r.buf, r.err = nil, nil, nil, nil
@@ -290,14 +292,17 @@ func (c *Comm) probe(ctx context.Context, src, tag int, block bool) (Status, boo
 		pw := &probeWait{src: w, tag: tag, ch: make(chan struct{})}
 		c.pt.probes = append(c.pt.probes, pw)
 		p.mu.Unlock()
+		p.waiting.Add(1)
 		select {
 		case <-pw.ch:
+			p.waiting.Add(-1)
 			continue
 		case <-p.done:
 			err = p.stopErr()
 		case <-ctx.Done():
 			err = fmt.Errorf("mpi: probe: %w", ctx.Err())
 		}
+		p.waiting.Add(-1)
 		p.mu.Lock()
 		if i := slices.Index(c.pt.probes, pw); i >= 0 {
 			c.pt.probes = slices.Delete(c.pt.probes, i, i+1)

@@ -64,6 +64,7 @@ type Proc struct {
 	control *Comm
 
 	hook     atomic.Pointer[hookBox]
+	waiting  atomic.Int32 // goroutines blocked waiting for a message: readers busy-poll
 	activeNB atomic.Int32 // non-blocking collectives in flight
 	nFailed  atomic.Int32
 
@@ -297,6 +298,8 @@ func (p *Proc) openTransports(ctx context.Context) error {
 	}
 	return nil
 }
+
+func (p *Proc) someoneWaits() bool { return p.waiting.Load() > 0 }
 
 // Rank returns the world rank.
 func (p *Proc) Rank() int { return p.rank }
@@ -565,6 +568,9 @@ func (p *Proc) accept(c btl.Conn) {
 	}
 	p.readers.Add(1)
 	p.inMu.Unlock()
+	if pc, ok := c.(btl.Poller); ok {
+		pc.SetPoll(p.someoneWaits)
+	}
 	go p.read(c)
 }
 

@@ -71,6 +71,13 @@ func (r *Request) Wait() (Status, error) {
 	select {
 	case <-r.done:
 		return r.status, r.err
+	default:
+	}
+	r.p.waiting.Add(1)
+	defer r.p.waiting.Add(-1)
+	select {
+	case <-r.done:
+		return r.status, r.err
 	case <-r.p.done:
 		return r.stopped(nil)
 	}
@@ -82,6 +89,8 @@ func (r *Request) WaitCtx(ctx context.Context) (Status, error) {
 	if r == nil {
 		return Status{}, nil
 	}
+	r.p.waiting.Add(1)
+	defer r.p.waiting.Add(-1)
 	select {
 	case <-r.done:
 		return r.status, r.err
@@ -163,7 +172,9 @@ func Waitany(reqs []*Request) (int, Status, error) {
 		}
 	}
 	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.done)})
+	p.waiting.Add(1)
 	chosen, _, _ := reflect.Select(cases)
+	p.waiting.Add(-1)
 	if chosen == len(idx) {
 		return -1, Status{}, p.stopErr()
 	}

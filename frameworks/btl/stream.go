@@ -7,6 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // MaxHeader is the largest frame header a Conn carries.
@@ -25,10 +30,24 @@ const prefixLen = 12
 // they are never copied.
 const smallFrame = 16 << 10
 
+// Poller is implemented by connections that can busy-poll. While active
+// reports true (the owner has someone blocked waiting for a message), a
+// read that finds no data tries again, yielding the processor between
+// tries, for up to the connection's poll budget before it sleeps until the
+// kernel signals data. Waking a sleeping thread costs several
+// microseconds, more than a small message takes to cross a node, so every
+// MPI polls while a rank waits.
+type Poller interface {
+	SetPoll(active func() bool)
+}
+
 // StreamConn frames messages over a byte stream (TCP, Unix sockets). It is
 // the Conn of every stream-based component.
 type StreamConn struct {
 	c       net.Conn
+	raw     syscall.RawConn
+	budget  time.Duration
+	active  func() bool
 	br      *bufio.Reader
 	pre     [prefixLen]byte
 	remain  int64
@@ -38,9 +57,59 @@ type StreamConn struct {
 }
 
 // NewStreamConn wraps c; readBuf is the size of the read buffer (frames at
-// most that large are read with one system call).
-func NewStreamConn(c net.Conn, readBuf int) *StreamConn {
-	return &StreamConn{c: c, br: bufio.NewReaderSize(c, readBuf), scratch: make([]byte, 0, smallFrame)}
+// most that large are read with one system call); poll is the busy-poll
+// budget of each read once SetPoll is called (0: never poll).
+func NewStreamConn(c net.Conn, readBuf int, poll time.Duration) *StreamConn {
+	s := &StreamConn{c: c, budget: poll, scratch: make([]byte, 0, smallFrame)}
+	if sc, ok := c.(syscall.Conn); ok && poll > 0 {
+		s.raw, _ = sc.SyscallConn()
+	}
+	s.br = bufio.NewReaderSize(pollReader{s}, readBuf)
+	return s
+}
+
+// SetPoll implements Poller; call it before the first read.
+func (s *StreamConn) SetPoll(active func() bool) { s.active = active }
+
+type pollReader struct{ s *StreamConn }
+
+func (r pollReader) Read(p []byte) (int, error) {
+	s := r.s
+	if s.raw == nil || s.active == nil || !s.active() {
+		return s.c.Read(p)
+	}
+	var n int
+	var rerr error
+	var deadline time.Time
+	err := s.raw.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = syscall.Read(int(fd), p)
+			switch {
+			case rerr == syscall.EINTR:
+				continue
+			case rerr != syscall.EAGAIN:
+				return true
+			case !s.active():
+				return false
+			}
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(s.budget)
+			} else if now.After(deadline) {
+				return false
+			}
+			runtime.Gosched()
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case rerr != nil:
+		return 0, rerr
+	case n == 0 && len(p) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // NetConn returns the underlying connection.
@@ -59,6 +128,12 @@ func (s *StreamConn) WriteFrame(hdr, payload []byte) error {
 	b = append(b, hdr...)
 	if len(b)+len(payload) <= smallFrame {
 		b = append(b, payload...)
+		payload = nil
+	}
+	if s.raw != nil {
+		return s.spinWrite(b, payload)
+	}
+	if payload == nil {
 		_, err := s.c.Write(b)
 		return err
 	}
@@ -67,6 +142,52 @@ func (s *StreamConn) WriteFrame(hdr, payload []byte) error {
 	_, err := s.bufs.WriteTo(s.c)
 	s.vec[0], s.vec[1] = nil, nil
 	return err
+}
+
+// spinWrite writes a and then b with writev, retrying a full socket
+// buffer for up to the poll budget before waiting for the kernel: the
+// reader on the other side drains it within microseconds, and waking a
+// sleeping writer costs more than that.
+func (s *StreamConn) spinWrite(a, b []byte) error {
+	var werr error
+	var deadline time.Time
+	err := s.raw.Write(func(fd uintptr) bool {
+		for len(a)+len(b) > 0 {
+			var n int
+			if len(b) == 0 {
+				n, werr = unix.Write(int(fd), a)
+			} else {
+				s.vec[0], s.vec[1] = a, b
+				n, werr = unix.Writev(int(fd), s.vec[:])
+				s.vec[0], s.vec[1] = nil, nil
+			}
+			if n > 0 {
+				k := min(n, len(a))
+				a, b = a[k:], b[n-k:]
+				deadline = time.Time{}
+				continue
+			}
+			switch {
+			case werr == unix.EINTR:
+				continue
+			case werr != unix.EAGAIN:
+				return true
+			}
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(s.budget)
+			} else if now.After(deadline) {
+				return false
+			}
+			runtime.Gosched()
+		}
+		werr = nil
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return werr
 }
 
 func putPrefix(b []byte, hdrLen, payloadLen int) {
@@ -151,4 +272,7 @@ func (s *StreamConn) CloseWrite() error {
 // Close implements Conn.
 func (s *StreamConn) Close() error { return s.c.Close() }
 
-var _ Conn = (*StreamConn)(nil)
+var (
+	_ Conn   = (*StreamConn)(nil)
+	_ Poller = (*StreamConn)(nil)
+)

@@ -38,7 +38,7 @@ func TestReadFrames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewStreamConn(readerConn{r: bytes.NewReader(tt.in)}, 64)
+			s := NewStreamConn(readerConn{r: bytes.NewReader(tt.in)}, 64, 0)
 			hdr := make([]byte, MaxHeader)
 			var err error
 			for err == nil {
@@ -62,6 +62,7 @@ func FuzzReadFrames(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s := &StreamConn{br: bufio.NewReaderSize(bytes.NewReader(in), 16)}
+		_ = s
 		hdr := make([]byte, MaxHeader)
 		buf := make([]byte, 64)
 		for {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"gompi/frameworks/btl"
 	"gompi/mca"
@@ -22,12 +23,13 @@ const Priority = 10
 
 // readBuffer is the per-connection read buffer: frames up to this size
 // arrive with one system call.
-const readBuffer = 256 << 10
+const readBuffer = 64 << 10
 
 const (
 	paramListen = "btl_tcp_listen_addr"
 	paramSnd    = "btl_tcp_sndbuf"
 	paramRcv    = "btl_tcp_rcvbuf"
+	paramPoll   = "btl_tcp_poll"
 )
 
 type component struct{}
@@ -49,6 +51,8 @@ func (component) Info() mca.ComponentInfo {
 				Help: "Socket send buffer size; 0 leaves the kernel's autotuning on (setting a size turns it off)"},
 			{Name: paramRcv, Type: mca.Size, Default: "0", Level: mca.LevelTuner,
 				Help: "Socket receive buffer size; 0 leaves the kernel's autotuning on (setting a size turns it off)"},
+			{Name: paramPoll, Type: mca.Duration, Default: "50us", Level: mca.LevelTuner,
+				Help: "How long a read busy-polls for data while the rank waits for a message, before sleeping; 0 never polls (saves CPU, costs latency)"},
 		},
 	}
 }
@@ -58,12 +62,14 @@ func (component) Query(_ context.Context, q mca.Query) (btl.Module, int, error) 
 		listen: q.Values.String(paramListen),
 		sndbuf: int(q.Values.Size(paramSnd)),
 		rcvbuf: int(q.Values.Size(paramRcv)),
+		poll:   q.Values.Duration(paramPoll),
 	}, q.Priority, nil
 }
 
 type module struct {
 	listen         string
 	sndbuf, rcvbuf int
+	poll           time.Duration
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -173,7 +179,7 @@ func (m *module) wrap(c net.Conn) (*btl.StreamConn, error) {
 			return nil, fmt.Errorf("btl/tcp: %s: %w", paramRcv, err)
 		}
 	}
-	return btl.NewStreamConn(tc, readBuffer), nil
+	return btl.NewStreamConn(tc, readBuffer, m.poll), nil
 }
 
 func (m *module) Reachable(_, peer btl.Endpoint) bool { return peer.Addr != "" }

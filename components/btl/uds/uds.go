@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"gompi/frameworks/btl"
 	"gompi/mca"
@@ -26,13 +27,17 @@ import (
 // Unix sockets when both are allowed.
 const Priority = 20
 
-const readBuffer = 256 << 10
+const readBuffer = 64 << 10
 
 // maxPath is the longest socket path the kernel takes (sun_path is 108
 // bytes with the terminating NUL).
 const maxPath = 107
 
-const paramDir = "btl_uds_dir"
+const (
+	paramDir  = "btl_uds_dir"
+	paramPoll = "btl_uds_poll"
+	paramSnd  = "btl_uds_sndbuf"
+)
 
 type component struct{}
 
@@ -49,16 +54,22 @@ func (component) Info() mca.ComponentInfo {
 		Params: []mca.ParamSpec{
 			{Name: paramDir, Type: mca.String, Level: mca.LevelTuner,
 				Help: "Folder holding the per-job socket folders; empty means $TMPDIR or /tmp. Socket paths must stay under 108 bytes"},
+			{Name: paramSnd, Type: mca.Size, Default: "1MiB", Level: mca.LevelTuner,
+				Help: "Socket send buffer size, which bounds the bytes in flight on a Unix socket (a larger one lets a large message be copied in and out at once); 0 keeps the system default, net.core.wmem_default; the kernel caps it at net.core.wmem_max"},
+			{Name: paramPoll, Type: mca.Duration, Default: "50us", Level: mca.LevelTuner,
+				Help: "How long a read busy-polls for data while the rank waits for a message, before sleeping; 0 never polls (saves CPU, costs latency)"},
 		},
 	}
 }
 
 func (component) Query(_ context.Context, q mca.Query) (btl.Module, int, error) {
-	return &module{base: q.Values.String(paramDir)}, q.Priority, nil
+	return &module{base: q.Values.String(paramDir), poll: q.Values.Duration(paramPoll), sndbuf: int(q.Values.Size(paramSnd))}, q.Priority, nil
 }
 
 type module struct {
-	base string
+	base   string
+	poll   time.Duration
+	sndbuf int
 
 	mu     sync.Mutex
 	ln     *net.UnixListener
@@ -149,7 +160,7 @@ func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.
 			if err != nil {
 				return
 			}
-			accept(btl.NewStreamConn(c, readBuffer))
+			accept(m.wrap(c))
 		}
 	}()
 	return sock, nil
@@ -171,7 +182,15 @@ func (m *module) Dial(ctx context.Context, _, peer btl.Endpoint) (btl.Conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("btl/uds: dial rank %d at %s: %w", peer.Rank, peer.Addr, err)
 	}
-	return btl.NewStreamConn(c, readBuffer), nil
+	return m.wrap(c.(*net.UnixConn)), nil
+}
+
+func (m *module) wrap(c *net.UnixConn) *btl.StreamConn {
+	if m.sndbuf > 0 {
+		// Best effort: the kernel caps it at net.core.wmem_max.
+		c.SetWriteBuffer(m.sndbuf)
+	}
+	return btl.NewStreamConn(c, readBuffer, m.poll)
 }
 
 func (m *module) Close() error {
