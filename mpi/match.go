@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"fmt"
+	"runtime"
 )
 
 // ctxState is the matching state of one context id: the posted-receive
@@ -123,6 +124,9 @@ func (p *Proc) deliver(src int, h *header, data []byte, owned *message, seqCheck
 		fillRecv(r, src, tag, data)
 		if owned != nil {
 			putMsg(owned)
+			// On a reader goroutine: let the receiver run now, on this
+			// processor, rather than wait for the reader to block.
+			runtime.Gosched()
 		}
 		return nil
 	}

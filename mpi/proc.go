@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -688,6 +689,7 @@ func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
 			terr = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, h.tag, ErrTruncate, n, len(r.buf))
 		}
 		r.complete(st, terr)
+		runtime.Gosched()
 		return nil
 	}
 	m := getMsg(n)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,16 +45,29 @@ type Poller interface {
 // StreamConn frames messages over a byte stream (TCP, Unix sockets). It is
 // the Conn of every stream-based component.
 type StreamConn struct {
-	c       net.Conn
-	raw     syscall.RawConn
-	budget  time.Duration
-	active  func() bool
-	br      *bufio.Reader
-	pre     [prefixLen]byte
-	remain  int64
-	scratch []byte
-	vec     [2][]byte
-	bufs    net.Buffers
+	c      net.Conn
+	raw    syscall.RawConn
+	budget time.Duration
+	active func() bool
+	pfd    [1]unix.PollFd
+	zero   unix.Timespec
+
+	// state of the raw read and write in progress (one of each at a time)
+	readFn, writeFn func(fd uintptr) bool
+	rp              []byte
+	rn              int
+	rerr            error
+	tries           int
+	deadline        time.Time
+	wa, wb          []byte
+	werr            error
+	wdeadline       time.Time
+	br              *bufio.Reader
+	pre             [prefixLen]byte
+	remain          int64
+	scratch         []byte
+	vec             [2][]byte
+	bufs            net.Buffers
 }
 
 // NewStreamConn wraps c; readBuf is the size of the read buffer (frames at
@@ -63,9 +77,18 @@ func NewStreamConn(c net.Conn, readBuf int, poll time.Duration) *StreamConn {
 	s := &StreamConn{c: c, budget: poll, scratch: make([]byte, 0, smallFrame)}
 	if sc, ok := c.(syscall.Conn); ok && poll > 0 {
 		s.raw, _ = sc.SyscallConn()
+		s.readFn, s.writeFn = s.pollRead, s.pollWrite
 	}
 	s.br = bufio.NewReaderSize(pollReader{s}, readBuf)
 	return s
+}
+
+// ready polls s.pfd without waiting. ppoll with a zero timeout never
+// blocks, so it runs as a raw system call, and allocates nothing (unlike
+// unix.Poll).
+func (s *StreamConn) ready() bool {
+	n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&s.pfd[0])), 1, uintptr(unsafe.Pointer(&s.zero)), 0, 0, 0)
+	return errno == 0 && n > 0
 }
 
 // SetPoll implements Poller; call it before the first read.
@@ -78,29 +101,10 @@ func (r pollReader) Read(p []byte) (int, error) {
 	if s.raw == nil || s.active == nil || !s.active() {
 		return s.c.Read(p)
 	}
-	var n int
-	var rerr error
-	var deadline time.Time
-	err := s.raw.Read(func(fd uintptr) bool {
-		for {
-			n, rerr = syscall.Read(int(fd), p)
-			switch {
-			case rerr == syscall.EINTR:
-				continue
-			case rerr != syscall.EAGAIN:
-				return true
-			case !s.active():
-				return false
-			}
-			now := time.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(s.budget)
-			} else if now.After(deadline) {
-				return false
-			}
-			runtime.Gosched()
-		}
-	})
+	s.rp, s.rn, s.rerr, s.tries, s.deadline = p, 0, nil, 0, time.Time{}
+	err := s.raw.Read(s.readFn)
+	n, rerr := s.rn, s.rerr
+	s.rp = nil
 	switch {
 	case err != nil:
 		return 0, err
@@ -110,6 +114,44 @@ func (r pollReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// pollRead is the raw read of pollReader (a method value made once, so a
+// read allocates nothing).
+func (s *StreamConn) pollRead(fd uintptr) bool {
+	s.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	for {
+		s.rn, s.rerr = syscall.Read(int(fd), s.rp)
+		switch {
+		case s.rerr == syscall.EINTR:
+			continue
+		case s.rerr != syscall.EAGAIN:
+			return true
+		}
+		// Wait for data with poll, which reads the socket's state without
+		// locking it: spinning on read would take the lock the arriving
+		// data needs.
+		for {
+			if !s.active() {
+				return false
+			}
+			if s.ready() {
+				break
+			}
+			// Yield now and then (the owner's other goroutines must run),
+			// and look at the clock as rarely.
+			if s.tries++; s.tries%8 != 0 {
+				continue
+			}
+			now := time.Now()
+			if s.deadline.IsZero() {
+				s.deadline = now.Add(s.budget)
+			} else if now.After(s.deadline) {
+				return false
+			}
+			runtime.Gosched()
+		}
+	}
 }
 
 // NetConn returns the underlying connection.
@@ -149,45 +191,48 @@ func (s *StreamConn) WriteFrame(hdr, payload []byte) error {
 // reader on the other side drains it within microseconds, and waking a
 // sleeping writer costs more than that.
 func (s *StreamConn) spinWrite(a, b []byte) error {
-	var werr error
-	var deadline time.Time
-	err := s.raw.Write(func(fd uintptr) bool {
-		for len(a)+len(b) > 0 {
-			var n int
-			if len(b) == 0 {
-				n, werr = unix.Write(int(fd), a)
-			} else {
-				s.vec[0], s.vec[1] = a, b
-				n, werr = unix.Writev(int(fd), s.vec[:])
-				s.vec[0], s.vec[1] = nil, nil
-			}
-			if n > 0 {
-				k := min(n, len(a))
-				a, b = a[k:], b[n-k:]
-				deadline = time.Time{}
-				continue
-			}
-			switch {
-			case werr == unix.EINTR:
-				continue
-			case werr != unix.EAGAIN:
-				return true
-			}
-			now := time.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(s.budget)
-			} else if now.After(deadline) {
-				return false
-			}
-			runtime.Gosched()
-		}
-		werr = nil
-		return true
-	})
+	s.wa, s.wb, s.werr, s.wdeadline = a, b, nil, time.Time{}
+	err := s.raw.Write(s.writeFn)
+	werr := s.werr
+	s.wa, s.wb = nil, nil
 	if err != nil {
 		return err
 	}
 	return werr
+}
+
+func (s *StreamConn) pollWrite(fd uintptr) bool {
+	for len(s.wa)+len(s.wb) > 0 {
+		var n int
+		if len(s.wb) == 0 {
+			n, s.werr = unix.Write(int(fd), s.wa)
+		} else {
+			s.vec[0], s.vec[1] = s.wa, s.wb
+			n, s.werr = unix.Writev(int(fd), s.vec[:])
+			s.vec[0], s.vec[1] = nil, nil
+		}
+		if n > 0 {
+			k := min(n, len(s.wa))
+			s.wa, s.wb = s.wa[k:], s.wb[n-k:]
+			s.wdeadline = time.Time{}
+			continue
+		}
+		switch {
+		case s.werr == unix.EINTR:
+			continue
+		case s.werr != unix.EAGAIN:
+			return true
+		}
+		now := time.Now()
+		if s.wdeadline.IsZero() {
+			s.wdeadline = now.Add(s.budget)
+		} else if now.After(s.wdeadline) {
+			return false
+		}
+		runtime.Gosched()
+	}
+	s.werr = nil
+	return true
 }
 
 func putPrefix(b []byte, hdrLen, payloadLen int) {
