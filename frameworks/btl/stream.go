@@ -58,6 +58,7 @@ type StreamConn struct {
 	rn              int
 	rerr            error
 	tries           int
+	drained         bool
 	deadline        time.Time
 	wa, wb          []byte
 	werr            error
@@ -121,13 +122,19 @@ func (r pollReader) Read(p []byte) (int, error) {
 func (s *StreamConn) pollRead(fd uintptr) bool {
 	s.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 	for {
-		s.rn, s.rerr = syscall.Read(int(fd), s.rp)
-		switch {
-		case s.rerr == syscall.EINTR:
-			continue
-		case s.rerr != syscall.EAGAIN:
-			return true
+		// After a short read the socket is most likely empty: poll first
+		// rather than fail a read.
+		if !s.drained || s.ready() {
+			s.rn, s.rerr = syscall.Read(int(fd), s.rp)
+			switch {
+			case s.rerr == syscall.EINTR:
+				continue
+			case s.rerr != syscall.EAGAIN:
+				s.drained = s.rn < len(s.rp)
+				return true
+			}
 		}
+		s.drained = false
 		// Wait for data with poll, which reads the socket's state without
 		// locking it: spinning on read would take the lock the arriving
 		// data needs.
