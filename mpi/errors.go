@@ -17,7 +17,7 @@ var ErrTruncate = errors.New("message truncated")
 
 // ErrStopped is wrapped by operations on a Proc that was finalized, aborted,
 // or whose Init context ended.
-var ErrStopped = errors.New("mpi process stopped")
+var ErrStopped = errors.New("process stopped")
 
 // ErrArg is wrapped by calls with an invalid argument (rank, tag, buffer
 // size, root, communicator).

@@ -79,7 +79,7 @@ func (r *Request) Wait() (Status, error) {
 	case <-r.done:
 		return r.status, r.err
 	case <-r.p.done:
-		return r.stopped(nil)
+		return r.stopped()
 	}
 }
 
@@ -95,7 +95,7 @@ func (r *Request) WaitCtx(ctx context.Context) (Status, error) {
 	case <-r.done:
 		return r.status, r.err
 	case <-r.p.done:
-		return r.stopped(nil)
+		return r.stopped()
 	case <-ctx.Done():
 		select {
 		case <-r.done:
@@ -107,7 +107,7 @@ func (r *Request) WaitCtx(ctx context.Context) (Status, error) {
 }
 
 // stopped reports the Proc's stop unless the request completed meanwhile.
-func (r *Request) stopped(_ error) (Status, error) {
+func (r *Request) stopped() (Status, error) {
 	select {
 	case <-r.done:
 		return r.status, r.err
