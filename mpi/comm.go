@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -430,10 +431,10 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 		}
 	}
 	slices.SortStableFunc(group, func(a, b member) int {
-		if a.key != b.key {
-			return a.key - b.key
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
 		}
-		return a.rank - b.rank
+		return cmp.Compare(a.rank, b.rank)
 	})
 	e := LogEntry{Op: OpSplit, Parent: c.handle, Color: color, Key: key}
 	if color != Undefined {

@@ -1,7 +1,9 @@
 package mpi_test
 
 import (
+	"cmp"
 	"errors"
+	"math"
 	"fmt"
 	"slices"
 	"testing"
@@ -20,6 +22,7 @@ func TestSplit(t *testing.T) {
 		{"halves by rank", 5, func(r int) int { return r % 2 }, func(r int) int { return r }},
 		{"reversed keys", 4, func(r int) int { return 0 }, func(r int) int { return -r }},
 		{"equal keys keep rank order", 4, func(r int) int { return r / 2 }, func(r int) int { return 7 }},
+		{"extreme keys", 3, func(r int) int { return 1 }, func(r int) int { return []int{math.MaxInt, math.MinInt, 0}[r] }},
 		{"undefined", 5, func(r int) int {
 			if r == 2 {
 				return mpi.Undefined
@@ -49,7 +52,7 @@ func TestSplit(t *testing.T) {
 						want = append(want, q)
 					}
 				}
-				slices.SortStableFunc(want, func(a, b int) int { return tt.key(a) - tt.key(b) })
+				slices.SortStableFunc(want, func(a, b int) int { return cmp.Compare(tt.key(a), tt.key(b)) })
 				got := make([]int, c.Size())
 				for i := range got {
 					got[i] = c.WorldRank(i)
