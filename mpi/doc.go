@@ -51,6 +51,16 @@
 // send waits for the receiving application. The runtime reports ranks it
 // saw die with Proc.MarkFailed.
 //
+// # Waiting
+//
+// While a goroutine is blocked waiting for a message, the reader
+// goroutines busy-poll their sockets for a short while (btl_tcp_poll,
+// btl_uds_poll; 50µs by default) before sleeping, and a writer facing a
+// full socket buffer retries as long: waking a sleeping thread costs more
+// than a small message takes. Latency is best with one Go processor per
+// rank (GOMAXPROCS=1 when ranks fill a node's cores), the way Open MPI
+// binds one rank per core; the launcher should set it.
+//
 // # Checkpoint/restart
 //
 // Everything the application holds is a virtual handle owned by the

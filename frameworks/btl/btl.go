@@ -12,6 +12,12 @@
 // connection it dialed and reads on the ones it accepted, so two ranks that
 // dial each other at once never race for a single socket.
 //
+// A Conn may also implement Poller: while its owner has a goroutine
+// blocked waiting for a message, reads busy-poll for a bounded time instead
+// of sleeping at once, as MPI libraries do. Stream components build their
+// Conns with NewStreamConn, which frames messages over a byte stream and
+// implements Poller. Package btltest is the conformance kit.
+//
 // Components: tcp (any node) and uds (Unix-domain sockets, same node only).
 package btl
 
