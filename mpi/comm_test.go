@@ -3,8 +3,8 @@ package mpi_test
 import (
 	"cmp"
 	"errors"
-	"math"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
