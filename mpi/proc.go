@@ -66,6 +66,7 @@ type Proc struct {
 
 	hook     atomic.Pointer[hookBox]
 	waiting  atomic.Int32 // goroutines blocked waiting for a message: readers busy-poll
+	pollOK   atomic.Bool  // this node is not oversubscribed: polling may use the processor
 	activeNB atomic.Int32 // non-blocking collectives in flight
 	nFailed  atomic.Int32
 
@@ -279,6 +280,18 @@ func (p *Proc) openTransports(ctx context.Context) error {
 	}
 	if len(all) != p.size {
 		return fmt.Errorf("mpi: init: modex returned %d entries for %d ranks", len(all), p.size)
+	}
+	// Poll only when every rank here can have a processor of its own, as
+	// Open MPI yields when idle on an oversubscribed node.
+	here := 0
+	for _, info := range all {
+		if info["node"] == p.node {
+			here++
+		}
+	}
+	p.pollOK.Store(here <= runtime.NumCPU())
+	if here > runtime.NumCPU() {
+		p.log.Debug("node oversubscribed: transports will not poll", "ranks", here, "cpus", runtime.NumCPU())
 	}
 	for r, info := range all {
 		if r == p.rank {
@@ -551,6 +564,9 @@ func (p *Proc) dial(pe *peer) (btl.Conn, error) {
 	var hb [hdrLen]byte
 	h := header{kind: kindHello, src: int32(p.rank), tag: int64(pe.rank)}
 	h.put(hb[:])
+	if pc, ok := c.(btl.Poller); ok {
+		pc.SetPoll(p.pollOK.Load, p.someoneWaits)
+	}
 	if err := c.WriteFrame(hb[:], []byte(p.job)); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("hello: %w", err)
@@ -570,7 +586,7 @@ func (p *Proc) accept(c btl.Conn) {
 	p.readers.Add(1)
 	p.inMu.Unlock()
 	if pc, ok := c.(btl.Poller); ok {
-		pc.SetPoll(p.someoneWaits)
+		pc.SetPoll(p.pollOK.Load, p.someoneWaits)
 	}
 	go p.read(c)
 }

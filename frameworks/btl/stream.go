@@ -31,15 +31,17 @@ const prefixLen = 12
 // they are never copied.
 const smallFrame = 16 << 10
 
-// Poller is implemented by connections that can busy-poll. While active
-// reports true (the owner has someone blocked waiting for a message), a
-// read that finds no data tries again, yielding the processor between
-// tries, for up to the connection's poll budget before it sleeps until the
-// kernel signals data. Waking a sleeping thread costs several
-// microseconds, more than a small message takes to cross a node, so every
-// MPI polls while a rank waits.
+// Poller is implemented by connections that can busy-poll. While allowed
+// reports true, a write facing a full socket buffer retries, yielding the
+// processor between tries, for up to the connection's poll budget before
+// it sleeps until the kernel signals room; and while waiting reports true
+// too (the owner has someone blocked waiting for a message), so does a
+// read that finds no data. Waking a sleeping thread costs several
+// microseconds, more than a small message takes to cross a node, so MPI
+// libraries poll while a rank waits, unless the node is oversubscribed
+// (then polling steals the processor from the rank being waited for).
 type Poller interface {
-	SetPoll(active func() bool)
+	SetPoll(allowed, waiting func() bool)
 }
 
 // StreamConn frames messages over a byte stream (TCP, Unix sockets). It is
@@ -48,9 +50,10 @@ type StreamConn struct {
 	c      net.Conn
 	raw    syscall.RawConn
 	budget time.Duration
-	active func() bool
-	pfd    [1]unix.PollFd
-	zero   unix.Timespec
+	// polling conditions (SetPoll); nil: never poll
+	allowed, waiting func() bool
+	pfd              [1]unix.PollFd
+	zero             unix.Timespec
 
 	// state of the raw read and write in progress (one of each at a time)
 	readFn, writeFn func(fd uintptr) bool
@@ -92,14 +95,17 @@ func (s *StreamConn) ready() bool {
 	return errno == 0 && n > 0
 }
 
-// SetPoll implements Poller; call it before the first read.
-func (s *StreamConn) SetPoll(active func() bool) { s.active = active }
+// SetPoll implements Poller; call it before the first read or write.
+func (s *StreamConn) SetPoll(allowed, waiting func() bool) { s.allowed, s.waiting = allowed, waiting }
+
+// active reports whether a read should poll.
+func (s *StreamConn) active() bool { return s.allowed() && s.waiting() }
 
 type pollReader struct{ s *StreamConn }
 
 func (r pollReader) Read(p []byte) (int, error) {
 	s := r.s
-	if s.raw == nil || s.active == nil || !s.active() {
+	if s.raw == nil || s.allowed == nil || !s.active() {
 		return s.c.Read(p)
 	}
 	s.rp, s.rn, s.rerr, s.tries, s.deadline = p, 0, nil, 0, time.Time{}
@@ -179,7 +185,7 @@ func (s *StreamConn) WriteFrame(hdr, payload []byte) error {
 		b = append(b, payload...)
 		payload = nil
 	}
-	if s.raw != nil {
+	if s.raw != nil && s.allowed != nil && s.allowed() {
 		return s.spinWrite(b, payload)
 	}
 	if payload == nil {

@@ -46,9 +46,13 @@ func Run(t *testing.T, job string, newModule func(t *testing.T) btl.Module) {
 		t.Fatalf("dial: %v", err)
 	}
 	in := <-accepted
+	always := func() bool { return true }
 	if pc, ok := in.(btl.Poller); ok {
 		// Someone always waits: every read that finds nothing polls.
-		pc.SetPoll(func() bool { return true })
+		pc.SetPoll(always, always)
+	}
+	if pc, ok := out.(btl.Poller); ok {
+		pc.SetPoll(always, always)
 	}
 
 	sizes := []int{0, 1, 7, 100, 4096, 16 << 10, 64<<10 + 3, 1 << 20, 3<<20 + 17}
