@@ -1,0 +1,172 @@
+package mpi_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gompi/mca"
+	"gompi/mpi"
+	"gompi/mpi/mpitest"
+)
+
+// BenchmarkProcesses runs the ping-pong and streaming benchmarks between two
+// processes, each rank with a Go runtime of its own as in a real job (the
+// in-process benchmarks share one runtime between the ranks). The timing
+// is the ranks' own; ns/op is one round trip (ping-pong) or one message
+// (stream), lat-us is one way.
+func BenchmarkProcesses(b *testing.B) {
+	cases := []struct {
+		kind string
+		size int
+	}{{"pingpong", 8}, {"pingpong", 1 << 20}, {"stream", 1 << 20}}
+	for _, btl := range transports {
+		for _, c := range cases {
+			for _, procs := range []string{"", "1"} {
+				name := fmt.Sprintf("%s/%s/%dB", btl, c.kind, c.size)
+				var env []string
+				if procs != "" {
+					name += "/GOMAXPROCS=" + procs
+					env = append(env, "GOMAXPROCS="+procs)
+				}
+				b.Run(name, func(b *testing.B) {
+					env := append(env, fmt.Sprintf("GOMPI_BENCH=%s,%d,%d", c.kind, c.size, b.N))
+					outs, err := mpitest.Spawn(context.Background(), mpitest.SpawnConfig{
+						N: 2, Test: "TestRankProcess", Env: env,
+						Settings: []mca.Setting{{Name: "btl", Value: btl}},
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(outs[0]) != 1 {
+						b.Fatalf("rank 0 reported %q", outs[0])
+					}
+					ns, err := strconv.ParseFloat(outs[0][0], 64)
+					if err != nil {
+						b.Fatal(err)
+					}
+					per := ns / float64(b.N)
+					b.ReportMetric(per, "ns/op")
+					if c.kind == "pingpong" {
+						b.ReportMetric(per/2/1e3, "lat-us")
+						b.ReportMetric(float64(2*c.size)/per*1e3, "MB/s")
+					} else {
+						b.ReportMetric(float64(c.size)/per*1e3, "MB/s")
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestRankProcess is one rank of a job BenchmarkProcesses spawns; run
+// directly it is skipped.
+func TestRankProcess(t *testing.T) {
+	boot, ok, err := mpitest.Child()
+	if !ok {
+		t.Skip("a rank of the process benchmarks; runs only when spawned")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Split(os.Getenv("GOMPI_BENCH"), ",")
+	if len(f) != 3 {
+		t.Fatalf("GOMPI_BENCH=%q", os.Getenv("GOMPI_BENCH"))
+	}
+	size, _ := strconv.Atoi(f[1])
+	iters, _ := strconv.Atoi(f[2])
+	p, err := mpi.InitWith(context.Background(), boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.World()
+	var elapsed time.Duration
+	switch f[0] {
+	case "pingpong":
+		elapsed, err = pingpongFor(w, size, 100, iters)
+	case "stream":
+		elapsed, err = streamFor(w, size, 16, iters)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Rank() == 0 {
+		mpitest.Report("%d", elapsed.Nanoseconds())
+	}
+	if err := p.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pingpongFor(w *mpi.Comm, size, warmup, iters int) (time.Duration, error) {
+	buf := make([]byte, size)
+	other := 1 - w.Rank()
+	var start time.Time
+	for i := 0; i < warmup+iters; i++ {
+		if i == warmup {
+			start = time.Now()
+		}
+		if w.Rank() == 0 {
+			if err := w.Send(buf, other, 1); err != nil {
+				return 0, err
+			}
+			if _, err := w.Recv(buf, other, 1); err != nil {
+				return 0, err
+			}
+		} else {
+			if _, err := w.Recv(buf, other, 1); err != nil {
+				return 0, err
+			}
+			if err := w.Send(buf, other, 1); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return time.Since(start), nil
+}
+
+// streamFor sends iters messages from rank 0 to rank 1, window at a time;
+// rank 1's acknowledgement ends the timing.
+func streamFor(w *mpi.Comm, size, window, iters int) (time.Duration, error) {
+	bufs := make([][]byte, window)
+	for i := range bufs {
+		bufs[i] = make([]byte, size)
+	}
+	reqs := make([]*mpi.Request, 0, window)
+	batch := func(n int) error {
+		for i := 0; i < n; i += window {
+			reqs = reqs[:0]
+			for k := 0; k < window && i+k < n; k++ {
+				var rq *mpi.Request
+				var err error
+				if w.Rank() == 0 {
+					rq, err = w.Isend(bufs[k], 1, 2)
+				} else {
+					rq, err = w.Irecv(bufs[k], 0, 2)
+				}
+				if err != nil {
+					return err
+				}
+				reqs = append(reqs, rq)
+			}
+			if _, err := mpi.Waitall(reqs); err != nil {
+				return err
+			}
+		}
+		if w.Rank() == 0 {
+			_, err := w.Recv(nil, 1, 3)
+			return err
+		}
+		return w.Send(nil, 0, 3)
+	}
+	if err := batch(window); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err := batch(iters)
+	return time.Since(start), err
+}
