@@ -170,3 +170,70 @@ func streamFor(w *mpi.Comm, size, window, iters int) (time.Duration, error) {
 	err := batch(iters)
 	return time.Since(start), err
 }
+
+// TestSpawnedJob runs a job of three separate processes: each rank passes
+// a token around the ring and joins an Allreduce.
+func TestSpawnedJob(t *testing.T) {
+	if _, ok, _ := mpitest.Child(); ok {
+		t.Skip("the parent side; this process is a rank")
+	}
+	for _, btl := range transports {
+		outs, err := mpitest.Spawn(context.Background(), mpitest.SpawnConfig{
+			N: 3, Test: "TestRankRing", Settings: []mca.Setting{{Name: "btl", Value: btl}},
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", btl, err)
+		}
+		for r, out := range outs {
+			if want := fmt.Sprintf("rank %d: token 3, sum 3", r); len(out) != 1 || out[0] != want {
+				t.Errorf("%s: rank %d reported %q, want %q", btl, r, out, want)
+			}
+		}
+	}
+}
+
+// TestRankRing is a rank of TestSpawnedJob; run directly it is skipped.
+func TestRankRing(t *testing.T) {
+	boot, ok, err := mpitest.Child()
+	if !ok {
+		t.Skip("a rank of TestSpawnedJob; runs only when spawned")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := mpi.InitWith(context.Background(), boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.World()
+	n, r := w.Size(), w.Rank()
+	tok := []int32{0}
+	if r == 0 {
+		tok[0] = 1
+		if err := mpi.SendT(w, tok, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mpi.RecvT(w, tok, n-1, 0); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		if _, err := mpi.RecvT(w, tok, r-1, 0); err != nil {
+			t.Fatal(err)
+		}
+		tok[0]++
+		if err := mpi.SendT(w, tok, (r+1)%n, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mpi.BcastT(w, tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	sum := []int64{1}
+	if err := mpi.Allreduce(w, sum, sum, mpi.Sum); err != nil {
+		t.Fatal(err)
+	}
+	mpitest.Report("rank %d: token %d, sum %d", r, tok[0], sum[0])
+	if err := p.Finalize(); err != nil {
+		t.Fatal(err)
+	}
+}
