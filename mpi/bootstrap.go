@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
-	"gompi/components/btl/tcp"
-	"gompi/components/btl/uds"
 	"gompi/frameworks"
 	"gompi/mca"
+	"gompi/rte/rankclient"
 )
 
 // Bootstrap is what the runtime gives a rank to start: who it is, the
@@ -45,33 +43,16 @@ type Restorer interface {
 	RestoreState() ([]byte, error)
 }
 
-// Bootstrapper makes the Bootstrap of this process. The runtime package
-// linked into ranks registers one with SetBootstrapper.
-type Bootstrapper func(ctx context.Context) (Bootstrap, error)
-
 var (
-	defMu        sync.Mutex
-	bootstrapper Bootstrapper
-	defaultProc  *Proc
+	defMu       sync.Mutex
+	defaultProc *Proc
 )
 
-// SetBootstrapper registers how Init finds the runtime. The runtime
-// package calls it (from its own Init function, or explicitly in a
-// program's main) before the application calls Init.
-func SetBootstrapper(b Bootstrapper) {
-	defMu.Lock()
-	defer defMu.Unlock()
-	bootstrapper = b
-}
-
-// EnvRank is the environment variable the launcher sets for every rank; a
-// process without it and without a registered runtime is a singleton.
-const EnvRank = "GOMPI_RANK"
-
-// Init starts the default Proc of an application. With a registered
-// runtime it bootstraps through it; without one, and with GOMPI_RANK unset,
-// the program runs as a singleton (rank 0 of 1), so `go run` works. ctx
-// bounds start-up and, when it ends, stops the Proc.
+// Init starts the default Proc of an application. Started by gompirun, it
+// bootstraps through the job's daemon (rte/rankclient); started alone, the
+// program runs as a singleton (rank 0 of 1) that reads its parameters like
+// any gompi process, so `go run` works. ctx bounds start-up and, when it
+// ends, stops the Proc.
 func Init(ctx context.Context) error {
 	defMu.Lock()
 	defer defMu.Unlock()
@@ -81,15 +62,13 @@ func Init(ctx context.Context) error {
 	var b Bootstrap
 	var err error
 	switch {
-	case bootstrapper != nil:
-		if b, err = bootstrapper(ctx); err != nil {
-			return fmt.Errorf("mpi: init: runtime: %w", err)
+	case rankclient.InJob():
+		if b, err = rankclient.Init(ctx); err != nil {
+			return fmt.Errorf("mpi: init: %w", err)
 		}
-	case os.Getenv(EnvRank) != "":
-		return fmt.Errorf("mpi: init: %s is set (started by gompirun?) but no runtime is linked into this program: import the runtime package that registers one with mpi.SetBootstrapper", EnvRank)
 	default:
-		if b, err = Singleton(); err != nil {
-			return err
+		if b, err = rankclient.Singleton(ctx, mca.SourceOptions{}); err != nil {
+			return fmt.Errorf("mpi: init: %w", err)
 		}
 	}
 	p, err := InitWith(ctx, b)
@@ -137,47 +116,7 @@ func Size() int { return mustDefault().Size() }
 func Abort(code int, msg string) { mustDefault().Abort(code, msg) }
 
 // singleton is the Bootstrap of a program started without a launcher.
-type singleton struct {
-	set  *frameworks.Set
-	vals *mca.Values
-	node string
-}
+// The runtime's rank client is the Bootstrap of every rank gompirun starts
+// and of a lone program (a singleton reads parameters like any process).
+var _ Bootstrap = (*rankclient.Client)(nil)
 
-// Singleton returns the Bootstrap of a lone rank (0 of 1): the built-in
-// transports are registered, every parameter takes its default (no
-// parameter files or environment are read: there is nothing to tune), and
-// Abort exits the process.
-func Singleton() (Bootstrap, error) {
-	params := mca.NewParams()
-	set := frameworks.New(params)
-	RegisterTransports(set)
-	vals, err := params.ResolveSettings(nil)
-	if err != nil {
-		return nil, fmt.Errorf("mpi: singleton: %w", err)
-	}
-	node, _ := os.Hostname()
-	return &singleton{set: set, vals: vals, node: node}, nil
-}
-
-// RegisterTransports adds the built-in BTL components (tcp, uds) to set;
-// for harnesses that build their own registries.
-func RegisterTransports(set *frameworks.Set) {
-	set.BTL.Register(tcp.New())
-	set.BTL.Register(uds.New())
-}
-
-func (s *singleton) Rank() int                   { return 0 }
-func (s *singleton) Size() int                   { return 1 }
-func (s *singleton) Job() string                 { return fmt.Sprintf("singleton-%d", os.Getpid()) }
-func (s *singleton) Node() string                { return s.node }
-func (s *singleton) Frameworks() *frameworks.Set { return s.set }
-func (s *singleton) Values() *mca.Values         { return s.vals }
-func (s *singleton) Modex(_ context.Context, mine map[string]string) ([]map[string]string, error) {
-	return []map[string]string{mine}, nil
-}
-func (s *singleton) Abort(code int, msg string) {
-	fmt.Fprintf(os.Stderr, "mpi: abort (code %d): %s\n", code, msg)
-	os.Exit(code)
-}
-
-var _ Bootstrap = (*singleton)(nil)

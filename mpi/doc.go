@@ -33,11 +33,12 @@
 // A rank learns who it is from a Bootstrap: rank, size, job id, node name,
 // the job's MCA values with the framework registries they were resolved
 // against, a modex (an all-gather of key/value maps through the runtime)
-// and Abort. mpi.Init asks the Bootstrapper registered with
-// SetBootstrapper (the runtime package linked into ranks registers one);
-// with none registered and GOMPI_RANK unset, the program is a singleton,
-// rank 0 of 1, so `go run ./examples/heat` works without a launcher. With
-// GOMPI_RANK set and no runtime linked, Init fails rather than pretending.
+// and Abort. mpi.Init takes it from the runtime's rank client
+// (rte/rankclient), which talks to the node's gompid when gompirun started
+// the rank, and otherwise makes the program a singleton, rank 0 of 1, so
+// `go run ./examples/heat` works without a launcher. When the Bootstrap can
+// also finalize (the rank client can), Finalize ends with the runtime's
+// finalize handshake, so the job knows the rank ended on purpose.
 // InitWith(ctx, bootstrap, options) starts a Proc explicitly; several
 // Procs can live in one process (package mpitest runs whole jobs in a
 // test).

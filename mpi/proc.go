@@ -828,6 +828,15 @@ func (p *Proc) Finalize() error {
 	if p.stopCtx != nil {
 		p.stopCtx()
 	}
+	// The runtime learns the rank ended on purpose (an exit without it is a
+	// fault), and every rank has said goodbye before any leaves.
+	if f, ok := p.boot.(interface{ Finalize(context.Context) error }); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), finalizeTimeout)
+		if err := f.Finalize(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("mpi: finalize: %w", err))
+		}
+		cancel()
+	}
 	return errors.Join(errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gompi/components/builtin"
 	"maps"
 	"os"
 	"sync"
@@ -111,7 +112,7 @@ func expected(err error) bool {
 func runRank(ctx context.Context, j *job, cfg Config, r int, fn func(p *mpi.Proc) error) error {
 	params := mca.NewParams()
 	set := frameworks.New(params)
-	mpi.RegisterTransports(set)
+	builtin.Register(set)
 	settings := append([]mca.Setting{{Name: "btl", Value: cfg.BTL}}, cfg.Settings...)
 	vals, err := params.ResolveSettings(settings)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gompi/components/builtin"
 	"io"
 	"os"
 	"os/exec"
@@ -152,7 +153,7 @@ func Child() (mpi.Bootstrap, bool, error) {
 	}
 	params := mca.NewParams()
 	set := frameworks.New(params)
-	mpi.RegisterTransports(set)
+	builtin.Register(set)
 	var settings []mca.Setting
 	for _, kv := range strings.Split(os.Getenv(envMCA), "\n") {
 		if k, v, ok := strings.Cut(kv, "="); ok {

@@ -57,59 +57,19 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-// build compiles the binaries into bin. Until components/builtin registers
-// the plm components, it builds with an overlay that adds them.
+// build compiles the binaries into bin.
 func build() error {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return err
 	}
-	mod := filepath.Dir(strings.TrimSpace(string(out)))
 	args := []string{"build", "-o", bin + "/"}
 	if raceBuild {
 		args = append(args, "-race")
 	}
-	builtin := filepath.Join(mod, "components", "builtin", "builtin.go")
-	src, err := os.ReadFile(builtin)
-	if err != nil {
-		return err
-	}
-	if !bytes.Contains(src, []byte("gompi/components/plm/local")) {
-		dir := filepath.Join(root, "overlay")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		base := bytes.Replace(src, []byte("\nfunc Register("), []byte("\nfunc registerBase("), 1)
-		extra := `package builtin
-
-import (
-	plmlocal "gompi/components/plm/local"
-	plmssh "gompi/components/plm/ssh"
-	"gompi/frameworks"
-)
-
-func Register(set *frameworks.Set) {
-	registerBase(set)
-	set.PLM.Register(plmlocal.New())
-	set.PLM.Register(plmssh.New())
-}
-`
-		if err := os.WriteFile(filepath.Join(dir, "builtin.go"), base, 0o600); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, "plm.go"), []byte(extra), 0o600); err != nil {
-			return err
-		}
-		ov := fmt.Sprintf(`{"Replace": {%q: %q, %q: %q}}`, builtin, filepath.Join(dir, "builtin.go"),
-			filepath.Join(mod, "components", "builtin", "zz_e2e_plm.go"), filepath.Join(dir, "plm.go"))
-		if err := os.WriteFile(filepath.Join(dir, "overlay.json"), []byte(ov), 0o600); err != nil {
-			return err
-		}
-		args = append(args, "-overlay", filepath.Join(dir, "overlay.json"))
-	}
-	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./testdata/rte/rankprog", "./testdata/rte/mpiring")
+	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./testdata/rte/rankprog", "./testdata/rte/mpiring", "./examples/heat")
 	cmd := exec.Command("go", args...)
-	cmd.Dir = mod
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
 	cmd.Stderr = os.Stderr
 	return cmd.Run()
 }

@@ -63,27 +63,55 @@ func TestRunOverSimulatedNodes(t *testing.T) {
 // Package mpi over the runtime: the modex carries the transports'
 // addresses, and the result does not depend on how many ranks or nodes
 // computed it.
+// TestMPI runs programs of package mpi over the runtime: each must print the
+// same checksum on any number of ranks, nodes and transports as with -np 1.
 func TestMPI(t *testing.T) {
 	hosts := hostfile(t, twoNodes)
-	var want string
-	for _, args := range [][]string{
-		{"-np", "1"},
-		{"-np", "4", "--hostfile", hosts},
-		{"-np", "4", "--hostfile", hosts, "--map-by", "node"},
-		{"-np", "3", "--host", "n1,n2,n3", "--mca", "btl", "tcp"},
-	} {
-		code, out, errs := start(t, append(args, filepath.Join(bin, "mpiring"), "-n", "5000")...).wait()
-		np := args[1]
-		if code != 0 || len(out) != 1 || !strings.HasSuffix(out[0], " ring "+np+"/"+np) {
-			t.Fatalf("%v: exit status %d, output %q; stderr:\n%s", args, code, out, errs)
-		}
-		sum := strings.Fields(out[0])[1]
-		if want == "" {
-			want = sum
-		} else if sum != want {
-			t.Errorf("%v: checksum %s, want %s (as with -np 1)", args, sum, want)
+	programs := []struct {
+		name string
+		args []string
+		sum  func(out []string, np string) (string, bool)
+	}{
+		{"mpiring", []string{"-n", "5000"}, func(out []string, np string) (string, bool) {
+			if len(out) != 1 || !strings.HasSuffix(out[0], " ring "+np+"/"+np) {
+				return "", false
+			}
+			return strings.Fields(out[0])[1], true
+		}},
+		{"heat", []string{"-size", "48", "-steps", "30"}, heatChecksum},
+	}
+	for _, prog := range programs {
+		t.Run(prog.name, func(t *testing.T) {
+			var want string
+			for _, args := range [][]string{
+				{"-np", "1"},
+				{"-np", "4", "--hostfile", hosts},
+				{"-np", "4", "--hostfile", hosts, "--map-by", "node"},
+				{"-np", "3", "--host", "n1,n2,n3", "--mca", "btl", "tcp"},
+			} {
+				code, out, errs := start(t, append(append(args, filepath.Join(bin, prog.name)), prog.args...)...).wait()
+				sum, ok := prog.sum(out, args[1])
+				if code != 0 || !ok {
+					t.Fatalf("%v: exit status %d, output %q; stderr:\n%s", args, code, out, errs)
+				}
+				if want == "" {
+					want = sum
+				} else if sum != want {
+					t.Errorf("%v: checksum %s, want %s (as with -np 1)", args, sum, want)
+				}
+			}
+		})
+	}
+}
+
+// heatChecksum finds examples/heat's closing line.
+func heatChecksum(out []string, _ string) (string, bool) {
+	for _, l := range out {
+		if sum, ok := strings.CutPrefix(l, "checksum: "); ok {
+			return sum, true
 		}
 	}
+	return "", false
 }
 
 func TestTagOutput(t *testing.T) {

@@ -153,6 +153,19 @@ func TestSSH(t *testing.T) {
 			t.Errorf("-np 4 over ssh printed %q, -np 1 %q: want the same checksum", four[0], one[0])
 		}
 	})
+	t.Run("heat", func(t *testing.T) {
+		heat := []string{filepath.Join(bin, "heat"), "-size", "48", "-steps", "30"}
+		_, one, errs := start(t, append([]string{"-np", "1"}, heat...)...).wait()
+		code, four, errs4 := start(t, append([]string{"-np", "4", "--host", "127.0.0.1:2,localhost:2", "--mca", "plm", "ssh", "--mca", "plm_ssh_args", sshArgs}, heat...)...).wait()
+		a, ok1 := heatChecksum(one, "1")
+		b, ok4 := heatChecksum(four, "4")
+		if code != 0 || !ok1 || !ok4 {
+			t.Fatalf("exit status %d, outputs %q and %q; stderr:\n%s\n%s", code, one, four, errs, errs4)
+		}
+		if a != b {
+			t.Errorf("heat -np 4 over ssh: checksum %s, -np 1: %s", b, a)
+		}
+	})
 	t.Run("rank fails", func(t *testing.T) {
 		code, _, errs := start(t, "-np", "2", "--host", "127.0.0.1,localhost", "--mca", "plm", "ssh", "--mca", "plm_ssh_args", sshArgs,
 			rankprog(), "-exit-rank", "1", "-exit-code", "3").wait()

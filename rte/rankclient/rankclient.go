@@ -226,16 +226,21 @@ func (c *Client) Abort(code int, msg string) {
 	os.Exit(code)
 }
 
-// Close drops the connection to the daemon without finalizing.
+// Close drops the connection to the daemon without finalizing, and stops
+// what the rank's start-up started (plugin processes).
 func (c *Client) Close() error {
 	c.mu.Lock()
-	conn := c.conn
-	c.conn = nil
+	conn, proc := c.conn, c.proc
+	c.conn = nil // proc stays: Values and Frameworks remain readable after Close
 	c.mu.Unlock()
-	if conn == nil {
-		return nil
+	var errs []error
+	if conn != nil {
+		errs = append(errs, conn.Close())
 	}
-	return conn.Close()
+	if proc != nil {
+		errs = append(errs, proc.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func clone(m map[string]string) map[string]string {

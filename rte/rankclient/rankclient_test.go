@@ -7,12 +7,8 @@ import (
 	"testing"
 
 	"gompi/mca"
-	"gompi/mpi"
 	"gompi/rte"
 )
-
-// The client is what package mpi bootstraps from.
-var _ mpi.Bootstrap = (*Client)(nil)
 
 func TestInitOutsideAJob(t *testing.T) {
 	t.Setenv(rte.EnvRank, "")

@@ -14,22 +14,15 @@ import (
 	"os"
 
 	"gompi/mpi"
-	"gompi/rte/rankclient"
 )
 
 func main() {
 	n := flag.Int("n", 1000, "length of the vector the ranks sum")
 	flag.Parse()
-	ctx := context.Background()
-	c, err := rankclient.Init(ctx)
-	if err != nil {
+	if err := mpi.Init(context.Background()); err != nil {
 		fail(err)
 	}
-	p, err := mpi.InitWith(ctx, c)
-	if err != nil {
-		fail(err)
-	}
-	w := p.World()
+	w := mpi.World()
 	rank, size := w.Rank(), w.Size()
 
 	// Rank r owns the elements i with i % size == r; the sum is the full vector.
@@ -68,10 +61,7 @@ func main() {
 		}
 		fmt.Printf("checksum %08x ring %d/%d\n", h.Sum32(), int(token[0]), size)
 	}
-	if err := p.Finalize(); err != nil {
-		fail(err)
-	}
-	if err := c.Finalize(ctx); err != nil {
+	if err := mpi.Finalize(); err != nil {
 		fail(err)
 	}
 }
