@@ -119,4 +119,3 @@ func Abort(code int, msg string) { mustDefault().Abort(code, msg) }
 // The runtime's rank client is the Bootstrap of every rank gompirun starts
 // and of a lone program (a singleton reads parameters like any process).
 var _ Bootstrap = (*rankclient.Client)(nil)
-
