@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,6 +60,9 @@ func buildPlugin(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(envHostDir); dir != "" {
+		os.Exit(hostProcess(dir))
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
@@ -682,4 +686,64 @@ func groupMembers(t *testing.T, pgid int) []int {
 		}
 	}
 	return out
+}
+
+// envHostDir makes the test binary a plugin host for TestHostKilled: it
+// loads the plugins of the folder named, prints their PIDs and waits to be
+// killed.
+const envHostDir = "GOMPI_PLUGIN_TEST_HOST_DIR"
+
+func hostProcess(dir string) int {
+	set := frameworks.New(mca.NewParams())
+	h, err := LoadConfig(context.Background(), set, Config{Dirs: []string{dir}, Timeout: time.Minute}, slog.New(slog.DiscardHandler))
+	if err != nil || len(h.Plugins()) == 0 {
+		fmt.Fprintln(os.Stderr, "host: no plugin loaded:", err, h.Errors())
+		return 1
+	}
+	for _, p := range h.Plugins() {
+		fmt.Println(p.PID)
+	}
+	select {}
+}
+
+// TestHostKilled shows a plugin does not outlive a host killed outright,
+// which has no chance to Close it.
+func TestHostKilled(t *testing.T) {
+	dir := installKit(t)
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), envHostDir+"="+dir)
+	host.Stderr = os.Stderr
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscan(out, &pid); err != nil {
+		host.Process.Kill()
+		host.Wait()
+		t.Fatalf("host did not report its plugin: %v", err)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd of plugin %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	host.Process.Signal(syscall.SIGKILL)
+	host.Wait()
+	// The pidfd turns readable when the plugin exits; the bound only keeps
+	// a failure from hanging the suite.
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int((time.Minute).Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			t.Fatalf("plugin %d still running a minute after its host was killed (poll: %v)", pid, err)
+		}
+		return
+	}
 }

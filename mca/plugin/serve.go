@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -56,6 +57,12 @@ func CRS(c mca.Component[crs.Module]) Served {
 // by hand (not by a gompi host) the binary says it is a plugin and exits.
 // Log records of the components reach the host's log at their level.
 func Serve(components ...Served) {
+	// A host killed outright (SIGKILL) cannot Close its plugins; the kernel
+	// ends them with it. A plugin holds nothing worth a graceful exit.
+	parent := os.Getppid()
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err == nil && os.Getppid() != parent {
+		os.Exit(1) // the host died before the request took effect
+	}
 	level := hclog.LevelFromString(os.Getenv(envLogLevel))
 	if level == hclog.NoLevel {
 		level = hclog.Info
