@@ -36,7 +36,7 @@ func BenchmarkProcesses(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					env := append(env, fmt.Sprintf("GOMPI_BENCH=%s,%d,%d", c.kind, c.size, b.N))
 					outs, err := mpitest.Spawn(context.Background(), mpitest.SpawnConfig{
-						N: 2, Test: "TestRankProcess", Env: env,
+						N: 2, Rank: "bench", Env: env,
 						Settings: []mca.Setting{{Name: "btl", Value: btl}},
 					})
 					if err != nil {
@@ -63,25 +63,17 @@ func BenchmarkProcesses(b *testing.B) {
 	}
 }
 
-// TestRankProcess is one rank of a job BenchmarkProcesses spawns; run
-// directly it is skipped.
-func TestRankProcess(t *testing.T) {
-	boot, ok, err := mpitest.Child()
-	if !ok {
-		t.Skip("a rank of the process benchmarks; runs only when spawned")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+// rankBench is one rank of a job BenchmarkProcesses spawns.
+func rankBench(boot mpi.Bootstrap) error {
 	f := strings.Split(os.Getenv("GOMPI_BENCH"), ",")
 	if len(f) != 3 {
-		t.Fatalf("GOMPI_BENCH=%q", os.Getenv("GOMPI_BENCH"))
+		return fmt.Errorf("GOMPI_BENCH=%q", os.Getenv("GOMPI_BENCH"))
 	}
 	size, _ := strconv.Atoi(f[1])
 	iters, _ := strconv.Atoi(f[2])
 	p, err := mpi.InitWith(context.Background(), boot)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	w := p.World()
 	var elapsed time.Duration
@@ -92,14 +84,12 @@ func TestRankProcess(t *testing.T) {
 		elapsed, err = streamFor(w, size, 16, iters)
 	}
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if w.Rank() == 0 {
 		mpitest.Report("%d", elapsed.Nanoseconds())
 	}
-	if err := p.Finalize(); err != nil {
-		t.Fatal(err)
-	}
+	return p.Finalize()
 }
 
 func pingpongFor(w *mpi.Comm, size, warmup, iters int) (time.Duration, error) {
@@ -174,12 +164,9 @@ func streamFor(w *mpi.Comm, size, window, iters int) (time.Duration, error) {
 // TestSpawnedJob runs a job of three separate processes: each rank passes
 // a token around the ring and joins an Allreduce.
 func TestSpawnedJob(t *testing.T) {
-	if _, ok, _ := mpitest.Child(); ok {
-		t.Skip("the parent side; this process is a rank")
-	}
 	for _, btl := range transports {
 		outs, err := mpitest.Spawn(context.Background(), mpitest.SpawnConfig{
-			N: 3, Test: "TestRankRing", Settings: []mca.Setting{{Name: "btl", Value: btl}},
+			N: 3, Rank: "ring", Settings: []mca.Setting{{Name: "btl", Value: btl}},
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", btl, err)
@@ -192,18 +179,11 @@ func TestSpawnedJob(t *testing.T) {
 	}
 }
 
-// TestRankRing is a rank of TestSpawnedJob; run directly it is skipped.
-func TestRankRing(t *testing.T) {
-	boot, ok, err := mpitest.Child()
-	if !ok {
-		t.Skip("a rank of TestSpawnedJob; runs only when spawned")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+// rankRing is a rank of TestSpawnedJob.
+func rankRing(boot mpi.Bootstrap) error {
 	p, err := mpi.InitWith(context.Background(), boot)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	w := p.World()
 	n, r := w.Size(), w.Rank()
@@ -211,29 +191,37 @@ func TestRankRing(t *testing.T) {
 	if r == 0 {
 		tok[0] = 1
 		if err := mpi.SendT(w, tok, 1, 0); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if _, err := mpi.RecvT(w, tok, n-1, 0); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	} else {
 		if _, err := mpi.RecvT(w, tok, r-1, 0); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		tok[0]++
 		if err := mpi.SendT(w, tok, (r+1)%n, 0); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	if err := mpi.BcastT(w, tok, 0); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	sum := []int64{1}
 	if err := mpi.Allreduce(w, sum, sum, mpi.Sum); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	mpitest.Report("rank %d: token %d, sum %d", r, tok[0], sum[0])
-	if err := p.Finalize(); err != nil {
-		t.Fatal(err)
+	return p.Finalize()
+}
+
+// spawnedRanks are the rank bodies Spawn can start in this test binary.
+var spawnedRanks = map[string]mpitest.RankFunc{"bench": rankBench, "ring": rankRing}
+
+func TestMain(m *testing.M) {
+	if code, ok := mpitest.RunChild(spawnedRanks); ok {
+		os.Exit(code)
 	}
+	os.Exit(m.Run())
 }

@@ -20,7 +20,8 @@ import (
 )
 
 // Jobs of separate processes: Spawn starts n copies of the test binary,
-// each running one test function as a rank, and relays their modex
+// each running one RankFunc as a rank (the test binary's TestMain hands
+// control to RunChild), and relays their modex
 // through its pipes (a rank writes its map as one line on stdout and reads
 // everyone's as one line on stdin). It is how benchmarks measure ranks
 // that each have a Go runtime of their own, as real jobs do, before the
@@ -31,6 +32,7 @@ const (
 	envSize = "GOMPI_MPITEST_SIZE"
 	envJob  = "GOMPI_MPITEST_JOB"
 	envMCA  = "GOMPI_MPITEST_MCA"
+	envFunc = "GOMPI_MPITEST_FUNC"
 
 	modexPrefix  = "gompi-mpitest-modex "
 	outputPrefix = "gompi-mpitest-out "
@@ -39,9 +41,9 @@ const (
 // SpawnConfig describes a job of processes.
 type SpawnConfig struct {
 	N int
-	// Test is the name of the test function every rank runs; it calls
-	// Child and does nothing when that reports false.
-	Test string
+	// Rank names the RankFunc every rank runs (a key of the map the test
+	// binary's TestMain gives RunChild).
+	Rank string
 	// Settings are MCA parameters for every rank ("btl" among them).
 	Settings []mca.Setting
 	// Env is added to every rank's environment (GOMAXPROCS=1, ...).
@@ -76,8 +78,8 @@ func Spawn(ctx context.Context, cfg SpawnConfig) ([][]string, error) {
 		}
 	}()
 	for r := range children {
-		c := &child{cmd: exec.CommandContext(ctx, exe, "-test.run=^"+cfg.Test+"$", "-test.bench=^$", "-test.count=1")}
-		c.cmd.Env = append(append(os.Environ(), cfg.Env...),
+		c := &child{cmd: exec.CommandContext(ctx, exe, "-test.run=^$", "-test.bench=^$")}
+		c.cmd.Env = append(append(os.Environ(), cfg.Env...), envFunc+"="+cfg.Rank,
 			envRank+"="+strconv.Itoa(r), envSize+"="+strconv.Itoa(cfg.N), envJob+"="+job, envMCA+"="+strings.Join(mcaArg, "\n"))
 		c.cmd.Stderr = &c.err
 		if c.in, err = c.cmd.StdinPipe(); err != nil {
@@ -139,17 +141,45 @@ func Spawn(ctx context.Context, cfg SpawnConfig) ([][]string, error) {
 	return outs, errors.Join(errs...)
 }
 
-// Child reports whether this process is a rank started by Spawn, and if so
-// returns its Bootstrap.
-func Child() (mpi.Bootstrap, bool, error) {
-	rs := os.Getenv(envRank)
-	if rs == "" {
-		return nil, false, nil
+// RankFunc is the body of a spawned rank: it starts a Proc from b,
+// reports its results with Report and finalizes.
+type RankFunc func(b mpi.Bootstrap) error
+
+// RunChild runs this process as the rank Spawn started it as, when it is
+// one: call it first in TestMain and exit with the code it returns.
+//
+//	func TestMain(m *testing.M) {
+//		if code, ok := mpitest.RunChild(ranks); ok {
+//			os.Exit(code)
+//		}
+//		os.Exit(m.Run())
+//	}
+func RunChild(ranks map[string]RankFunc) (code int, isChild bool) {
+	name := os.Getenv(envFunc)
+	if name == "" {
+		return 0, false
 	}
-	rank, err1 := strconv.Atoi(rs)
+	fn, ok := ranks[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "mpitest: no rank function %q\n", name)
+		return 2, true
+	}
+	b, err := child()
+	if err == nil {
+		err = fn(b)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mpitest: rank %s: %v\n", os.Getenv(envRank), err)
+		return 1, true
+	}
+	return 0, true
+}
+
+func child() (mpi.Bootstrap, error) {
+	rank, err1 := strconv.Atoi(os.Getenv(envRank))
 	size, err2 := strconv.Atoi(os.Getenv(envSize))
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, true, fmt.Errorf("mpitest: child environment: %w", err)
+		return nil, fmt.Errorf("mpitest: child environment: %w", err)
 	}
 	params := mca.NewParams()
 	set := frameworks.New(params)
@@ -162,9 +192,9 @@ func Child() (mpi.Bootstrap, bool, error) {
 	}
 	vals, err := params.ResolveSettings(settings)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
-	return &childBoot{rank: rank, size: size, job: os.Getenv(envJob), set: set, vals: vals}, true, nil
+	return &childBoot{rank: rank, size: size, job: os.Getenv(envJob), set: set, vals: vals}, nil
 }
 
 // Report sends a line to the parent's result for this rank.
