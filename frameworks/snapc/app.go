@@ -1,0 +1,85 @@
+package snapc
+
+import (
+	"context"
+
+	"gompi/frameworks/crs"
+	"gompi/frameworks/sstore"
+)
+
+// The application level of SnapC: the protocol between a rank's app
+// coordinator (package cr, inside the rank) and the job's coordinators
+// (the local one in gompid, the global one in gompirun), carried by the
+// runtime's rank client. With crs=self a rank is saved only at a safe
+// point: a checkpoint first asks every rank for its safe-point count
+// (Query), targets max+1 (no rank is asked to stop at a point it already
+// passed), and each rank saves itself when its count reaches the target.
+
+// LibraryStateFile is the file of a local snapshot that holds the mpi
+// library's own state (drained messages, sequence numbers, communicator
+// log, collective counters); a restarted rank's mpi.Init reads it.
+const LibraryStateFile = "library.state"
+
+// AppRequestKind says what the job's coordinator asks of a rank.
+type AppRequestKind int
+
+const (
+	// Query asks for the rank's safe-point count and whether it can be
+	// checkpointed at all.
+	Query AppRequestKind = iota
+	// Target asks the rank to save itself when its safe-point count
+	// reaches Target, into Dir.
+	Target
+	// Cancel withdraws the request ID: the rank does not save, or, if it
+	// is waiting for its peers inside the checkpoint, resumes unsaved.
+	Cancel
+)
+
+// AppRequest is one request from the job's coordinator to a rank.
+type AppRequest struct {
+	ID      uint64         `json:"id"`
+	Kind    AppRequestKind `json:"kind"`
+	Target  uint64         `json:"target,omitempty"` // safe point to save at (Target)
+	Seq     int            `json:"seq,omitempty"`
+	Dir     string         `json:"dir,omitempty"` // empty existing directory for the local snapshot (Target)
+	Options crs.Options    `json:"options"`
+}
+
+// AppReply is a rank's answer to a request.
+type AppReply struct {
+	ID   uint64         `json:"id"`
+	Kind AppRequestKind `json:"kind"`
+	// Query: the rank's safe-point count, and whether it can be saved
+	// (Reason says why not: crs=none, no safe points in the program,
+	// finalizing...).
+	Count          uint64 `json:"count,omitempty"`
+	Checkpointable bool   `json:"checkpointable,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+	// Target: the local snapshot was written and its snapshot_meta is in
+	// Dir (Err empty), or the rank could not save (Err says why).
+	Err string `json:"err,omitempty"`
+}
+
+// RestartInfo describes a start from a snapshot.
+type RestartInfo struct {
+	Ref sstore.Ref `json:"ref"`
+	Seq int        `json:"seq"`
+	// Dir is this rank's local snapshot, readable on this node.
+	Dir string `json:"dir"`
+}
+
+// AppLink is a rank's connection to the job's coordinators. The runtime's
+// rank client implements it; package cr uses it.
+type AppLink interface {
+	// Requests delivers the coordinator's requests, in order. The channel
+	// closes when the rank finalizes or loses its daemon.
+	Requests() <-chan AppRequest
+	// Reply answers a request.
+	Reply(ctx context.Context, r AppReply) error
+	// Checkpoint asks the global coordinator for a checkpoint of the whole
+	// job at safe point target (cr.Checkpoint, called by every rank at the
+	// same point) and returns once the sequence is committed or has failed.
+	Checkpoint(ctx context.Context, target uint64, opts crs.Options) (Result, error)
+	// Restart says whether this start is a restart, and from what.
+	Restart() (RestartInfo, bool)
+}
