@@ -40,6 +40,7 @@ type GlobalMeta struct {
 	Ranks  int
 	AMCA   []string
 	Params []mca.Setting
+	Launch Launch // how the ranks were started (launch.go)
 	Seqs   []SeqRecord
 }
 
@@ -105,6 +106,7 @@ func (g *GlobalMeta) Encode(w io.Writer) error {
 	for _, p := range g.Params {
 		writeRecord(b, "Param", p.Name, "value", p.Value, "source", p.Origin.Source.String(), "where", p.Origin.Where)
 	}
+	g.Launch.encode(b)
 	for _, s := range g.Seqs {
 		kind := "checkpoint"
 		if s.Migrate {
@@ -156,6 +158,10 @@ func ParseGlobal(r io.Reader, name string) (*GlobalMeta, error) {
 				return fail(rec, "Param %s: %v", rec.pos, err)
 			}
 			g.Params = append(g.Params, mca.Setting{Name: rec.pos, Value: rec.fields["value"], Origin: mca.Origin{Source: src, Where: rec.fields["where"]}})
+		case "Program", "Arg", "Export":
+			if err := g.Launch.parseRecord(rec); err != nil {
+				return fail(rec, "%v", err)
+			}
 		case "Seq":
 			n, err := rec.atoi(rec.pos, "sequence")
 			if err != nil {

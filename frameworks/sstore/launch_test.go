@@ -1,0 +1,89 @@
+package sstore
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func withLaunch() *GlobalMeta {
+	g := sampleGlobal()
+	g.Launch = Launch{Program: "/opt/app/heat", Args: []string{"-size", "64", "", "two words", `q"uote`},
+		Cwd: "/work/dir with space", Env: []string{"OMP_NUM_THREADS=1", "EMPTY=", "X=a=b"}}
+	return g
+}
+
+func TestLaunchRoundTrip(t *testing.T) {
+	for _, g := range []*GlobalMeta{withLaunch(), sampleGlobal()} {
+		var buf bytes.Buffer
+		if err := g.Encode(&buf); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseGlobal(bytes.NewReader(buf.Bytes()), "m")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, buf.String())
+		}
+		if !reflect.DeepEqual(got, g) {
+			t.Errorf("round trip differs:\n%+v\n%+v\n%s", got.Launch, g.Launch, buf.String())
+		}
+	}
+	var buf bytes.Buffer
+	withLaunch().Encode(&buf)
+	for _, want := range []string{
+		"# Program: /opt/app/heat cwd=\"/work/dir with space\"\n",
+		"# Arg: -size\n# Arg: 64\n# Arg: \"\"\n# Arg: \"two words\"\n",
+		"# Export: \"OMP_NUM_THREADS=1\"\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("metadata lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestLaunchParseErrors(t *testing.T) {
+	head := "# Format: 1 kind=\"gompi global snapshot metadata\"\n# Job: j\n# Ranks: 1\n"
+	tests := []struct{ name, in, want string }{
+		{"relative program", head + "# Program: heat\n", "not an absolute path"},
+		{"relative cwd", head + "# Program: /a cwd=here\n", "cwd \"here\" is not an absolute path"},
+		{"two programs", head + "# Program: /a\n# Program: /b\n", "Program recorded twice"},
+		{"arg first", head + "# Arg: x\n", "Arg before Program"},
+		{"export first", head + "# Export: \"A=1\"\n", "Export before Program"},
+		{"bad export", head + "# Program: /a\n# Export: novalue\n", "not NAME=value"},
+		{"empty export name", head + "# Program: /a\n# Export: \"=v\"\n", "not NAME=value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseGlobal(strings.NewReader(tt.in), "gm")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzParseGlobalLaunch runs the global metadata round trip from seeds
+// holding the launch records.
+func FuzzParseGlobalLaunch(f *testing.F) {
+	var b bytes.Buffer
+	withLaunch().Encode(&b)
+	f.Add(b.String())
+	f.Add("# Format: 1 kind=\"gompi global snapshot metadata\"\n# Job: j\n# Ranks: 1\n# Program: /p cwd=/\n# Arg: \"\"\n# Export: \"A==\"\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		g, err := ParseGlobal(strings.NewReader(in), "fuzz")
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := g.Encode(&out); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseGlobal(&out, "again")
+		if err != nil {
+			t.Fatalf("re-parse of encoded metadata failed: %v\n%s", err, out.String())
+		}
+		if !reflect.DeepEqual(again, g) {
+			t.Fatalf("round trip differs:\n%+v\n%+v", again, g)
+		}
+	})
+}
