@@ -1,0 +1,615 @@
+package full
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gompi/components/sstore/central"
+	"gompi/frameworks/crs"
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+	"gompi/mca"
+)
+
+// values resolves the parameters of a process with this component.
+func values(t *testing.T, settings ...string) *mca.Values {
+	t.Helper()
+	params := mca.NewParams()
+	fw := mca.NewFramework[snapc.Module](params, snapc.Name, "test", mca.WithParams(snapc.FrameworkParams()...))
+	fw.Register(New())
+	mca.NewFramework[sstore.Module](params, sstore.Name, "test").Register(central.New())
+	var s []mca.Setting
+	for _, kv := range settings {
+		k, v, _ := strings.Cut(kv, "=")
+		s = append(s, mca.Setting{Name: k, Value: v, Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}})
+	}
+	vals, err := params.ResolveSettings(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vals
+}
+
+// fakeRank is a rank's application coordinator as the tests script it.
+type fakeRank struct {
+	rank    int
+	count   uint64
+	noApp   bool   // no coordinator connected
+	refuse  string // answer the query with this reason
+	silent  bool   // never answer
+	failErr string // answer the target with this error
+	die     bool   // vanish instead of saving
+	pid     int
+
+	mu       sync.Mutex
+	seen     []snapc.AppRequest
+	targeted chan uint64 // each target, as it arrives
+}
+
+// cluster is a job of fake ranks on named nodes, with real local
+// coordinators behind a fake node link.
+type cluster struct {
+	t      *testing.T
+	g      *global
+	locals map[string]*local
+	ranks  []*fakeRank
+	nodeOf []string
+	ref    sstore.Ref
+
+	busy     sync.WaitGroup // fake ranks at work
+	mu       sync.Mutex
+	sent     []snapc.LocalRequest
+	sendErr  map[string]error
+	terminal int
+}
+
+func (c *cluster) Send(node string, req snapc.LocalRequest) error {
+	c.mu.Lock()
+	c.sent = append(c.sent, req)
+	err := c.sendErr[node]
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	l := c.locals[node]
+	if req.Kind == snapc.LocalCancel || req.Kind == snapc.LocalDone {
+		l.Handle(context.Background(), req) // never blocks, as in gompid
+		return nil
+	}
+	go func() { c.g.Deliver(l.Handle(context.Background(), req)) }()
+	return nil
+}
+
+func (c *cluster) Terminate() {
+	c.mu.Lock()
+	c.terminal++
+	c.mu.Unlock()
+}
+
+// port is one node's view of its fake ranks.
+type port struct {
+	c    *cluster
+	node string
+}
+
+func (p port) Send(rank int, req snapc.AppRequest) error {
+	fr := p.c.ranks[rank]
+	if fr.noApp {
+		return fmt.Errorf("rank %d: %w", rank, snapc.ErrNoApp)
+	}
+	fr.mu.Lock()
+	fr.seen = append(fr.seen, req)
+	fr.mu.Unlock()
+	l := p.c.locals[p.node]
+	p.c.busy.Add(1)
+	go func() {
+		defer p.c.busy.Done()
+		fr.handle(p.c.t, l, req)
+	}()
+	return nil
+}
+
+func (fr *fakeRank) handle(t *testing.T, l *local, req snapc.AppRequest) {
+	if fr.silent {
+		return
+	}
+	switch req.Kind {
+	case snapc.Query:
+		if fr.refuse != "" {
+			l.AppReply(fr.rank, snapc.AppReply{ID: req.ID, Kind: snapc.Query, Reason: fr.refuse})
+			return
+		}
+		l.AppReply(fr.rank, snapc.AppReply{ID: req.ID, Kind: snapc.Query, Count: fr.count, Checkpointable: true})
+	case snapc.Target:
+		fr.targeted <- req.Target
+		if fr.die {
+			l.AppGone(fr.rank, fmt.Sprintf("rank %d exited with status 1", fr.rank))
+			return
+		}
+		if fr.failErr != "" {
+			l.AppReply(fr.rank, snapc.AppReply{ID: req.ID, Kind: snapc.Target, Err: fr.failErr})
+			return
+		}
+		w, err := sstore.CreateFile(req.Dir, "app.state")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		fmt.Fprintf(w, "rank %d saved at %d", fr.rank, req.Target)
+		rec, err := w.Close()
+		if err == nil {
+			err = sstore.WriteLocal(req.Dir, &sstore.LocalMeta{Rank: fr.rank, PID: 100 + fr.rank, Node: "x", CRS: "self",
+				Created: time.Now(), Files: []sstore.FileRecord{rec}})
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		l.AppReply(fr.rank, snapc.AppReply{ID: req.ID, Kind: snapc.Target})
+	}
+}
+
+func newCluster(t *testing.T, nodeOf []string, settings ...string) *cluster {
+	t.Helper()
+	vals := values(t, append([]string{"ft_cr_enabled=1"}, settings...)...)
+	c := &cluster{t: t, locals: map[string]*local{}, nodeOf: nodeOf, sendErr: map[string]error{},
+		ref: sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("feed0001")}}
+	nodeRanks := map[string][]int{}
+	for r, n := range nodeOf {
+		c.ranks = append(c.ranks, &fakeRank{rank: r, count: uint64(10 + r), targeted: make(chan uint64, 10)})
+		nodeRanks[n] = append(nodeRanks[n], r)
+	}
+	store := storeOf(t, vals)
+	for n, rs := range nodeRanks {
+		l, err := newLocal(snapc.NodeSpec{Node: n, Ranks: rs, Store: store, Values: vals}, port{c, n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.locals[n] = l
+	}
+	g, err := newGlobal(snapc.JobSpec{Job: "feed0001", RankNodes: nodeOf, Ref: c.ref, Values: vals,
+		Settings: []mca.Setting{{Name: "btl", Value: "tcp", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}},
+			{Name: ParamPauseAt, Value: "x", Origin: mca.Origin{Source: mca.SourceCommandLine}}},
+		AMCA:   []string{"ft-enable-cr"},
+		Launch: sstore.Launch{Program: "/bin/app", Args: []string{"-n", "1"}, Cwd: "/"}}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.g = g
+	t.Cleanup(func() {
+		g.Close(errors.New("test over"))
+		c.busy.Wait() // before the temporary folders go
+	})
+	return c
+}
+
+func storeOf(t *testing.T, vals *mca.Values) sstore.Module {
+	t.Helper()
+	m, _, err := central.New().Query(context.Background(), mca.Query{Values: vals, Priority: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (c *cluster) meta() *sstore.GlobalMeta {
+	c.t.Helper()
+	m, err := sstore.ReadGlobal(c.ref)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return m
+}
+
+func (c *cluster) kinds(rank int) []snapc.AppRequestKind {
+	fr := c.ranks[rank]
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	var out []snapc.AppRequestKind
+	for _, r := range fr.seen {
+		out = append(out, r.Kind)
+	}
+	return out
+}
+
+var twoNodes = []string{"n1", "n1", "n2", "n2"}
+
+func TestCheckpointsCommit(t *testing.T) {
+	c := newCluster(t, twoNodes)
+	var events []snapc.Event
+	res, err := c.g.Checkpoint(t.Context(), snapc.Request{}, func(e snapc.Event) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Seq != 0 || res.Ref != "gompi_global_snapshot_feed0001.ckpt" || res.Dir != c.ref.Dir {
+		t.Errorf("result %+v", res)
+	}
+	var phases []string
+	for _, e := range events {
+		p := string(e.Phase)
+		if e.Node != "" {
+			p += "(" + e.Node + ")"
+		}
+		phases = append(phases, p)
+	}
+	got := strings.Join(phases, " ")
+	if got != "requested query target local_write(n1) local_write(n2) sync commit" &&
+		got != "requested query target local_write(n2) local_write(n1) sync commit" {
+		t.Errorf("phases %s", got)
+	}
+	for r := range c.ranks {
+		if tg := <-c.ranks[r].targeted; tg != 14 { // the highest count (13) + 1
+			t.Errorf("rank %d targeted at %d, want 14", r, tg)
+		}
+	}
+	res, err = c.g.Checkpoint(t.Context(), snapc.Request{}, nil)
+	if err != nil || res.Seq != 1 {
+		t.Fatalf("second checkpoint: %+v %v", res, err)
+	}
+	m := c.meta()
+	if !reflect.DeepEqual(m.Committed(), []int{0, 1}) || m.Job != "feed0001" || m.Ranks != 4 {
+		t.Errorf("metadata: committed %v job %s ranks %d", m.Committed(), m.Job, m.Ranks)
+	}
+	rec, _ := m.Seq(1)
+	want := []sstore.ProcRecord{{Rank: 0, Node: "n1", CRS: "self"}, {Rank: 1, Node: "n1", CRS: "self"}, {Rank: 2, Node: "n2", CRS: "self"}, {Rank: 3, Node: "n2", CRS: "self"}}
+	if !reflect.DeepEqual(rec.Procs, want) {
+		t.Errorf("procs %+v", rec.Procs)
+	}
+	if len(m.Params) != 1 || m.Params[0].Name != "btl" || m.Launch.Program != "/bin/app" || len(m.AMCA) != 1 {
+		t.Errorf("job records: params %+v launch %+v amca %v (the test hook must not be stored)", m.Params, m.Launch, m.AMCA)
+	}
+	p, err := sstore.ChooseSeq(c.ref, m, -1)
+	if err == nil {
+		err = p.VerifyAll()
+	}
+	if err != nil || p.Seq.Seq != 1 {
+		t.Errorf("restart point: %v %v", p.Seq.Seq, err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(c *cluster)
+		want  []string
+	}{
+		{"not checkpointable", func(c *cluster) { c.ranks[2].refuse = "crs=none cannot save a process" },
+			[]string{"checkpoint refused: rank 2 on node n2 cannot be checkpointed: crs=none cannot save a process; no rank was affected"}},
+		{"no coordinator", func(c *cluster) { c.ranks[1].noApp = true },
+			[]string{"rank 1 on node n1 cannot be checkpointed: rank 1: no application coordinator"}},
+		{"two refuse", func(c *cluster) { c.ranks[0].refuse = "a"; c.ranks[3].refuse = "b" },
+			[]string{"rank 0 on node n1 cannot be checkpointed: a", "rank 3 on node n2 cannot be checkpointed: b"}},
+		{"silent rank", func(c *cluster) { c.ranks[3].silent = true },
+			[]string{"rank 3 on node n2 cannot be checkpointed: no answer within 50ms (snapc_full_query_timeout)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, twoNodes, "snapc_full_query_timeout=50ms")
+			tt.setup(c)
+			_, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil)
+			if !errors.Is(err, snapc.ErrRefused) {
+				t.Fatalf("err = %v, want ErrRefused", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			// No rank was affected: nothing was recorded, no rank was targeted.
+			if _, err := os.Stat(c.ref.Path()); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("reference created by a refused checkpoint: %v", err)
+			}
+			for r := range c.ranks {
+				for _, k := range c.kinds(r) {
+					if k == snapc.Target {
+						t.Errorf("rank %d was asked to save", r)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestFailuresLeaveSequenceUncommitted(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(c *cluster)
+		want  string
+	}{
+		{"rank fails", func(c *cluster) { c.ranks[3].failErr = "disk full" }, "rank 3 on node n2: disk full"},
+		{"rank dies", func(c *cluster) { c.ranks[0].die = true }, "rank 0 on node n1: no local snapshot: rank 0 exited with status 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, twoNodes)
+			if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			tt.setup(c)
+			var last snapc.Event
+			_, err := c.g.Checkpoint(t.Context(), snapc.Request{}, func(e snapc.Event) { last = e })
+			if !errors.Is(err, snapc.ErrFailed) || !strings.Contains(err.Error(), tt.want) ||
+				!strings.Contains(err.Error(), "sequence 1 of gompi_global_snapshot_feed0001.ckpt stays uncommitted") {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+			if last.Phase != snapc.PhaseFailed || last.Seq != 1 {
+				t.Errorf("last event %+v", last)
+			}
+			m := c.meta()
+			if rec, ok := m.Seq(1); !ok || rec.Committed || !reflect.DeepEqual(m.Committed(), []int{0}) {
+				t.Errorf("seq 1 %+v, committed %v", rec, m.Committed())
+			}
+			// Every rank with a coordinator was told to forget the request.
+			for r := range c.ranks {
+				if k := c.kinds(r); k[len(k)-1] != snapc.Cancel && !c.ranks[r].die {
+					t.Errorf("rank %d saw %v, want a cancel last", r, k)
+				}
+			}
+			// The next checkpoint takes the next number.
+			c.ranks[3].failErr, c.ranks[0].die = "", false
+			if res, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err != nil || res.Seq != 2 {
+				t.Errorf("after the failure: %+v %v", res, err)
+			}
+		})
+	}
+}
+
+func TestNodeLostAndClose(t *testing.T) {
+	c := newCluster(t, twoNodes, ParamPauseAt+"=local")
+	done := make(chan error, 1)
+	watch := make(chan snapc.Event, 20)
+	go func() {
+		_, err := c.g.Checkpoint(context.Background(), snapc.Request{}, func(e snapc.Event) { watch <- e })
+		done <- err
+	}()
+	for wrote := 0; wrote < 2; {
+		if e := <-watch; e.Phase == snapc.PhaseLocalWrite {
+			wrote++
+		}
+	}
+	c.g.NodeLost("n2", "its daemon was killed")
+	if err := <-done; !errors.Is(err, snapc.ErrFailed) || !strings.Contains(err.Error(), "node n2 was lost: its daemon was killed") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err == nil || !strings.Contains(err.Error(), "node n2 was lost") {
+		t.Errorf("checkpoint after the node was lost: %v", err)
+	}
+	c.g.Close(errors.New("the job is ending"))
+	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err == nil || !strings.Contains(err.Error(), "the job is ending") {
+		t.Errorf("checkpoint after Close: %v", err)
+	}
+	if _, err := c.g.AppCheckpoint(t.Context(), 0, 3, crs.Options{}); err == nil {
+		t.Errorf("app checkpoint after Close succeeded")
+	}
+}
+
+// A requester that goes away (gompi-checkpoint killed) does not stop the
+// checkpoint: with the test hook holding it at each point, it is released
+// and commits.
+func TestRequesterGone(t *testing.T) {
+	for _, point := range []string{PauseQuery, PauseSeq, PauseLocal, PauseCommit, PauseCommitted} {
+		t.Run(point, func(t *testing.T) {
+			c := newCluster(t, twoNodes, ParamPauseAt+"="+point+":0")
+			ctx, cancel := context.WithCancel(context.Background())
+			reached := make(chan struct{})
+			var once sync.Once
+			want := map[string]snapc.Phase{PauseQuery: snapc.PhaseQuery, PauseSeq: snapc.PhaseQuery, PauseLocal: snapc.PhaseLocalWrite,
+				PauseCommit: snapc.PhaseSync, PauseCommitted: snapc.PhaseCommit}[point]
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.g.Checkpoint(ctx, snapc.Request{}, func(e snapc.Event) {
+					if e.Phase == want {
+						once.Do(func() { close(reached) })
+					}
+				})
+				errc <- err
+			}()
+			<-reached
+			cancel()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Fatalf("waiting requester: %v", err)
+			}
+			// The next request runs after the first finished.
+			res, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil)
+			if err != nil || res.Seq != 1 {
+				t.Fatalf("next checkpoint: %+v %v", res, err)
+			}
+			if got := c.meta().Committed(); !reflect.DeepEqual(got, []int{0, 1}) {
+				t.Errorf("committed %v, want the abandoned sequence committed too", got)
+			}
+		})
+	}
+}
+
+func TestAppCheckpointsMerge(t *testing.T) {
+	c := newCluster(t, twoNodes)
+	type out struct {
+		res snapc.Result
+		err error
+	}
+	outs := make(chan out, 4)
+	for r := range 4 {
+		go func() {
+			res, err := c.g.AppCheckpoint(t.Context(), r, 42, crs.Options{})
+			outs <- out{res, err}
+		}()
+	}
+	for range 4 {
+		o := <-outs
+		if o.err != nil || o.res.Seq != 0 {
+			t.Errorf("rank's checkpoint: %+v %v", o.res, o.err)
+		}
+	}
+	for r := range c.ranks {
+		if tg := <-c.ranks[r].targeted; tg != 42 {
+			t.Errorf("rank %d targeted %d, want the ranks' own 42", r, tg)
+		}
+	}
+	// A rank whose request comes late gets the same result.
+	if res, err := c.g.AppCheckpoint(t.Context(), 2, 42, crs.Options{}); err != nil || res.Seq != 0 {
+		t.Errorf("late request: %+v %v", res, err)
+	}
+	if got := c.meta().Committed(); !reflect.DeepEqual(got, []int{0}) {
+		t.Errorf("committed %v, want one checkpoint", got)
+	}
+	if _, err := c.g.AppCheckpoint(t.Context(), 9, 1, crs.Options{}); err == nil {
+		t.Error("request from rank 9 of 4 accepted")
+	}
+}
+
+func TestTerminate(t *testing.T) {
+	c := newCluster(t, []string{"n1"})
+	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{Options: crs.Options{Term: true}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.terminal != 1 {
+		t.Errorf("Terminate called %d times", c.terminal)
+	}
+	for _, s := range c.sent {
+		if s.Kind == snapc.LocalTarget && !s.Options.Term {
+			t.Errorf("target without the term option: %+v", s)
+		}
+	}
+}
+
+// A restarted job continues its reference: next numbers, same name.
+func TestContinuesReference(t *testing.T) {
+	c := newCluster(t, twoNodes)
+	os.MkdirAll(c.ref.Path(), 0o755)
+	old := &sstore.GlobalMeta{Job: "0ld0b00b", Ranks: 4, Seqs: []sstore.SeqRecord{
+		{Seq: 0, Started: time.Now(), Finished: time.Now(), Committed: true},
+		{Seq: 1, Started: time.Now()}}}
+	if err := sstore.WriteGlobal(c.ref, old); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil)
+	if err != nil || res.Seq != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	m := c.meta()
+	if m.Job != "0ld0b00b" || !reflect.DeepEqual(m.Committed(), []int{0, 2}) {
+		t.Errorf("job %s committed %v", m.Job, m.Committed())
+	}
+	old.Ranks = 3
+	sstore.WriteGlobal(c.ref, old)
+	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err == nil || !strings.Contains(err.Error(), "holds a job of 3 ranks; this job has 4") {
+		t.Errorf("rank count mismatch: %v", err)
+	}
+	os.WriteFile(c.ref.MetaPath(), []byte("garbage\n"), 0o644)
+	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); !errors.Is(err, sstore.ErrCorrupt) {
+		t.Errorf("corrupt metadata: %v", err)
+	}
+	if b, _ := os.ReadFile(c.ref.MetaPath()); string(b) != "garbage\n" {
+		t.Errorf("corrupt metadata was overwritten: %q", b)
+	}
+}
+
+// The daemon's pause (sync) ends with a cancel.
+func TestSyncPauseEndsOnCancel(t *testing.T) {
+	c := newCluster(t, []string{"n1"}, ParamPauseAt+"=sync:0")
+	errc := make(chan error, 1)
+	synced := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_, err := c.g.Checkpoint(context.Background(), snapc.Request{}, func(e snapc.Event) {
+			if e.Phase == snapc.PhaseLocalWrite {
+				once.Do(func() { close(synced) })
+			}
+		})
+		errc <- err
+	}()
+	<-synced
+	c.g.Close(errors.New("gompirun caught SIGINT"))
+	if err := <-errc; !errors.Is(err, snapc.ErrFailed) || !strings.Contains(err.Error(), "SIGINT") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestPausePoint(t *testing.T) {
+	tests := []struct {
+		in    string
+		want  PausePoint
+		err   string
+		at    string
+		seq   int
+		pause bool
+	}{
+		{in: "", want: PausePoint{Seq: -1}, at: "query", seq: 0},
+		{in: "local", want: PausePoint{"local", -1}, at: "local", seq: 7, pause: true},
+		{in: " sync:2 ", want: PausePoint{"sync", 2}, at: "sync", seq: 2, pause: true},
+		{in: "sync:2", want: PausePoint{"sync", 2}, at: "sync", seq: 1},
+		{in: "commit", want: PausePoint{"commit", -1}, at: "committed", seq: 0},
+		{in: "later", err: "want one of query, seq, write"},
+		{in: "seq:-1", err: "not a sequence number"},
+		{in: "seq:x", err: "not a sequence number"},
+	}
+	for _, tt := range tests {
+		p, err := ParsePausePoint(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || p != tt.want || p.At(tt.at, tt.seq) != tt.pause {
+			t.Errorf("%q = %+v %v; At(%s, %d) = %v", tt.in, p, err, tt.at, tt.seq, p.At(tt.at, tt.seq))
+		}
+	}
+}
+
+func FuzzParsePausePoint(f *testing.F) {
+	for _, s := range []string{"", "query", "sync:3", "write:", ":1", "commit:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePausePoint(s)
+		if err != nil {
+			return
+		}
+		again, err := ParsePausePoint(p.String())
+		if err != nil || again != p {
+			t.Fatalf("%q -> %+v -> %q -> %+v %v", s, p, p.String(), again, err)
+		}
+	})
+}
+
+func TestComponent(t *testing.T) {
+	tests := []struct {
+		settings []string
+		answers  bool
+	}{
+		{nil, false},
+		{[]string{"ft_cr_enabled=1"}, true},
+		{[]string{"snapc=full"}, true},
+		{[]string{"ft_cr_enabled=1", ParamPauseAt + "=never"}, false},
+	}
+	for _, tt := range tests {
+		m, _, err := New().Query(context.Background(), mca.Query{Values: values(t, tt.settings...), Priority: 20})
+		if tt.answers != (err == nil) {
+			t.Errorf("%v: %v", tt.settings, err)
+		}
+		if err == nil {
+			if _, ok := m.(snapc.Coordinator); !ok {
+				t.Errorf("module does not coordinate")
+			}
+			if _, err := m.Checkpoint(t.Context(), snapc.Request{}); !errors.Is(err, snapc.ErrNotCoordinator) {
+				t.Errorf("unbound module checkpoints: %v", err)
+			}
+		}
+	}
+	vals := values(t)
+	if _, err := newGlobal(snapc.JobSpec{Job: "x", Values: vals, Ref: sstore.Ref{Dir: "/", Name: "r"}}, nil); err == nil {
+		t.Error("global coordinator of a job without ranks")
+	}
+	if _, err := newLocal(snapc.NodeSpec{Node: "n"}, nil); err == nil {
+		t.Error("local coordinator without storage")
+	}
+}

@@ -1,0 +1,648 @@
+package full
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"gompi/frameworks/crs"
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+	"gompi/mca"
+)
+
+// global is a job's global coordinator. Requests run one at a time on one
+// worker goroutine; callers wait on their request's event log, so a slow
+// or vanished caller never holds the coordinator up. Deliver, NodeLost and
+// Close only take the lock and signal: gompirun calls them from its event
+// loop and from its daemons' stream handlers.
+type global struct {
+	spec      snapc.JobSpec
+	link      snapc.NodeLink
+	log       *slog.Logger
+	pause     PausePoint
+	nodes     []string         // nodes that run ranks, sorted
+	nodeRanks map[string][]int // ranks of each node
+	ranks     int
+
+	mu      sync.Mutex
+	queue   []*request
+	cur     *request
+	closed  error
+	lost    map[string]string // node -> why it was lost
+	appDone []appResult       // the last rank-requested checkpoints, newest last
+	nextID  uint64
+	wake    chan struct{}
+}
+
+type appResult struct {
+	target uint64
+	res    snapc.Result
+	err    error
+}
+
+// appDoneKept bounds how many finished rank-requested checkpoints are
+// remembered for ranks whose request arrives after the checkpoint ended.
+const appDoneKept = 8
+
+func newGlobal(spec snapc.JobSpec, link snapc.NodeLink) (*global, error) {
+	if len(spec.RankNodes) == 0 {
+		return nil, fmt.Errorf("snapc/full: job %s has no ranks", spec.Job)
+	}
+	if spec.Ref.Dir == "" || spec.Ref.Name == "" {
+		return nil, fmt.Errorf("snapc/full: job %s has no snapshot reference", spec.Job)
+	}
+	p := PausePoint{Seq: -1}
+	if spec.Values != nil && spec.Values.Has(ParamPauseAt) {
+		var err error
+		if p, err = ParsePausePoint(spec.Values.String(ParamPauseAt)); err != nil {
+			return nil, err
+		}
+	}
+	g := &global{spec: spec, link: link, log: logger(spec.Log), pause: p, nodeRanks: map[string][]int{},
+		ranks: len(spec.RankNodes), lost: map[string]string{}, wake: make(chan struct{}, 1)}
+	for r, n := range spec.RankNodes {
+		if len(g.nodeRanks[n]) == 0 {
+			g.nodes = append(g.nodes, n)
+		}
+		g.nodeRanks[n] = append(g.nodeRanks[n], r)
+	}
+	sort.Strings(g.nodes)
+	go g.loop()
+	return g, nil
+}
+
+func (g *global) Ref() sstore.Ref { return g.spec.Ref }
+
+// request is one checkpoint and everyone waiting for it.
+type request struct {
+	id   uint64
+	opts crs.Options
+	app  bool   // asked for by the ranks (cr.Checkpoint)
+	want uint64 // the ranks' target (app)
+
+	inbox chan snapc.LocalReply
+
+	mu        sync.Mutex
+	target    uint64 // chosen target, 0 until the query is done
+	events    []snapc.Event
+	changed   chan struct{} // closed and replaced on each new event
+	done      bool
+	res       snapc.Result
+	err       error
+	waiters   int
+	watched   bool
+	unwatched chan struct{} // closed once every waiter has gone
+	abort     chan struct{} // closed when the request must stop
+	abortErr  error
+}
+
+func (g *global) newRequest(opts crs.Options) *request {
+	g.nextID++
+	return &request{id: g.nextID, opts: opts, inbox: make(chan snapc.LocalReply, 8*len(g.nodes)+8),
+		changed: make(chan struct{}), unwatched: make(chan struct{}), abort: make(chan struct{})}
+}
+
+func (r *request) emit(e snapc.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *request) finish(res snapc.Result, err error) {
+	r.mu.Lock()
+	r.res, r.err, r.done = res, err, true
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// stop makes the request fail with err at its next wait.
+func (r *request) stop(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.abortErr == nil {
+		r.abortErr = err
+		close(r.abort)
+	}
+}
+
+func (r *request) stopped() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.abortErr
+}
+
+func (r *request) join() {
+	r.mu.Lock()
+	r.waiters++
+	r.watched = true
+	r.mu.Unlock()
+}
+
+func (r *request) leave() {
+	r.mu.Lock()
+	r.waiters--
+	if r.waiters == 0 && r.watched {
+		select {
+		case <-r.unwatched:
+		default:
+			close(r.unwatched)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// wait follows r until it ends or ctx does, reporting its events.
+func (r *request) wait(ctx context.Context, progress func(snapc.Event)) (snapc.Result, error) {
+	r.join()
+	defer r.leave()
+	next := 0
+	for {
+		r.mu.Lock()
+		evs := r.events[next:]
+		next = len(r.events)
+		changed, done, res, err := r.changed, r.done, r.res, r.err
+		r.mu.Unlock()
+		if progress != nil {
+			for _, e := range evs {
+				progress(e)
+			}
+		}
+		if done {
+			return res, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return snapc.Result{}, fmt.Errorf("snapc/full: stopped waiting for checkpoint request %d (it goes on without us): %w", r.id, ctx.Err())
+		}
+	}
+}
+
+// Checkpoint runs a tool's request.
+func (g *global) Checkpoint(ctx context.Context, req snapc.Request, progress func(snapc.Event)) (snapc.Result, error) {
+	if len(req.Ranks) > 0 {
+		return snapc.Result{}, fmt.Errorf("snapc/full: checkpoint of ranks %v only: not supported (migration is a later feature); checkpoint the whole job", req.Ranks)
+	}
+	g.mu.Lock()
+	if g.closed != nil {
+		err := g.closed
+		g.mu.Unlock()
+		return snapc.Result{}, err
+	}
+	r := g.newRequest(req.Options)
+	g.queue = append(g.queue, r)
+	g.mu.Unlock()
+	g.poke()
+	return r.wait(ctx, progress)
+}
+
+// AppCheckpoint runs, or joins, the checkpoint the ranks ask for at target.
+func (g *global) AppCheckpoint(ctx context.Context, rank int, target uint64, opts crs.Options) (snapc.Result, error) {
+	if rank < 0 || rank >= g.ranks {
+		return snapc.Result{}, fmt.Errorf("snapc/full: checkpoint asked for by rank %d of a job of %d ranks", rank, g.ranks)
+	}
+	if target == 0 {
+		return snapc.Result{}, fmt.Errorf("snapc/full: rank %d asked for a checkpoint at safe point 0; safe points count from 1", rank)
+	}
+	g.mu.Lock()
+	if g.closed != nil {
+		err := g.closed
+		g.mu.Unlock()
+		return snapc.Result{}, err
+	}
+	for i := len(g.appDone) - 1; i >= 0; i-- {
+		if d := g.appDone[i]; d.target == target {
+			g.mu.Unlock()
+			return d.res, d.err
+		}
+	}
+	var r *request
+	if c := g.cur; c != nil && ((c.app && c.want == target) || c.chosenTarget() == target) {
+		r = c
+	}
+	for _, q := range g.queue {
+		if r == nil && q.app && q.want == target {
+			r = q
+		}
+	}
+	if r == nil {
+		r = g.newRequest(opts)
+		r.app, r.want = true, target
+		g.queue = append(g.queue, r)
+	}
+	g.mu.Unlock()
+	g.poke()
+	g.log.Debug("rank asks for a checkpoint", "rank", rank, "target", target, "request", r.id)
+	return r.wait(ctx, nil)
+}
+
+func (r *request) chosenTarget() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.target
+}
+
+func (g *global) Deliver(rep snapc.LocalReply) {
+	g.mu.Lock()
+	r := g.cur
+	g.mu.Unlock()
+	if r == nil || rep.ID != r.id {
+		g.log.Debug("reply to a request that is over", "node", rep.Node, "request", rep.ID, "kind", rep.Kind)
+		return
+	}
+	select {
+	case r.inbox <- rep:
+	default:
+		g.log.Warn("dropped a node's reply: too many for one request", "node", rep.Node, "request", rep.ID, "kind", rep.Kind)
+	}
+}
+
+func (g *global) NodeLost(node, why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.nodeRanks[node]; !ok {
+		return
+	}
+	g.lost[node] = why
+	if g.cur != nil {
+		g.cur.stop(fmt.Errorf("node %s was lost: %s", node, why))
+	}
+}
+
+func (g *global) Close(why error) {
+	if why == nil {
+		why = errors.New("the job is over")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed != nil {
+		return
+	}
+	g.closed = fmt.Errorf("snapc/full: no checkpoint: %w", why)
+	if g.cur != nil {
+		g.cur.stop(why)
+	}
+	g.poke()
+}
+
+func (g *global) poke() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (g *global) loop() {
+	for {
+		g.mu.Lock()
+		for len(g.queue) == 0 && g.closed == nil {
+			g.mu.Unlock()
+			<-g.wake
+			g.mu.Lock()
+		}
+		if g.closed != nil {
+			q, err := g.queue, g.closed
+			g.queue = nil
+			g.mu.Unlock()
+			for _, r := range q {
+				r.finish(snapc.Result{}, err)
+			}
+			return
+		}
+		r := g.queue[0]
+		g.queue = g.queue[1:]
+		g.cur = r
+		g.mu.Unlock()
+
+		res, err := g.run(r)
+
+		g.mu.Lock()
+		g.cur = nil
+		if r.app {
+			g.appDone = append(g.appDone, appResult{target: r.want, res: res, err: err})
+			if len(g.appDone) > appDoneKept {
+				g.appDone = g.appDone[1:]
+			}
+		}
+		g.mu.Unlock()
+		r.finish(res, err)
+	}
+}
+
+func (g *global) event(r *request, p snapc.Phase, node string, seq int, detail string) {
+	r.emit(snapc.Event{Phase: p, Node: node, Seq: seq, Detail: detail, Time: time.Now()})
+}
+
+// run is one checkpoint, from query to commit.
+func (g *global) run(r *request) (snapc.Result, error) {
+	start := time.Now()
+	ref := g.spec.Ref
+	seq := -1
+	fail := func(err error) (snapc.Result, error) {
+		g.cancelAll(r)
+		if seq < 0 {
+			if !errors.Is(err, snapc.ErrRefused) {
+				err = fmt.Errorf("%w: %w", snapc.ErrFailed, err)
+			}
+			err = fmt.Errorf("snapc/full: %w", err)
+		} else {
+			err = fmt.Errorf("snapc/full: %w: sequence %d of %s stays uncommitted (earlier sequences are intact): %w", snapc.ErrFailed, seq, ref.Name, err)
+		}
+		g.event(r, snapc.PhaseFailed, "", seq, err.Error())
+		g.log.Warn("checkpoint failed", "request", r.id, "err", err)
+		return snapc.Result{}, err
+	}
+	g.event(r, snapc.PhaseRequested, "", -1, fmt.Sprintf("request %d", r.id))
+	g.mu.Lock()
+	for _, n := range g.nodes {
+		if why, ok := g.lost[n]; ok {
+			g.mu.Unlock()
+			return fail(fmt.Errorf("node %s was lost: %s", n, why))
+		}
+	}
+	g.mu.Unlock()
+
+	meta, err := g.readMeta()
+	if err != nil {
+		return fail(err)
+	}
+	planned := meta.NextSeq()
+
+	// Query: every rank's count, and whether it can be saved at all.
+	var refusals []string
+	var maxCount uint64
+	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalQuery, Seq: planned, Ref: ref, Options: r.opts},
+		func(node string, rr snapc.RankReply) error {
+			if !rr.Checkpointable {
+				reason := rr.Reason
+				if reason == "" {
+					reason = "it gave no reason"
+				}
+				refusals = append(refusals, fmt.Sprintf("rank %d on node %s cannot be checkpointed: %s", rr.Rank, node, reason))
+			}
+			maxCount = max(maxCount, rr.Count)
+			return nil
+		}, nil, nil)
+	if err != nil {
+		return fail(err)
+	}
+	if len(refusals) > 0 {
+		sort.Strings(refusals)
+		return fail(fmt.Errorf("%w: %s; no rank was affected", snapc.ErrRefused, strings.Join(refusals, "; ")))
+	}
+	target := maxCount + 1
+	if r.app {
+		target = r.want
+	}
+	r.mu.Lock()
+	r.target = target
+	r.mu.Unlock()
+	g.event(r, snapc.PhaseQuery, "", -1, fmt.Sprintf("%d ranks can be checkpointed; target safe point %d", g.ranks, target))
+	if err := g.pauseAt(r, PauseQuery, planned); err != nil {
+		return fail(err)
+	}
+
+	// The sequence is recorded, uncommitted, before anything is written.
+	seq = meta.NextSeq()
+	meta.Seqs = append(meta.Seqs, sstore.SeqRecord{Seq: seq, Started: time.Now()})
+	if err := os.MkdirAll(ref.Path(), 0o755); err != nil {
+		seq = -1
+		return fail(fmt.Errorf("create the snapshot reference %s: %w (check %s)", ref.Path(), err, snapc.ParamGlobalDir))
+	}
+	if err := sstore.WriteGlobal(ref, meta); err != nil {
+		seq = -1
+		return fail(err)
+	}
+	if err := g.pauseAt(r, PauseSeq, seq); err != nil {
+		return fail(err)
+	}
+
+	// Target: each node asks its ranks to save at the target.
+	var rankErrs []string
+	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalTarget, Seq: seq, Ref: ref, Target: target, Options: r.opts},
+		func(node string, rr snapc.RankReply) error {
+			if rr.Err != "" {
+				rankErrs = append(rankErrs, fmt.Sprintf("rank %d on node %s: %s", rr.Rank, node, rr.Err))
+			}
+			return nil
+		},
+		func(rep snapc.LocalReply) {
+			for _, rr := range rep.Ranks {
+				if rr.Err != "" {
+					return
+				}
+			}
+			g.event(r, snapc.PhaseLocalWrite, rep.Node, seq, fmt.Sprintf("%d local snapshots written", len(rep.Ranks)))
+		},
+		func() {
+			g.event(r, snapc.PhaseTarget, "", seq, fmt.Sprintf("sequence %d recorded in %s; ranks save at safe point %d", seq, ref.Name, target))
+		})
+	if err == nil && len(rankErrs) > 0 {
+		sort.Strings(rankErrs)
+		err = errors.New(strings.Join(rankErrs, "; "))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := g.pauseAt(r, PauseLocal, seq); err != nil {
+		return fail(err)
+	}
+
+	// Sync: every node makes its local snapshots stable.
+	procs := make([]sstore.ProcRecord, g.ranks)
+	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalSync, Seq: seq, Ref: ref, Options: r.opts},
+		func(node string, rr snapc.RankReply) error {
+			if rr.Err != "" {
+				return fmt.Errorf("rank %d on node %s: %s", rr.Rank, node, rr.Err)
+			}
+			procs[rr.Rank] = sstore.ProcRecord{Rank: rr.Rank, Node: node, CRS: rr.CRS}
+			return nil
+		}, nil, nil)
+	if err != nil {
+		return fail(err)
+	}
+	g.event(r, snapc.PhaseSync, "", seq, fmt.Sprintf("%d local snapshots stable", g.ranks))
+	if err := g.pauseAt(r, PauseCommit, seq); err != nil {
+		return fail(err)
+	}
+	if err := r.stopped(); err != nil {
+		return fail(err)
+	}
+
+	// Commit: the ranks' records and the commit mark, last, atomically.
+	rec, _ := meta.Seq(seq)
+	rec.Procs, rec.Committed, rec.Finished = procs, true, time.Now()
+	if err := sstore.WriteGlobal(ref, meta); err != nil {
+		return fail(err)
+	}
+	res := snapc.Result{Ref: ref.Name, Dir: ref.Dir, Seq: seq, Duration: time.Since(start)}
+	g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed: %s", seq, ref.Path()))
+	g.log.Info("checkpoint committed", "ref", ref.Path(), "seq", seq, "took", res.Duration)
+	if err := g.pauseAt(r, PauseCommitted, seq); err != nil {
+		g.log.Warn("checkpoint committed, but the job is ending", "seq", seq, "err", err)
+	}
+	for _, n := range g.nodes {
+		_ = g.link.Send(n, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalDone, Seq: seq, Ref: ref})
+	}
+	if r.opts.Term {
+		g.link.Terminate()
+	}
+	return res, nil
+}
+
+// round sends req to every node and collects one reply from each. For
+// every rank of a reply it calls each (which may stop the round); after a
+// node's reply, onNode, and once every node was sent the request, sent
+// (both may be nil).
+func (g *global) round(r *request, req snapc.LocalRequest, each func(node string, rr snapc.RankReply) error,
+	onNode func(snapc.LocalReply), sent func()) error {
+	if err := r.stopped(); err != nil {
+		return err
+	}
+	// Replies of an earlier round of this request are stale by now.
+	for drained := false; !drained; {
+		select {
+		case <-r.inbox:
+		default:
+			drained = true
+		}
+	}
+	var timeout <-chan time.Time
+	if req.Kind == snapc.LocalQuery && g.spec.Values != nil && g.spec.Values.Has(ParamQueryTimeout) {
+		if d := g.spec.Values.Duration(ParamQueryTimeout); d > 0 {
+			t := time.NewTimer(d + 5*time.Second) // the nodes time their ranks out first
+			defer t.Stop()
+			timeout = t.C
+		}
+	}
+	pending := map[string]bool{}
+	for _, n := range g.nodes {
+		if err := g.link.Send(n, req); err != nil {
+			return fmt.Errorf("node %s: %w", n, err)
+		}
+		pending[n] = true
+	}
+	if sent != nil {
+		sent()
+	}
+	for len(pending) > 0 {
+		select {
+		case rep := <-r.inbox:
+			if rep.ID != req.ID || rep.Kind != req.Kind || !pending[rep.Node] {
+				continue
+			}
+			delete(pending, rep.Node)
+			if rep.Err != "" {
+				return fmt.Errorf("node %s: %s", rep.Node, rep.Err)
+			}
+			if err := g.checkRanks(rep); err != nil {
+				return err
+			}
+			for _, rr := range rep.Ranks {
+				if err := each(rep.Node, rr); err != nil {
+					return err
+				}
+			}
+			if onNode != nil {
+				onNode(rep)
+			}
+		case <-r.abort:
+			return r.stopped()
+		case <-timeout:
+			var late []string
+			for n := range pending {
+				late = append(late, n)
+			}
+			sort.Strings(late)
+			return fmt.Errorf("nodes %s did not answer the %s", strings.Join(late, ", "), req.Kind)
+		}
+	}
+	return nil
+}
+
+// checkRanks makes sure a node answered for exactly its ranks.
+func (g *global) checkRanks(rep snapc.LocalReply) error {
+	want := g.nodeRanks[rep.Node]
+	got := make([]int, 0, len(rep.Ranks))
+	for _, rr := range rep.Ranks {
+		got = append(got, rr.Rank)
+	}
+	sort.Ints(got)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Errorf("node %s answered for ranks %v, not for its ranks %v", rep.Node, got, want)
+	}
+	return nil
+}
+
+// cancelAll withdraws the request on every node, best effort.
+func (g *global) cancelAll(r *request) {
+	for _, n := range g.nodes {
+		g.mu.Lock()
+		_, lost := g.lost[n]
+		g.mu.Unlock()
+		if !lost {
+			_ = g.link.Send(n, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalCancel, Ref: g.spec.Ref})
+		}
+	}
+}
+
+// pauseAt is the test hook: it holds the request at point until everyone
+// waiting for it has gone (it then goes on) or it is stopped.
+func (g *global) pauseAt(r *request, point string, seq int) error {
+	if !g.pause.At(point, seq) {
+		return nil
+	}
+	g.log.Warn(PauseMessage(point, seq))
+	select {
+	case <-r.unwatched:
+		g.log.Warn("snapc/full test hook: released: everyone waiting for the checkpoint is gone", "point", point, "seq", seq)
+		return nil
+	case <-r.abort:
+		return r.stopped()
+	}
+}
+
+// readMeta reads the reference's metadata, or starts it, and records the
+// job as it runs now: a restarted job may run with other parameters.
+func (g *global) readMeta() (*sstore.GlobalMeta, error) {
+	ref := g.spec.Ref
+	meta, err := sstore.ReadGlobal(ref)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		meta = &sstore.GlobalMeta{Job: g.spec.Job}
+	case err != nil:
+		return nil, fmt.Errorf("%w; the reference's metadata is left as it is", err)
+	case meta.Ranks != g.ranks:
+		return nil, fmt.Errorf("%s holds a job of %d ranks; this job has %d", ref.Path(), meta.Ranks, g.ranks)
+	}
+	meta.Ranks = g.ranks
+	meta.AMCA = append([]string(nil), g.spec.AMCA...)
+	meta.Params = storedSettings(g.spec.Settings)
+	meta.Launch = g.spec.Launch
+	return meta, nil
+}
+
+// storedSettings are the settings a snapshot keeps: all but the test
+// hooks, which a restarted job must not inherit.
+func storedSettings(in []mca.Setting) []mca.Setting {
+	var out []mca.Setting
+	for _, s := range in {
+		if !strings.HasPrefix(s.Name, "snapc_full_test_") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var _ snapc.Global = (*global)(nil)

@@ -1,0 +1,312 @@
+package full
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+)
+
+// local is a node's local coordinator: it turns each request of the global
+// coordinator into application requests to the node's ranks, gathers
+// their answers, and runs the SStore steps of the node.
+type local struct {
+	spec       snapc.NodeSpec
+	port       snapc.AppPort
+	log        *slog.Logger
+	pause      PausePoint
+	queryBound time.Duration // bound on a rank's answer to a query (0 = none)
+
+	mu        sync.Mutex
+	waits     map[waitKey]chan appAnswer
+	cancelled map[uint64]chan struct{} // closed when a request is withdrawn
+	dirs      map[uint64]map[int]string
+	newest    uint64
+}
+
+type waitKey struct {
+	id   uint64
+	kind snapc.AppRequestKind
+	rank int
+}
+
+type appAnswer struct {
+	reply snapc.AppReply
+	gone  string // the rank's coordinator went away: why
+}
+
+func newLocal(spec snapc.NodeSpec, port snapc.AppPort) (*local, error) {
+	if spec.Store == nil {
+		return nil, fmt.Errorf("snapc/full: node %s: no SStore module", spec.Node)
+	}
+	l := &local{spec: spec, port: port, log: logger(spec.Log), pause: PausePoint{Seq: -1},
+		waits: map[waitKey]chan appAnswer{}, cancelled: map[uint64]chan struct{}{}, dirs: map[uint64]map[int]string{}}
+	if v := spec.Values; v != nil {
+		var err error
+		if v.Has(ParamPauseAt) {
+			if l.pause, err = ParsePausePoint(v.String(ParamPauseAt)); err != nil {
+				return nil, err
+			}
+		}
+		if v.Has(ParamQueryTimeout) {
+			l.queryBound = v.Duration(ParamQueryTimeout)
+		}
+	}
+	return l, nil
+}
+
+// cancelChan returns the channel closed when request id is withdrawn. A
+// new request id means the global coordinator is done with older ones.
+func (l *local) cancelChan(id uint64) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if id > l.newest {
+		for old := range l.cancelled {
+			if old < id {
+				delete(l.cancelled, old)
+				delete(l.dirs, old)
+			}
+		}
+		l.newest = id
+	}
+	c, ok := l.cancelled[id]
+	if !ok {
+		c = make(chan struct{})
+		l.cancelled[id] = c
+	}
+	return c
+}
+
+func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalReply {
+	rep := snapc.LocalReply{ID: req.ID, Kind: req.Kind, Node: l.spec.Node}
+	cancel := l.cancelChan(req.ID)
+	switch req.Kind {
+	case snapc.LocalQuery:
+		rep.Ranks = l.query(ctx, req, cancel)
+	case snapc.LocalTarget:
+		rep.Ranks = l.target(ctx, req, cancel)
+	case snapc.LocalSync:
+		rep.Ranks, rep.Err = l.sync(ctx, req, cancel)
+	case snapc.LocalCancel:
+		l.mu.Lock()
+		select {
+		case <-cancel:
+		default:
+			close(cancel)
+		}
+		l.mu.Unlock()
+		for _, r := range l.spec.Ranks {
+			// A rank without a coordinator has nothing to withdraw.
+			_ = l.port.Send(r, snapc.AppRequest{ID: req.ID, Kind: snapc.Cancel, Seq: req.Seq})
+		}
+	case snapc.LocalDone:
+		l.mu.Lock()
+		delete(l.dirs, req.ID)
+		l.mu.Unlock()
+	default:
+		rep.Err = fmt.Sprintf("snapc/full: node %s: unknown request kind %v (a newer gompirun?)", l.spec.Node, req.Kind)
+	}
+	return rep
+}
+
+// ask sends req to every rank of the node at once and waits for each
+// answer. The wait ends early for a rank whose coordinator goes away, when
+// the request is withdrawn, when ctx ends, or after bound (0 = none).
+func (l *local) ask(ctx context.Context, cancel <-chan struct{}, bound time.Duration, reqs map[int]snapc.AppRequest) map[int]appAnswer {
+	out := map[int]appAnswer{}
+	chans := map[int]chan appAnswer{}
+	ranks := make([]int, 0, len(reqs))
+	for r := range reqs {
+		ranks = append(ranks, r)
+	}
+	sort.Ints(ranks)
+	for _, r := range ranks {
+		req := reqs[r]
+		k := waitKey{req.ID, req.Kind, r}
+		c := make(chan appAnswer, 1)
+		l.mu.Lock()
+		l.waits[k] = c
+		l.mu.Unlock()
+		if err := l.port.Send(r, req); err != nil {
+			l.unwait(k)
+			out[r] = appAnswer{gone: err.Error()}
+			continue
+		}
+		chans[r] = c
+	}
+	var timeout <-chan time.Time
+	if bound > 0 {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for _, r := range ranks {
+		c, ok := chans[r]
+		if !ok {
+			continue
+		}
+		k := waitKey{reqs[r].ID, reqs[r].Kind, r}
+		select {
+		case a := <-c:
+			out[r] = a
+		case <-cancel:
+			out[r] = appAnswer{gone: "the checkpoint was cancelled"}
+		case <-ctx.Done():
+			out[r] = appAnswer{gone: fmt.Sprintf("gompid on node %s is ending", l.spec.Node)}
+		case <-timeout:
+			out[r] = appAnswer{gone: fmt.Sprintf("no answer within %v (%s)", bound, ParamQueryTimeout)}
+		}
+		l.unwait(k)
+	}
+	return out
+}
+
+func (l *local) unwait(k waitKey) {
+	l.mu.Lock()
+	delete(l.waits, k)
+	l.mu.Unlock()
+}
+
+func (l *local) query(ctx context.Context, req snapc.LocalRequest, cancel <-chan struct{}) []snapc.RankReply {
+	reqs := map[int]snapc.AppRequest{}
+	for _, r := range l.spec.Ranks {
+		reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Query, Seq: req.Seq, Options: req.Options}
+	}
+	answers := l.ask(ctx, cancel, l.queryBound, reqs)
+	out := make([]snapc.RankReply, 0, len(l.spec.Ranks))
+	for _, r := range l.spec.Ranks {
+		a := answers[r]
+		rr := snapc.RankReply{Rank: r}
+		switch {
+		case a.gone != "":
+			rr.Reason = a.gone
+		case a.reply.Err != "":
+			rr.Reason = a.reply.Err
+		default:
+			rr.Count, rr.Checkpointable, rr.Reason = a.reply.Count, a.reply.Checkpointable, a.reply.Reason
+		}
+		out = append(out, rr)
+	}
+	return out
+}
+
+func (l *local) target(ctx context.Context, req snapc.LocalRequest, cancel <-chan struct{}) []snapc.RankReply {
+	out := map[int]snapc.RankReply{}
+	select {
+	case <-cancel:
+		for _, r := range l.spec.Ranks {
+			out[r] = snapc.RankReply{Rank: r, Err: "the checkpoint was cancelled"}
+		}
+		return inOrder(l.spec.Ranks, out)
+	default:
+	}
+	dirs := map[int]string{}
+	reqs := map[int]snapc.AppRequest{}
+	for _, r := range l.spec.Ranks {
+		dir, err := l.spec.Store.LocalDir(ctx, req.Ref, req.Seq, r)
+		if err != nil {
+			out[r] = snapc.RankReply{Rank: r, Err: err.Error()}
+			continue
+		}
+		dirs[r] = dir
+		reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Dir: dir, Options: req.Options}
+	}
+	l.mu.Lock()
+	l.dirs[req.ID] = dirs
+	l.mu.Unlock()
+	for r, a := range l.ask(ctx, cancel, 0, reqs) {
+		rr := snapc.RankReply{Rank: r, Dir: dirs[r]}
+		switch {
+		case a.gone != "":
+			rr.Err = "no local snapshot: " + a.gone
+		case a.reply.Err != "":
+			rr.Err = a.reply.Err
+		}
+		out[r] = rr
+	}
+	return inOrder(l.spec.Ranks, out)
+}
+
+func (l *local) sync(ctx context.Context, req snapc.LocalRequest, cancel <-chan struct{}) ([]snapc.RankReply, string) {
+	if l.pause.At(PauseSync, req.Seq) {
+		l.log.Warn(PauseMessage(PauseSync, req.Seq))
+		select {
+		case <-cancel:
+		case <-ctx.Done():
+		}
+		return nil, "the checkpoint was cancelled while paused by " + ParamPauseAt
+	}
+	l.mu.Lock()
+	dirs := l.dirs[req.ID]
+	l.mu.Unlock()
+	var locals []sstore.Local
+	for _, r := range l.spec.Ranks {
+		d, ok := dirs[r]
+		if !ok {
+			return nil, fmt.Sprintf("snapc/full: node %s: sync of request %d, whose local snapshot of rank %d it never started", l.spec.Node, req.ID, r)
+		}
+		locals = append(locals, sstore.Local{Rank: r, Dir: d})
+	}
+	if err := l.spec.Store.Sync(ctx, req.Ref, req.Seq, locals); err != nil {
+		return nil, err.Error()
+	}
+	out := make([]snapc.RankReply, 0, len(locals))
+	for _, lc := range locals {
+		rr := snapc.RankReply{Rank: lc.Rank, Dir: lc.Dir}
+		if m, err := sstore.ReadLocal(lc.Dir); err != nil {
+			rr.Err = err.Error()
+		} else {
+			rr.CRS = m.CRS
+		}
+		out = append(out, rr)
+	}
+	return out, ""
+}
+
+func inOrder(ranks []int, m map[int]snapc.RankReply) []snapc.RankReply {
+	out := make([]snapc.RankReply, 0, len(ranks))
+	for _, r := range ranks {
+		out = append(out, m[r])
+	}
+	return out
+}
+
+func (l *local) AppReply(rank int, r snapc.AppReply) {
+	l.mu.Lock()
+	c, ok := l.waits[waitKey{r.ID, r.Kind, rank}]
+	l.mu.Unlock()
+	if !ok {
+		if r.Kind != snapc.Cancel {
+			l.log.Debug("answer to no pending request", "rank", rank, "request", r.ID, "kind", r.Kind)
+		}
+		return
+	}
+	select {
+	case c <- appAnswer{reply: r}:
+	default: // answered twice: the first answer stands
+	}
+}
+
+func (l *local) AppGone(rank int, why string) {
+	l.mu.Lock()
+	var cs []chan appAnswer
+	for k, c := range l.waits {
+		if k.rank == rank {
+			cs = append(cs, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range cs {
+		select {
+		case c <- appAnswer{gone: why}:
+		default:
+		}
+	}
+}
+
+var _ snapc.Local = (*local)(nil)
