@@ -25,9 +25,17 @@ const (
 	EnvSecret  = "GOMPI_JOB_SECRET"    // the job secret (hex); rankclient removes it from the environment
 )
 
+// The environment of a rank restarted from a snapshot (gompi-restart); the
+// rank client reads it into its snapc.RestartInfo and removes it.
+const (
+	EnvRestartRef = "GOMPI_RESTART_REF" // path of the global snapshot reference
+	EnvRestartSeq = "GOMPI_RESTART_SEQ" // the sequence restarted from
+	EnvRestartDir = "GOMPI_RESTART_DIR" // this rank's local snapshot, readable on its node
+)
+
 // JobEnv lists the variables above; a daemon removes inherited copies
 // before setting a rank's own.
-var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecret}
+var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecret, EnvRestartRef, EnvRestartSeq, EnvRestartDir}
 
 // RuntimeDir is where this user's gompirun processes keep their control
 // sockets: ${XDG_RUNTIME_DIR:-/tmp}/gompi-<uid>.

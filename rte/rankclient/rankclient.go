@@ -2,7 +2,9 @@
 // gompid of its node (from the environment gompid started it with), learns
 // its job and the job's parameters, and offers what package mpi needs from
 // the runtime: the modex (an allgather of every rank's endpoint map), a
-// barrier, a finalize handshake and abort.
+// barrier, a finalize handshake and abort; and what package cr needs: the
+// checkpoint requests of the job's coordinators (snapc.AppLink, in
+// applink.go) and, for a restarted rank, where it restarts from.
 //
 // A program started without gompirun is a singleton: rank 0 of 1, whose
 // modex returns its own map, with parameters read the usual way.
@@ -21,6 +23,7 @@ import (
 
 	"gompi/boot"
 	"gompi/frameworks"
+	"gompi/frameworks/snapc"
 	"gompi/mca"
 	"gompi/rte"
 	"gompi/rte/control"
@@ -47,9 +50,17 @@ type Client struct {
 	conn       *grpc.ClientConn // nil for a singleton
 	rpc        pb.DaemonClient
 
+	restart    snapc.RestartInfo
+	restarting bool
+
 	mu        sync.Mutex
 	seq       uint64
 	finalized bool
+
+	reqOnce   sync.Once
+	reqCh     chan snapc.AppRequest
+	reqCancel context.CancelFunc // ends the requests stream
+	reqDone   chan struct{}      // closed when its goroutine is gone
 }
 
 // InJob reports whether the process was started by gompirun.
@@ -72,6 +83,10 @@ func Init(ctx context.Context) (*Client, error) {
 		return nil, fmt.Errorf("rankclient: %s: %w", rte.EnvSecret, err)
 	}
 	os.Unsetenv(rte.EnvSecret)
+	restart, restarting, err := restartFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	sock := os.Getenv(rte.EnvDaemon)
 	conn, err := control.DialUnix(sock, secret)
 	if err != nil {
@@ -92,7 +107,7 @@ func Init(ctx context.Context) (*Client, error) {
 	}
 	return &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
-		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc,
+		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting,
 	}, nil
 }
 
@@ -194,6 +209,9 @@ func (c *Client) Barrier(ctx context.Context) error {
 // say so, so no rank exits while another may still talk to it. After it, an
 // exit with status 0 is not a fault. It closes the connection.
 func (c *Client) Finalize(ctx context.Context) error {
+	// A finalizing rank reaches no more safe points: its coordinator leaves
+	// first, so a checkpoint waiting for it fails at once.
+	c.stopRequests()
 	if c.rpc != nil {
 		if _, err := c.rpc.Finalize(ctx, &pb.FinalizeRequest{Rank: int32(c.rank)}); err != nil {
 			return fmt.Errorf("rankclient: finalize: %w", err)
@@ -229,6 +247,7 @@ func (c *Client) Abort(code int, msg string) {
 // Close drops the connection to the daemon without finalizing, and stops
 // what the rank's start-up started (plugin processes).
 func (c *Client) Close() error {
+	c.stopRequests()
 	c.mu.Lock()
 	conn, proc := c.conn, c.proc
 	c.conn = nil // proc stays: Values and Frameworks remain readable after Close

@@ -1,0 +1,192 @@
+package rankclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"gompi/frameworks/crs"
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+	"gompi/rte"
+	"gompi/rte/control"
+	pb "gompi/rte/control/proto"
+)
+
+// The rank client is the rank's snapc.AppLink: package cr's application
+// coordinator receives the job's checkpoint requests through it, answers
+// them, asks for checkpoints (cr.Checkpoint) and learns whether this start
+// is a restart. It is also the mpi.Restorer of a restarted rank.
+
+// readyBound bounds the wait for gompid to register a rank's application
+// coordinator.
+const readyBound = time.Minute
+
+// restartFromEnv reads the restart variables gompid sets for a restarted
+// rank and removes them from the process environment.
+func restartFromEnv() (snapc.RestartInfo, bool, error) {
+	refPath, dir, seqText := os.Getenv(rte.EnvRestartRef), os.Getenv(rte.EnvRestartDir), os.Getenv(rte.EnvRestartSeq)
+	for _, k := range []string{rte.EnvRestartRef, rte.EnvRestartDir, rte.EnvRestartSeq} {
+		os.Unsetenv(k)
+	}
+	if refPath == "" && dir == "" && seqText == "" {
+		return snapc.RestartInfo{}, false, nil
+	}
+	seq, err := strconv.Atoi(seqText)
+	if err != nil || seq < 0 || !filepath.IsAbs(refPath) || !filepath.IsAbs(dir) {
+		return snapc.RestartInfo{}, false, fmt.Errorf("rankclient: malformed restart environment %s=%q %s=%q %s=%q",
+			rte.EnvRestartRef, refPath, rte.EnvRestartSeq, seqText, rte.EnvRestartDir, dir)
+	}
+	ref, err := sstore.ParseRef(refPath, "")
+	if err != nil {
+		return snapc.RestartInfo{}, false, fmt.Errorf("rankclient: %s: %w", rte.EnvRestartRef, err)
+	}
+	return snapc.RestartInfo{Ref: ref, Seq: seq, Dir: dir}, true, nil
+}
+
+// Requests delivers the job's checkpoint requests for this rank, in
+// order. The first call registers the rank's application coordinator with
+// gompid (until then the rank answers no checkpoint: it is "not
+// checkpointable yet") and returns once gompid has it. The channel closes
+// when the rank finalizes, closes, or loses its daemon; for a singleton it
+// is closed at once.
+func (c *Client) Requests() <-chan snapc.AppRequest {
+	c.reqOnce.Do(c.openRequests)
+	return c.reqCh
+}
+
+func (c *Client) openRequests() {
+	c.reqCh = make(chan snapc.AppRequest, 16)
+	c.mu.Lock()
+	rpc, finalized := c.rpc, c.finalized
+	c.mu.Unlock()
+	if rpc == nil || finalized {
+		close(c.reqCh)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := rpc.Requests(ctx, &pb.AppRequestsRequest{Rank: int32(c.rank)}, grpc.WaitForReady(true))
+	if err == nil {
+		t := time.AfterFunc(readyBound, cancel)
+		var first *pb.AppRequestMsg
+		if first, err = stream.Recv(); err == nil && !first.GetReady() {
+			err = fmt.Errorf("gompid's first message is not the ready mark")
+		}
+		t.Stop()
+	}
+	if err != nil {
+		cancel()
+		close(c.reqCh)
+		fmt.Fprintf(os.Stderr, "rank %d: rankclient: register the checkpoint coordinator with gompid: %v\n", c.rank, err)
+		return
+	}
+	c.reqDone = make(chan struct{})
+	c.mu.Lock()
+	c.reqCancel = cancel
+	c.mu.Unlock()
+	go func() {
+		defer close(c.reqDone)
+		defer close(c.reqCh)
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			req, err := control.AppRequestFromProto(m)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "rank %d: rankclient: %v\n", c.rank, err)
+				continue
+			}
+			select {
+			case c.reqCh <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// stopRequests ends the requests stream and waits for its goroutine.
+func (c *Client) stopRequests() {
+	c.mu.Lock()
+	cancel, done := c.reqCancel, c.reqDone
+	c.reqCancel = nil
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Reply answers a request of the job's coordinator.
+func (c *Client) Reply(ctx context.Context, r snapc.AppReply) error {
+	rpc, err := c.daemon("reply")
+	if err != nil {
+		return err
+	}
+	if _, err := rpc.Reply(ctx, control.AppReplyToProto(c.rank, r)); err != nil {
+		return fmt.Errorf("rankclient: reply to checkpoint request %d: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Checkpoint asks for a checkpoint of the whole job at safe point target
+// and returns once it is committed or has failed.
+func (c *Client) Checkpoint(ctx context.Context, target uint64, opts crs.Options) (snapc.Result, error) {
+	rpc, err := c.daemon("checkpoint")
+	if err != nil {
+		return snapc.Result{}, err
+	}
+	resp, err := rpc.Checkpoint(ctx, &pb.RankCheckpointRequest{Rank: int32(c.rank), Target: target, Options: control.OptionsToProto(opts)})
+	if err != nil {
+		return snapc.Result{}, fmt.Errorf("rankclient: checkpoint at safe point %d: %w", target, err)
+	}
+	if resp.GetError() != "" {
+		return snapc.Result{}, fmt.Errorf("rankclient: checkpoint at safe point %d: %s", target, resp.GetError())
+	}
+	return snapc.Result{Ref: resp.GetRef(), Dir: resp.GetDir(), Seq: int(resp.GetSeq()), Duration: time.Duration(resp.GetDurationNano())}, nil
+}
+
+// daemon returns the connection for a checkpoint call, or why there is none.
+func (c *Client) daemon(what string) (pb.DaemonClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.finalized:
+		return nil, fmt.Errorf("rankclient: %s: %w", what, ErrFinalized)
+	case c.rpc == nil || c.conn == nil:
+		return nil, fmt.Errorf("rankclient: %s: this process has no gompid (a singleton, or closed): run it with gompirun -am ft-enable-cr to checkpoint it", what)
+	}
+	return c.rpc, nil
+}
+
+// Restart says whether this rank was started from a snapshot, and from
+// which: gompi-restart's job passes each rank its reference, sequence and
+// local snapshot directory.
+func (c *Client) Restart() (snapc.RestartInfo, bool) { return c.restart, c.restarting }
+
+// RestoreState returns the library state saved with the rank's local
+// snapshot (snapc.LibraryStateFile), or nil when this start is not a
+// restart or the snapshot holds none.
+func (c *Client) RestoreState() ([]byte, error) {
+	if !c.restarting {
+		return nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(c.restart.Dir, snapc.LibraryStateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: library state of the restart: %w", err)
+	}
+	return b, nil
+}
+
+var _ snapc.AppLink = (*Client)(nil)
