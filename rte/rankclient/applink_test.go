@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc"
 
 	"gompi/frameworks/crs"
-	"gompi/mca"
 	"gompi/frameworks/snapc"
+	"gompi/mca"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
