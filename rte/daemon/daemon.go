@@ -126,10 +126,14 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gompid: job parameters: %w", err)
 	}
 	defer p.Close()
+	cr, err := selectCR(ctx, p)
+	if err != nil {
+		return err
+	}
 
 	d := &daemon{
 		job: opts.Job, node: opts.Node, nodeDir: nodeDir, secret: hs.Secret,
-		log: log, vals: p.Values, settings: w.Settings,
+		log: log, vals: p.Values, settings: w.Settings, cr: cr,
 		out:    newOutbox(),
 		ranks:  map[int]*rank{},
 		fences: map[uint64]*fence{},
@@ -149,7 +153,7 @@ func Run(ctx context.Context, opts Options) error {
 
 	go d.heartbeat(ctx)
 	recvErr := make(chan error, 1)
-	go func() { recvErr <- d.recvLoop(stream) }()
+	go func() { recvErr <- d.recvLoop(ctx, stream) }()
 
 	var end error
 	select {
@@ -213,6 +217,7 @@ type daemon struct {
 	vals                     *mca.Values
 	settings                 []*pb.Setting
 	out                      *outbox
+	cr                       *crState
 
 	mu       sync.Mutex
 	launch   *pb.Launch
@@ -238,7 +243,7 @@ type fence struct {
 	readers int
 }
 
-func (d *daemon) recvLoop(stream grpc.BidiStreamingClient[pb.DaemonMessage, pb.HNPMessage]) error {
+func (d *daemon) recvLoop(ctx context.Context, stream grpc.BidiStreamingClient[pb.DaemonMessage, pb.HNPMessage]) error {
 	for {
 		m, err := stream.Recv()
 		if err != nil {
@@ -246,7 +251,11 @@ func (d *daemon) recvLoop(stream grpc.BidiStreamingClient[pb.DaemonMessage, pb.H
 		}
 		switch b := m.Body.(type) {
 		case *pb.HNPMessage_Launch:
-			d.start(b.Launch)
+			d.start(ctx, b.Launch)
+		case *pb.HNPMessage_SnapcRequest:
+			d.snapcRequest(ctx, b.SnapcRequest)
+		case *pb.HNPMessage_RankCheckpointDone:
+			d.rankCheckpointDone(b.RankCheckpointDone)
 		case *pb.HNPMessage_Fence:
 			d.fenceComplete(b.Fence)
 		case *pb.HNPMessage_Signal:
@@ -287,7 +296,7 @@ func (d *daemon) heartbeat(ctx context.Context) {
 }
 
 // start launches the node's ranks.
-func (d *daemon) start(l *pb.Launch) {
+func (d *daemon) start(ctx context.Context, l *pb.Launch) {
 	d.mu.Lock()
 	if d.launch != nil {
 		d.mu.Unlock()
@@ -296,9 +305,12 @@ func (d *daemon) start(l *pb.Launch) {
 	}
 	d.launch = l
 	d.mu.Unlock()
+	if err := d.startLocal(l); err != nil {
+		d.log.Error("no local snapshot coordinator; checkpoints of this job will fail", "err", err)
+	}
 	env := d.rankEnv(l)
 	for _, r := range l.Ranks {
-		d.startRank(l, int(r), env)
+		d.startRank(ctx, l, int(r), env)
 	}
 }
 
@@ -327,13 +339,18 @@ func (d *daemon) rankEnv(l *pb.Launch) []string {
 	)
 }
 
-func (d *daemon) startRank(l *pb.Launch, r int, env []string) {
+func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []string) {
 	fail := func(err error) {
 		d.log.Error("could not start rank", "rank", r, "err", err)
 		d.mu.Lock()
 		d.ranks[r] = &rank{rank: r, exited: true}
 		d.mu.Unlock()
 		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Error: err.Error()}}})
+	}
+	restart, err := d.restartEnv(ctx, l.Restart, r)
+	if err != nil {
+		fail(err)
+		return
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -348,7 +365,7 @@ func (d *daemon) startRank(l *pb.Launch, r int, env []string) {
 		return
 	}
 	cmd := newCommand(l.Program, l.Args, l.Cwd)
-	cmd.Env = append(env, rte.EnvRank+"="+fmt.Sprint(r))
+	cmd.Env = append(append(env[:len(env):len(env)], restart...), rte.EnvRank+"="+fmt.Sprint(r))
 	cmd.Stdout, cmd.Stderr = outW, errW
 	// Ranks die with the daemon: SIGKILL, since a daemon that vanished
 	// cannot report anything they do afterwards. The lock is held across
@@ -391,6 +408,11 @@ func (d *daemon) startRank(l *pb.Launch, r int, env []string) {
 			Connected: rk.connected, Finalized: rk.finalized, Killed: rk.killed}
 		d.mu.Unlock()
 		d.log.Debug("rank exited", "rank", r, "code", code, "signal", int(sig))
+		how := fmt.Sprintf("status %d", code)
+		if sig != 0 {
+			how = fmt.Sprintf("signal %d", int(sig))
+		}
+		d.appGone(r, fmt.Sprintf("rank %d ended (%s)", r, how))
 		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Exited{Exited: ex}})
 	}()
 }

@@ -63,13 +63,22 @@ func build() error {
 	if err != nil {
 		return err
 	}
+	modRoot := filepath.Dir(strings.TrimSpace(string(out)))
 	args := []string{"build", "-o", bin + "/"}
 	if raceBuild {
 		args = append(args, "-race")
 	}
-	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./testdata/rte/rankprog", "./testdata/rte/mpiring", "./examples/heat")
+	overlay, err := crOverlay(modRoot, root)
+	if err != nil {
+		return err
+	}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./cmd/gompi-checkpoint", "./cmd/gompi-restart",
+		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./examples/heat")
 	cmd := exec.Command("go", args...)
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+	cmd.Dir = modRoot
 	cmd.Stderr = os.Stderr
 	return cmd.Run()
 }

@@ -12,6 +12,7 @@ import (
 
 	"gompi/boot"
 	"gompi/cli"
+	"gompi/frameworks/sstore"
 	"gompi/mca"
 	"gompi/rte/hostfile"
 	"gompi/rte/mapping"
@@ -28,10 +29,13 @@ type runOptions struct {
 	tagOutput     bool
 	wdir          string
 	params        *cli.ParamFlags
+	restartRef    string
+	restartSeq    int
 
-	nodes  []hostfile.Node
-	policy mapping.Policy
-	xenv   []string
+	nodes   []hostfile.Node
+	policy  mapping.Policy
+	xenv    []string
+	restart *Restart
 }
 
 // NewCommand returns the gompirun command (also `gompi run`). Its flags
@@ -68,6 +72,11 @@ Open MPI's single-dash spellings work: -np 4, -host a,b, -hostfile H,
 	f.StringArrayVarP(&o.env, "x", "x", nil, "export an environment variable to the ranks: -x VAR (its value here) or -x VAR=value (repeatable)")
 	f.BoolVar(&o.tagOutput, "tag-output", false, "prefix every line of output with [job,rank]<stdout>: or <stderr>:")
 	f.StringVar(&o.wdir, "wdir", "", "working directory of the ranks (default: the current one)")
+	// Open MPI's --sstore-load, in two flags: a path may hold any character.
+	f.StringVar(&o.restartRef, "restart-ref", "", "internal (gompi-restart): start every rank from its local snapshot in this global snapshot reference")
+	f.IntVar(&o.restartSeq, "restart-seq", -1, "internal (gompi-restart): the committed sequence to restart from")
+	_ = f.MarkHidden("restart-ref")
+	_ = f.MarkHidden("restart-seq")
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		switch name {
 		case "machinefile":
@@ -110,6 +119,16 @@ func (o *runOptions) complete() error {
 			return cli.Usagef("%v", err)
 		}
 	}
+	if (o.restartRef == "") != (o.restartSeq < 0) {
+		return cli.Usagef("--restart-ref and --restart-seq go together (gompi-restart passes both)")
+	}
+	if o.restartRef != "" {
+		ref, err := sstore.ParseRef(o.restartRef, "")
+		if err != nil {
+			return cli.Usagef("--restart-ref: %v", err)
+		}
+		o.restart = &Restart{Ref: ref, Seq: o.restartSeq}
+	}
 	for _, x := range o.env {
 		k, v, ok := strings.Cut(x, "=")
 		if k == "" || strings.ContainsAny(k, " \t") {
@@ -142,7 +161,7 @@ func (o *runOptions) run(c *cobra.Command, args []string) error {
 		NP: o.np, Nodes: o.nodes, MapBy: o.policy, Oversubscribe: o.oversubscribe,
 		Program: args[0], Args: args[1:], Env: o.xenv, Cwd: o.wdir, TagOutput: o.tagOutput,
 		Command: append([]string{"gompirun"}, os.Args[1:]...),
-		Proc:    p, Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Signals: sigs,
+		Proc:    p, Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Signals: sigs, Restart: o.restart,
 	})
 	if err != nil || code != 0 {
 		if code == 0 {
@@ -161,7 +180,8 @@ var singleDash = map[string]bool{
 
 // valueFlags are the spellings that take a separate value.
 var valueFlags = []string{"-n", "--np", "-np", "-H", "--host", "-host", "--hostfile", "-hostfile",
-	"--machinefile", "-machinefile", "--map-by", "-map-by", "-x", "--x", "--wdir", "-wdir", "--wd", "-wd"}
+	"--machinefile", "-machinefile", "--map-by", "-map-by", "-x", "--x", "--wdir", "-wdir", "--wd", "-wd",
+	"--restart-ref", "--restart-seq"}
 
 // NormalizeArgs rewrites Open MPI's single-dash long options (-np 4,
 // -hostfile H) into the double-dash form the flag parser takes, up to the

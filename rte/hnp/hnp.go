@@ -63,6 +63,9 @@ type Options struct {
 	// Signals delivers the signals gompirun caught (SIGINT, SIGTERM,
 	// SIGHUP end the job; SIGUSR1 and SIGUSR2 are forwarded to the ranks).
 	Signals <-chan os.Signal
+	// Restart, when set, starts every rank from its local snapshot of a
+	// committed sequence; the job's checkpoints continue that reference.
+	Restart *Restart
 }
 
 // ResolveProgram finds the program a job runs, as the shell would: a name
@@ -141,6 +144,11 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
+	if o.Restart != nil {
+		if err := checkRestart(o.Restart, np); err != nil {
+			return 1, err
+		}
+	}
 
 	plmCand, err := o.Proc.Frameworks.PLM.SelectOne(ctx, vals, mca.RoleHNP, log)
 	if err != nil {
@@ -176,6 +184,10 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 
 	j := newJob(id, o, m, program, cwd, stack, o.Proc.FrameworkLogger(errmgr.Name), log)
+	if err := j.startSnapC(ctx); err != nil {
+		return 1, err
+	}
+	defer j.closeSnapC("the job is over")
 	svc := &service{j: j}
 
 	sock := filepath.Join(dir, rte.ControlSocket)

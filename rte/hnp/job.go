@@ -19,6 +19,7 @@ import (
 
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/plm"
+	"gompi/frameworks/snapc"
 	"gompi/mca"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/daemon"
@@ -73,8 +74,13 @@ type job struct {
 	abortTimer    <-chan time.Time
 	finishTimer   <-chan time.Time
 	killTimer     <-chan time.Time
+	termTimer     <-chan time.Time // after a checkpoint-and-terminate
 	finishKilled  bool
 	lastTick      time.Time
+
+	// Set before the servers start, then read-only.
+	snapc  snapc.Module
+	global snapc.Global // nil unless the SnapC module coordinates
 }
 
 // dconn is one daemon as the HNP sees it.
@@ -101,6 +107,9 @@ type rankState struct {
 	code  int
 	sig   int
 	done  bool
+	// termOK: asked to save and end (checkpoint-and-terminate), so its
+	// exit with status 0 is no fault even without finalizing.
+	termOK bool
 }
 
 // Events.
@@ -218,6 +227,12 @@ func (j *job) run(daemons []plm.Daemon) (int, error) {
 		case <-j.killTimer:
 			j.killTimer = nil
 			j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+		case <-j.termTimer:
+			j.termTimer = nil
+			if j.state == stateRunning {
+				j.log.Warn("ranks did not end within a grace after a checkpoint-and-terminate; ending them", "grace", termGrace)
+				j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+			}
 		case <-j.finishTimer:
 			j.finishTimer = nil
 			if !j.finishKilled {
@@ -258,9 +273,13 @@ func (j *job) progress() {
 				ranks[i] = int32(r)
 				j.ranks[r].state = "running"
 			}
+			var restart *pb.RestartSpec
+			if r := j.o.Restart; r != nil {
+				restart = &pb.RestartSpec{RefDir: r.Ref.Dir, RefName: r.Ref.Name, Seq: int32(r.Seq)}
+			}
 			d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
 				Program: j.program, Args: j.o.Args, Env: j.o.Env, Cwd: j.cwd,
-				Size: int32(len(j.ranks)), Ranks: ranks, RankNodes: j.m.RankNode,
+				Size: int32(len(j.ranks)), Ranks: ranks, RankNodes: j.m.RankNode, Restart: restart,
 			}}})
 		}
 		j.progress()
@@ -286,6 +305,7 @@ func (j *job) progress() {
 
 // shutdown tells every daemon to leave.
 func (j *job) shutdown() {
+	j.closeSnapC("the job is over")
 	j.state = stateFinishing
 	j.abortTimer, j.killTimer = nil, nil
 	for _, d := range j.daemons {
@@ -335,6 +355,7 @@ func (j *job) abort(report string, code int) {
 		return
 	}
 	j.state = stateAborting
+	j.closeSnapC("the job is being aborted")
 	if report != "" {
 		fmt.Fprintln(j.o.Stderr, report)
 	}
@@ -399,6 +420,10 @@ func (j *job) handle(e any) {
 		}
 	case evStatus:
 		e.reply <- j.status()
+	case evSnapcSend:
+		j.snapcSend(e)
+	case evTerminate:
+		j.terminate()
 	}
 }
 
@@ -478,6 +503,9 @@ func (j *job) exited(r *rankState, ex *pb.RankExited) {
 	if j.state != stateRunning || ex.Killed {
 		return // the job is ending anyway: not a fault
 	}
+	if r.termOK && ex.ExitCode == 0 && ex.Signal == 0 {
+		return // saved and ended, as a checkpoint-and-terminate asked
+	}
 	f := errmgr.Fault{Rank: r.rank, Node: r.node, Time: time.Now()}
 	switch {
 	case ex.Signal != 0:
@@ -532,6 +560,9 @@ func (j *job) nodeLost(d *dconn, detail string) {
 	}
 	running := j.state == stateRunning
 	d.state = "lost"
+	if j.global != nil {
+		j.global.NodeLost(d.node, detail)
+	}
 	if d.box != nil {
 		d.box.close()
 	}
@@ -598,6 +629,7 @@ func (j *job) signal(s os.Signal) {
 		j.err = nil // the message above says it
 	case stateRunning:
 		fmt.Fprintf(j.o.Stderr, "gompirun: caught signal %d (%v); forwarding it to the job's ranks\n", int(sig), sig)
+		j.closeSnapC(fmt.Sprintf("gompirun caught signal %d (%v)", int(sig), sig))
 		j.interrupted = true
 		j.state = stateAborting
 		j.setExit(proc.ShellStatus(0, sig))

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 )
 
@@ -62,6 +63,18 @@ func (s *service) Attach(stream grpcStream) error {
 			s.j.print(b.Output)
 			d.lastSeen.Store(time.Now().UnixNano())
 			d.busy.Store(false)
+		case *pb.DaemonMessage_SnapcReply:
+			if s.j.global == nil {
+				continue
+			}
+			rep, err := control.LocalReplyFromProto(b.SnapcReply, d.node, len(s.j.m.RankNode))
+			if err != nil {
+				s.j.log.Warn("bad checkpoint reply", "node", d.node, "err", err)
+				continue
+			}
+			s.j.global.Deliver(rep)
+		case *pb.DaemonMessage_RankCheckpoint:
+			go s.j.rankCheckpoint(d.node, box, b.RankCheckpoint)
 		default:
 			if !s.j.send(evMsg{node: d.node, m: m}) {
 				box.close()

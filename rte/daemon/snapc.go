@@ -1,0 +1,268 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"gompi/boot"
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+	"gompi/mca"
+	"gompi/rte"
+	"gompi/rte/control"
+	pb "gompi/rte/control/proto"
+)
+
+// The daemon's part in checkpoints: it hosts the node's local SnapC
+// coordinator (when the job's SnapC component coordinates), is its AppPort
+// to the ranks' application coordinators (one Requests stream per rank),
+// forwards the ranks' own checkpoint requests to gompirun, and starts the
+// ranks of a restarted job with their local snapshots (SStore Fetch).
+
+// crState is the daemon's checkpoint state.
+type crState struct {
+	log   *slog.Logger // the snapc framework's
+	store sstore.Module
+	coord snapc.Coordinator // nil: the job's SnapC does not coordinate
+
+	mu       sync.Mutex
+	local    snapc.Local
+	apps     map[int]*appConn
+	pending  map[uint64]chan *pb.RankCheckpointDone
+	nextCkpt uint64
+}
+
+// selectCR picks the node's SStore and SnapC modules.
+func selectCR(ctx context.Context, p *boot.Process) (*crState, error) {
+	st, err := p.Frameworks.SStore.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(sstore.Name))
+	if err != nil {
+		return nil, fmt.Errorf("gompid: choose the stable storage: %w", err)
+	}
+	sc, err := p.Frameworks.SnapC.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(snapc.Name))
+	if err != nil {
+		return nil, fmt.Errorf("gompid: choose the snapshot coordinator: %w", err)
+	}
+	cr := &crState{log: p.FrameworkLogger(snapc.Name), store: st.Module, apps: map[int]*appConn{}, pending: map[uint64]chan *pb.RankCheckpointDone{}}
+	cr.coord, _ = sc.Module.(snapc.Coordinator)
+	return cr, nil
+}
+
+// startLocal starts the node's local coordinator for the launched ranks.
+func (d *daemon) startLocal(l *pb.Launch) error {
+	if d.cr.coord == nil {
+		return nil
+	}
+	ranks := make([]int, len(l.Ranks))
+	for i, r := range l.Ranks {
+		ranks[i] = int(r)
+	}
+	loc, err := d.cr.coord.NewLocal(snapc.NodeSpec{Node: d.node, Ranks: ranks, Store: d.cr.store, Values: d.vals, Log: d.cr.log}, (*appPort)(d))
+	if err != nil {
+		return err
+	}
+	d.cr.mu.Lock()
+	d.cr.local = loc
+	d.cr.mu.Unlock()
+	return nil
+}
+
+func (d *daemon) localCoord() snapc.Local {
+	d.cr.mu.Lock()
+	defer d.cr.mu.Unlock()
+	return d.cr.local
+}
+
+// snapcRequest runs one request of the global coordinator. Cancel and
+// Done are handled at once, in order; the others on their own goroutine,
+// since they wait for the ranks.
+func (d *daemon) snapcRequest(ctx context.Context, m *pb.SnapcRequest) {
+	req, err := control.LocalRequestFromProto(m)
+	if err != nil {
+		d.log.Warn("bad checkpoint request from gompirun", "err", err)
+		return
+	}
+	loc := d.localCoord()
+	reply := func(r snapc.LocalReply) {
+		if r.Kind == snapc.LocalCancel || r.Kind == snapc.LocalDone {
+			return
+		}
+		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
+	}
+	if loc == nil {
+		reply(snapc.LocalReply{ID: req.ID, Kind: req.Kind, Node: d.node,
+			Err: fmt.Sprintf("gompid on node %s has no local snapshot coordinator (the job's snapc does not coordinate, or its ranks are not launched)", d.node)})
+		return
+	}
+	if req.Kind == snapc.LocalCancel || req.Kind == snapc.LocalDone {
+		loc.Handle(ctx, req)
+		return
+	}
+	go func() { reply(loc.Handle(ctx, req)) }()
+}
+
+// rankCheckpointDone completes a rank's Checkpoint call.
+func (d *daemon) rankCheckpointDone(m *pb.RankCheckpointDone) {
+	d.cr.mu.Lock()
+	c, ok := d.cr.pending[m.Id]
+	delete(d.cr.pending, m.Id)
+	d.cr.mu.Unlock()
+	if ok {
+		c <- m
+	}
+}
+
+// appGone tells the local coordinator that rank's coordinator is gone.
+func (d *daemon) appGone(rank int, why string) {
+	if loc := d.localCoord(); loc != nil {
+		loc.AppGone(rank, why)
+	}
+}
+
+// appConn is one rank's application coordinator: an ordered, unbounded
+// queue of requests drained by its Requests stream.
+type appConn struct {
+	mu   sync.Mutex
+	q    []*pb.AppRequestMsg
+	wake chan struct{}
+}
+
+// appPort is the daemon as the local coordinator's snapc.AppPort.
+type appPort daemon
+
+func (p *appPort) Send(rank int, req snapc.AppRequest) error {
+	d := (*daemon)(p)
+	d.cr.mu.Lock()
+	a := d.cr.apps[rank]
+	d.cr.mu.Unlock()
+	if a == nil {
+		return fmt.Errorf("%w: the rank does not run one (it does not use package cr), has not started it yet, or is finalizing", snapc.ErrNoApp)
+	}
+	a.mu.Lock()
+	a.q = append(a.q, control.AppRequestToProto(req))
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Requests is a rank's application coordinator's session.
+func (s *rankService) Requests(req *pb.AppRequestsRequest, stream grpc.ServerStreamingServer[pb.AppRequestMsg]) error {
+	d := s.d
+	d.mu.Lock()
+	_, err := s.ours(req.Rank)
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	rank := int(req.Rank)
+	a := &appConn{wake: make(chan struct{}, 1)}
+	d.cr.mu.Lock()
+	if d.cr.apps[rank] != nil {
+		d.cr.mu.Unlock()
+		return status.Errorf(codes.AlreadyExists, "gompid: rank %d already has a checkpoint coordinator", rank)
+	}
+	d.cr.apps[rank] = a
+	d.cr.mu.Unlock()
+	defer func() {
+		d.cr.mu.Lock()
+		delete(d.cr.apps, rank)
+		d.cr.mu.Unlock()
+		d.appGone(rank, fmt.Sprintf("rank %d's checkpoint coordinator left (the rank finalized or ended)", rank))
+	}()
+	if err := stream.Send(&pb.AppRequestMsg{Ready: true}); err != nil {
+		return err
+	}
+	for {
+		a.mu.Lock()
+		q := a.q
+		a.q = nil
+		a.mu.Unlock()
+		for _, m := range q {
+			if err := stream.Send(m); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-a.wake:
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+// Reply hands a rank's answer to the local coordinator.
+func (s *rankService) Reply(_ context.Context, m *pb.AppReplyMsg) (*pb.AppReplyResponse, error) {
+	d := s.d
+	d.mu.Lock()
+	_, err := s.ours(m.Rank)
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	r, err := control.AppReplyFromProto(m)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	loc := d.localCoord()
+	if loc == nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "gompid: node %s coordinates no checkpoints", d.node)
+	}
+	loc.AppReply(int(m.Rank), r)
+	return &pb.AppReplyResponse{}, nil
+}
+
+// Checkpoint forwards a rank's checkpoint request to gompirun and waits
+// for the outcome. A rank that stops waiting does not stop the checkpoint.
+func (s *rankService) Checkpoint(ctx context.Context, m *pb.RankCheckpointRequest) (*pb.RankCheckpointResponse, error) {
+	d := s.d
+	d.mu.Lock()
+	_, err := s.ours(m.Rank)
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	d.cr.mu.Lock()
+	d.cr.nextCkpt++
+	id := d.cr.nextCkpt
+	c := make(chan *pb.RankCheckpointDone, 1)
+	d.cr.pending[id] = c
+	d.cr.mu.Unlock()
+	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_RankCheckpoint{RankCheckpoint: &pb.RankCheckpoint{
+		Id: id, Rank: m.Rank, Target: m.Target, Options: m.Options}}})
+	select {
+	case done := <-c:
+		return &pb.RankCheckpointResponse{Seq: done.Seq, Ref: done.Ref, Dir: done.Dir, DurationNano: done.DurationNano, Error: done.Error}, nil
+	case <-ctx.Done():
+		d.cr.mu.Lock()
+		delete(d.cr.pending, id)
+		d.cr.mu.Unlock()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case <-d.out.done:
+		return nil, status.Error(codes.Unavailable, "gompid: lost contact with gompirun")
+	}
+}
+
+// restartEnv returns the restart variables of rank in a restarted job.
+func (d *daemon) restartEnv(ctx context.Context, spec *pb.RestartSpec, rank int) ([]string, error) {
+	if spec == nil {
+		return nil, nil
+	}
+	ref := sstore.Ref{Dir: spec.RefDir, Name: spec.RefName}
+	dir, err := d.cr.store.Fetch(ctx, ref, int(spec.Seq), rank)
+	if err != nil {
+		if errors.Is(err, sstore.ErrDisabled) {
+			return nil, fmt.Errorf("restart of rank %d: %w (restart with -am ft-enable-cr)", rank, err)
+		}
+		return nil, fmt.Errorf("restart of rank %d: %w", rank, err)
+	}
+	return []string{rte.EnvRestartRef + "=" + ref.Path(), rte.EnvRestartSeq + "=" + fmt.Sprint(spec.Seq), rte.EnvRestartDir + "=" + dir}, nil
+}

@@ -1,0 +1,218 @@
+package hnp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+	"gompi/mca"
+	"gompi/rte/control"
+	pb "gompi/rte/control/proto"
+)
+
+// gompirun's part in checkpoints: it selects the job's SnapC; when the
+// module coordinates (full) it runs the job's global coordinator, whose
+// link to the daemons goes through the job's event loop, and serves the
+// tools' checkpoint calls and the ranks' own requests. With snapc none
+// every request is refused with snapc.ErrDisabled's advice.
+
+// Restart says which snapshot a restarted job starts from (gompi-restart
+// passes it with gompirun's hidden --restart-ref and --restart-seq).
+type Restart struct {
+	Ref sstore.Ref
+	Seq int
+}
+
+// termGrace is how long ranks have to end by themselves after a
+// checkpoint-and-terminate was committed, before gompirun ends them.
+const termGrace = 30 * time.Second
+
+// checkRestart makes sure the snapshot exists, was committed, and holds
+// the job's rank count, before anything is launched.
+func checkRestart(r *Restart, np int) error {
+	meta, err := sstore.ReadGlobal(r.Ref)
+	if err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	if _, err := sstore.ChooseSeq(r.Ref, meta, r.Seq); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	if meta.Ranks != np {
+		return fmt.Errorf("restart: %s holds a job of %d ranks, not %d: restart it with -np %d (gompi-restart does)", r.Ref.Path(), meta.Ranks, np, meta.Ranks)
+	}
+	return nil
+}
+
+// startSnapC selects the job's SnapC and, when it coordinates, starts the
+// global coordinator.
+func (j *job) startSnapC(ctx context.Context) error {
+	p := j.o.Proc
+	cand, err := p.Frameworks.SnapC.SelectOne(ctx, j.vals, mca.RoleHNP, p.FrameworkLogger(snapc.Name))
+	if err != nil {
+		return fmt.Errorf("choose the snapshot coordinator: %w", err)
+	}
+	j.snapc = cand.Module
+	coord, ok := cand.Module.(snapc.Coordinator)
+	if !ok {
+		return nil
+	}
+	var ref sstore.Ref
+	if j.o.Restart != nil {
+		ref = j.o.Restart.Ref // the restarted job continues its reference
+	} else {
+		dir, err := snapc.GlobalDir(j.vals)
+		if err != nil {
+			return err
+		}
+		if dir, err = filepath.Abs(dir); err != nil {
+			return fmt.Errorf("%s: %w", snapc.ParamGlobalDir, err)
+		}
+		ref = sstore.Ref{Dir: dir, Name: sstore.RefName(j.id)}
+	}
+	var amca []string
+	if p.Sources != nil {
+		amca = p.Sources.AMCASets()
+	}
+	g, err := coord.NewGlobal(snapc.JobSpec{
+		Job: j.id, RankNodes: j.m.RankNode, Ref: ref, Settings: j.vals.Changed(), AMCA: amca,
+		Launch: sstore.Launch{Program: j.program, Args: j.o.Args, Cwd: j.cwd, Env: j.o.Env},
+		Values: j.vals, Log: p.FrameworkLogger(snapc.Name),
+	}, snapcLink{j})
+	if err != nil {
+		return err
+	}
+	j.global = g
+	return nil
+}
+
+// snapcLink is the global coordinator's way to the daemons.
+type snapcLink struct{ j *job }
+
+type (
+	evSnapcSend struct {
+		node string
+		req  snapc.LocalRequest
+		errc chan error
+	}
+	evTerminate struct{}
+)
+
+func (l snapcLink) Send(node string, req snapc.LocalRequest) error {
+	errc := make(chan error, 1)
+	if !l.j.send(evSnapcSend{node: node, req: req, errc: errc}) {
+		return errors.New("the job is over")
+	}
+	return <-errc
+}
+
+func (l snapcLink) Terminate() { l.j.send(evTerminate{}) }
+
+// snapcSend puts a coordinator's request in a daemon's mailbox.
+func (j *job) snapcSend(e evSnapcSend) {
+	d, ok := j.daemons[e.node]
+	switch {
+	case !ok:
+		e.errc <- fmt.Errorf("no node %s in this job", e.node)
+		return
+	case d.box == nil:
+		e.errc <- fmt.Errorf("the daemon of node %s has not connected yet (the job is starting): try again", e.node)
+		return
+	case d.state != "running":
+		e.errc <- fmt.Errorf("the daemon of node %s is %s", e.node, d.state)
+		return
+	case j.state != stateRunning && e.req.Kind != snapc.LocalCancel:
+		e.errc <- fmt.Errorf("the job is %s", j.state)
+		return
+	}
+	// Ranks asked to save and then end may exit without finalizing; a
+	// withdrawn request takes that back.
+	if e.req.Kind == snapc.LocalTarget || e.req.Kind == snapc.LocalCancel {
+		for _, r := range d.ranks {
+			j.ranks[r].termOK = e.req.Kind == snapc.LocalTarget && e.req.Options.Term
+		}
+	}
+	d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_SnapcRequest{SnapcRequest: control.LocalRequestToProto(e.req)}})
+	e.errc <- nil
+}
+
+// terminate ends the ranks that did not end by themselves after a
+// checkpoint-and-terminate, once termGrace has passed.
+func (j *job) terminate() {
+	if j.state == stateRunning {
+		j.log.Info("checkpoint-and-terminate committed: the ranks end")
+		j.termTimer = time.After(termGrace)
+	}
+}
+
+// closeSnapC fails the checkpoint in progress and every later one.
+func (j *job) closeSnapC(why string) {
+	if j.global != nil {
+		j.global.Close(errors.New(why))
+	}
+}
+
+// Checkpoint serves gompi-checkpoint.
+func (s *service) Checkpoint(req *pb.CheckpointRequest, stream grpc.ServerStreamingServer[pb.CheckpointEvent]) error {
+	ctx := stream.Context()
+	opts := control.OptionsFromProto(req.GetOptions())
+	var res snapc.Result
+	var err error
+	if s.j.global == nil {
+		res, err = s.j.snapc.Checkpoint(ctx, snapc.Request{Options: opts})
+	} else {
+		res, err = s.j.global.Checkpoint(ctx, snapc.Request{Options: opts}, func(e snapc.Event) {
+			_ = stream.Send(control.EventToProto(e)) // a tool that went away misses the rest
+		})
+	}
+	final := &pb.CheckpointEvent{Done: true, Phase: string(snapc.PhaseCommit), Seq: int32(res.Seq), Ref: res.Ref, Dir: res.Dir,
+		DurationNano: int64(res.Duration), UnixNano: time.Now().UnixNano()}
+	if err != nil {
+		final.Phase, final.Seq, final.Error = string(snapc.PhaseFailed), -1, err.Error()
+	}
+	return stream.Send(final)
+}
+
+// Snapshots names the job's reference.
+func (s *service) Snapshots(context.Context, *pb.SnapshotsRequest) (*pb.SnapshotsResponse, error) {
+	if s.j.global == nil {
+		_, err := s.j.snapc.Checkpoint(context.Background(), snapc.Request{})
+		if err == nil {
+			err = snapc.ErrDisabled
+		}
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	ref := s.j.global.Ref()
+	return &pb.SnapshotsResponse{Dir: ref.Dir, Ref: ref.Name}, nil
+}
+
+// rankCheckpoint runs a rank's request and answers its daemon.
+func (j *job) rankCheckpoint(node string, box *mailbox, m *pb.RankCheckpoint) {
+	done := &pb.RankCheckpointDone{Id: m.Id, Seq: -1}
+	var res snapc.Result
+	var err error
+	switch {
+	case m.Rank < 0 || int(m.Rank) >= len(j.m.RankNode) || j.m.RankNode[m.Rank] != node:
+		err = fmt.Errorf("node %s asked for a checkpoint for rank %d, which it does not run", node, m.Rank)
+	case j.global == nil:
+		_, err = j.snapc.Checkpoint(context.Background(), snapc.Request{Options: control.OptionsFromProto(m.Options)})
+		if err == nil {
+			err = snapc.ErrDisabled
+		}
+	default:
+		res, err = j.global.AppCheckpoint(context.Background(), int(m.Rank), m.Target, control.OptionsFromProto(m.Options))
+	}
+	if err != nil {
+		done.Error = err.Error()
+	} else {
+		done.Seq, done.Ref, done.Dir, done.DurationNano = int32(res.Seq), res.Ref, res.Dir, int64(res.Duration)
+	}
+	box.put(&pb.HNPMessage{Body: &pb.HNPMessage_RankCheckpointDone{RankCheckpointDone: done}})
+}

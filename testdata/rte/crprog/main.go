@@ -1,0 +1,219 @@
+// Command crprog is the checkpointable rank program of the runtime's
+// checkpoint/restart tests. It implements the application side of SnapC
+// minimally with the rank client alone (no package cr): its safe points
+// are the turns of a counter; a query is answered with the count, a
+// target is saved (app.state and library.state, written through
+// sstore.CreateFile, then snapshot_meta) when the count reaches it. A rank
+// that answered a query does not pass its next safe point until the
+// target (or the cancel) arrives, so the target, one past the highest
+// count, is never behind it. A restarted rank reads its count back and
+// goes on from there.
+//
+// Lines it prints, for the tests: "ready rank=R pid=P" once its
+// coordinator is registered; "saved rank=R seq=S count=C" after each save;
+// "restarted rank=R ref=NAME seq=S count=C lib=L btl=B" on a restart;
+// "paused at write of seq S" under the write test hook.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gompi/components/snapc/full"
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+	"gompi/rte/rankclient"
+)
+
+type state struct {
+	mu      sync.Mutex
+	changed *sync.Cond
+	count   uint64
+	queried uint64 // request answered, its target not known yet
+	pending *snapc.AppRequest
+}
+
+func main() {
+	var (
+		steps      = flag.Uint64("steps", 0, "end (finalize) after this many safe points; 0 = run until ended")
+		tick       = flag.Duration("tick", 2*time.Millisecond, "time between safe points")
+		refuseRank = flag.Int("refuse-rank", -1, "this rank answers every query as not checkpointable")
+		failRank   = flag.Int("fail-rank", -1, "this rank fails to save")
+		payload    = flag.Int("payload", 4096, "bytes of app.state beyond its header")
+	)
+	flag.Parse()
+	ctx := context.Background()
+	c, err := rankclient.Init(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crprog:", err)
+		os.Exit(99)
+	}
+	r := c.Rank()
+	pause, err := full.ParsePausePoint(c.Values().String(full.ParamPauseAt))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crprog:", err)
+		os.Exit(98)
+	}
+	st := &state{}
+	st.changed = sync.NewCond(&st.mu)
+	if info, ok := c.Restart(); ok {
+		b, err := os.ReadFile(filepath.Join(info.Dir, "app.state"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crprog: restart:", err)
+			os.Exit(97)
+		}
+		var rank int
+		if _, err := fmt.Sscanf(string(b), "rank %d count %d\n", &rank, &st.count); err != nil || rank != r {
+			fmt.Fprintf(os.Stderr, "crprog: restart: app.state of rank %d holds %q\n", r, firstLine(b))
+			os.Exit(96)
+		}
+		lib, err := c.RestoreState()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "crprog: restart:", err)
+			os.Exit(95)
+		}
+		fmt.Printf("restarted rank=%d ref=%s seq=%d count=%d lib=%q btl=%s\n", r, info.Ref.Name, info.Seq, st.count, lib, c.Values().String("btl"))
+	}
+	reqs := c.Requests()
+	go coordinate(ctx, c, st, reqs, r == *refuseRank)
+	fmt.Printf("ready rank=%d pid=%d\n", r, os.Getpid())
+
+	for {
+		st.mu.Lock()
+		for st.queried != 0 {
+			st.changed.Wait()
+		}
+		st.count++
+		n := st.count
+		var save *snapc.AppRequest
+		if p := st.pending; p != nil && p.Target == n {
+			save, st.pending = p, nil
+		}
+		st.mu.Unlock()
+		if save != nil {
+			saveAt(ctx, c, save, n, pause, r == *failRank, *payload)
+			if save.Options.Term {
+				break
+			}
+		}
+		if *steps > 0 && n >= *steps {
+			break
+		}
+		time.Sleep(*tick)
+	}
+	if err := c.Finalize(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "crprog: finalize:", err)
+		os.Exit(94)
+	}
+}
+
+// coordinate is the rank's application coordinator.
+func coordinate(ctx context.Context, c *rankclient.Client, st *state, reqs <-chan snapc.AppRequest, refuse bool) {
+	for req := range reqs {
+		reply := snapc.AppReply{ID: req.ID, Kind: req.Kind}
+		switch req.Kind {
+		case snapc.Query:
+			st.mu.Lock()
+			reply.Count = st.count
+			st.mu.Unlock()
+			switch {
+			case refuse:
+				reply.Reason = fmt.Sprintf("rank %d is not checkpointable (test: -refuse-rank)", c.Rank())
+			case req.Options.Stop:
+				reply.Reason = "crs/self cannot stop a process after its checkpoint (--stop needs a system-level CRS)"
+			default:
+				reply.Checkpointable = true
+				st.mu.Lock()
+				st.queried = req.ID
+				st.mu.Unlock()
+			}
+		case snapc.Target:
+			st.mu.Lock()
+			if st.queried == req.ID {
+				st.queried = 0
+				st.changed.Broadcast()
+			}
+			if req.Target <= st.count {
+				reply.Err = fmt.Sprintf("safe point %d already passed (at %d)", req.Target, st.count)
+			} else {
+				p := req
+				st.pending = &p
+				st.mu.Unlock()
+				continue // answered once saved
+			}
+			st.mu.Unlock()
+		case snapc.Cancel:
+			st.mu.Lock()
+			if st.pending != nil && st.pending.ID == req.ID {
+				st.pending = nil
+			}
+			if st.queried == req.ID {
+				st.queried = 0
+				st.changed.Broadcast()
+			}
+			st.mu.Unlock()
+			continue
+		}
+		if err := c.Reply(ctx, reply); err != nil {
+			fmt.Fprintln(os.Stderr, "crprog: reply:", err)
+		}
+	}
+}
+
+// saveAt writes the rank's local snapshot into req.Dir and answers.
+func saveAt(ctx context.Context, c *rankclient.Client, req *snapc.AppRequest, count uint64, pause full.PausePoint, fail bool, payload int) {
+	r := c.Rank()
+	reply := snapc.AppReply{ID: req.ID, Kind: snapc.Target}
+	err := func() error {
+		if fail {
+			return fmt.Errorf("rank %d cannot save (test: -fail-rank)", r)
+		}
+		w, err := sstore.CreateFile(req.Dir, "app.state")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "rank %d count %d\n", r, count)
+		data := []byte(strings.Repeat(strconv.Itoa(r), payload))
+		if pause.At(full.PauseWrite, req.Seq) {
+			w.Write(data[:payload/2])
+			fmt.Printf("%s\n", full.PauseMessage(full.PauseWrite, req.Seq))
+			select {} // until the test kills something
+		}
+		w.Write(data)
+		app, err := w.Close()
+		if err != nil {
+			return err
+		}
+		lw, err := sstore.CreateFile(req.Dir, snapc.LibraryStateFile)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(lw, "library of rank %d at %d", r, count)
+		lib, err := lw.Close()
+		if err != nil {
+			return err
+		}
+		return sstore.WriteLocal(req.Dir, &sstore.LocalMeta{Rank: r, PID: os.Getpid(), Node: c.Node(), CRS: "self",
+			Created: time.Now(), Files: []sstore.FileRecord{app, lib}})
+	}()
+	if err != nil {
+		reply.Err = err.Error()
+	} else {
+		fmt.Printf("saved rank=%d seq=%d count=%d\n", r, req.Seq, count)
+	}
+	if err := c.Reply(ctx, reply); err != nil {
+		fmt.Fprintln(os.Stderr, "crprog: reply:", err)
+	}
+}
+
+func firstLine(b []byte) string {
+	s, _, _ := strings.Cut(string(b), "\n")
+	return s
+}

@@ -1,0 +1,262 @@
+// Package restart is gompi-restart (also `gompi restart`): it restarts a
+// job from its global snapshot reference alone, as Open MPI's ompi-restart
+// does. The reference's metadata holds everything: the rank count, the
+// parameters and AMCA sets the job ran with, its program, arguments,
+// working directory and exports. gompi-restart picks the newest committed
+// sequence (or the one -s names, which must be committed), verifies every
+// file's size and checksum, and runs gompirun with the same job, each rank
+// starting from its local snapshot. The restarted job checkpoints into the
+// same reference, numbering on.
+package restart
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"gompi/boot"
+	"gompi/cli"
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+	"gompi/mca"
+)
+
+// options are gompi-restart's flags.
+type options struct {
+	seq        int
+	info       bool
+	hostfile   string
+	fork       bool
+	showme     bool
+	mpirunOpts string
+	verbose    bool
+	asJSON     bool
+	params     *cli.ParamFlags
+}
+
+// NewCommand returns the gompi-restart command.
+func NewCommand() *cobra.Command {
+	o := &options{}
+	cmd := &cobra.Command{
+		Use:   "gompi-restart [options] GLOBAL_SNAPSHOT_REF",
+		Short: "Restart a gompi job from a checkpoint",
+		Long: `gompi-restart restarts the job saved in GLOBAL_SNAPSHOT_REF: the name
+gompi-checkpoint printed (found in snapc_base_global_snapshot_dir, $HOME by
+default) or the reference's path. It takes the newest committed sequence, or
+the committed one -s names, checks the size and checksum of every file of
+it, and runs gompirun again with the job's rank count, program, arguments,
+working directory, exports, AMCA sets and parameters, each rank starting
+from its own snapshot. --mca overrides a stored parameter (a different btl,
+for instance); --hostfile places the ranks on other nodes. The restarted
+job's checkpoints continue the same reference with the next sequence
+numbers.`,
+		Example: `  gompi-restart gompi_global_snapshot_1a2b3c4d.ckpt
+  gompi-restart -s 0 /scratch/gompi_global_snapshot_1a2b3c4d.ckpt
+  gompi-restart --hostfile hosts --mca btl tcp gompi_global_snapshot_1a2b3c4d.ckpt
+  gompi-restart -i gompi_global_snapshot_1a2b3c4d.ckpt`,
+		Args:    cobra.ExactArgs(1),
+		Version: cli.Version(),
+	}
+	f := cmd.Flags()
+	f.IntVarP(&o.seq, "seq", "s", -1, "sequence to restart from (default: the newest committed one)")
+	f.BoolVarP(&o.info, "info", "i", false, "explain the reference (job, sequences, ranks, files, parameters) and exit")
+	f.StringVar(&o.hostfile, "hostfile", "", "hostfile of the nodes to restart on (default: this machine)")
+	f.BoolVar(&o.fork, "fork", false, "run gompirun as a child and wait for it, instead of becoming it")
+	f.BoolVar(&o.showme, "showme", false, "print the gompirun command line instead of running it")
+	f.StringVar(&o.mpirunOpts, "mpirun_opts", "", "more gompirun options, split on spaces (e.g. \"--tag-output --map-by node\")")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "print more: file checksums with -i, the gompirun command line before running it")
+	f.BoolVar(&o.asJSON, "json", false, "with -i, print the reference as JSON")
+	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "machinefile" {
+			name = "hostfile"
+		}
+		return pflag.NormalizedName(name)
+	})
+	o.params = cli.AddParamFlags(cmd)
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if o.seq < -1 {
+			return cli.Usagef("-s %d: want a sequence number (gompi-restart -i lists them)", o.seq)
+		}
+		if o.asJSON && !o.info {
+			return cli.Usagef("--json goes with -i")
+		}
+		return o.run(c.Context(), c.OutOrStdout(), c.ErrOrStderr(), args[0])
+	}
+	return cmd
+}
+
+func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string) error {
+	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleTool, Sources: o.params.SourceOptions(), LogOutput: stderr, NoPlugins: true})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	def, _ := snapc.GlobalDir(p.Values) // a bare name without a folder fails in ParseRef, saying so
+	ref, err := sstore.ParseRef(arg, def)
+	if err != nil {
+		return err
+	}
+	meta, err := sstore.ReadGlobal(ref)
+	if err != nil {
+		return err
+	}
+	if o.info {
+		in := Explain(ref, meta)
+		if o.seq >= 0 {
+			if _, ok := meta.Seq(o.seq); !ok {
+				return fmt.Errorf("%s has no sequence %d; it has %s", ref.Path(), o.seq, seqList(meta))
+			}
+		}
+		if o.asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(in)
+		}
+		return in.Render(stdout, o.seq, o.verbose)
+	}
+	point, err := sstore.ChooseSeq(ref, meta, o.seq)
+	if err != nil {
+		return fmt.Errorf("%w\n(gompi-restart -i %s explains the reference)", err, arg)
+	}
+	if err := point.VerifyAll(); err != nil {
+		return err
+	}
+	gompirun, err := findGompirun()
+	if err != nil {
+		return err
+	}
+	argv, warnings := Command(point, Overrides{MCA: o.params.MCA, AMCA: o.params.AMCA, Hostfile: o.hostfile,
+		Extra: strings.Fields(o.mpirunOpts)}, p.Params)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "gompi-restart: warning: %s\n", w)
+	}
+	argv = append([]string{gompirun}, argv...)
+	if o.showme {
+		fmt.Fprintln(stdout, strings.Join(quoteArgs(argv), " "))
+		return nil
+	}
+	if o.verbose {
+		fmt.Fprintf(stderr, "gompi-restart: restarting %s from sequence %d:\n  %s\n", ref.Name, point.Seq.Seq, strings.Join(quoteArgs(argv), " "))
+	}
+	if !o.fork {
+		err := syscall.Exec(gompirun, argv, os.Environ())
+		return fmt.Errorf("run %s: %w", gompirun, err)
+	}
+	cmd := exec.Command(gompirun, argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code := exit.ExitCode()
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+			return &cli.ExitError{Code: code}
+		}
+		return fmt.Errorf("run %s: %w", gompirun, err)
+	}
+	return nil
+}
+
+func seqList(g *sstore.GlobalMeta) string {
+	if len(g.Seqs) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, r := range g.Seqs {
+		s = append(s, strconv.Itoa(r.Seq))
+	}
+	return strings.Join(s, ", ")
+}
+
+// findGompirun finds the gompirun beside this program, else on $PATH.
+func findGompirun() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "gompirun")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("gompirun")
+	if err != nil {
+		return "", fmt.Errorf("gompirun is neither beside gompi-restart nor on $PATH: install it there")
+	}
+	return p, nil
+}
+
+// Overrides are what the user changes at restart.
+type Overrides struct {
+	MCA      []string // name=value, beating the stored value of name
+	AMCA     []string // replace the stored AMCA sets when given
+	Hostfile string
+	Extra    []string // more gompirun options
+}
+
+// Command returns gompirun's arguments (without the program name) that
+// restart point: the stored AMCA sets and parameters (except those the AMCA
+// sets give, and those overridden), the user's overrides, the rank count,
+// the launch, and the restart spec. Stored parameters this gompi does not
+// know are left out with a warning.
+func Command(point sstore.RestartPoint, ov Overrides, known *mca.Params) (args, warnings []string) {
+	meta := point.Meta
+	args = []string{"-np", strconv.Itoa(meta.Ranks)}
+	if ov.Hostfile != "" {
+		args = append(args, "--hostfile", ov.Hostfile)
+	}
+	amca := meta.AMCA
+	if len(ov.AMCA) > 0 {
+		amca = ov.AMCA
+	}
+	if len(amca) > 0 {
+		args = append(args, "-am", strings.Join(amca, ","))
+	}
+	overridden := map[string]bool{}
+	for _, kv := range ov.MCA {
+		name, _, _ := strings.Cut(kv, "=")
+		overridden[strings.TrimSpace(name)] = true
+	}
+	for _, s := range meta.Params {
+		switch {
+		case overridden[s.Name], s.Origin.Source == mca.SourceAMCA, s.Name == "mca_base_param_file_prefix":
+			continue
+		}
+		if known != nil {
+			if _, ok := known.Lookup(s.Name); !ok {
+				warnings = append(warnings, fmt.Sprintf("parameter %s = %q stored in the snapshot is not known to this gompi; left out", s.Name, s.Value))
+				continue
+			}
+		}
+		args = append(args, "--mca", s.Name, s.Value)
+	}
+	for _, kv := range ov.MCA {
+		name, value, _ := strings.Cut(kv, "=")
+		args = append(args, "--mca", strings.TrimSpace(name), value)
+	}
+	args = append(args, ov.Extra...)
+	if meta.Launch.Cwd != "" {
+		args = append(args, "--wdir", meta.Launch.Cwd)
+	}
+	for _, e := range meta.Launch.Env {
+		args = append(args, "-x", e)
+	}
+	args = append(args, "--restart-ref", point.Ref.Path(), "--restart-seq", strconv.Itoa(point.Seq.Seq))
+	if meta.Launch.Program == "" {
+		warnings = append(warnings, "the snapshot records no program (made by an older gompi?)")
+	}
+	args = append(args, "--", meta.Launch.Program)
+	return append(args, meta.Launch.Args...), warnings
+}
+
+// Main runs gompi-restart with the process's arguments.
+func Main() int { return cli.Main(NewCommand(), false) }
