@@ -76,13 +76,13 @@ func copyChunks(ctx context.Context, w io.Writer, r io.Reader) error {
 	}
 }
 
-func (Local) Mkdir(name string) error                 { return os.Mkdir(name, 0o700) }
-func (Local) MkdirAll(name string) error              { return os.MkdirAll(name, 0o755) }
-func (Local) Symlink(target, name string) error       { return os.Symlink(target, name) }
+func (Local) Mkdir(name string) error                   { return os.Mkdir(name, 0o700) }
+func (Local) MkdirAll(name string) error                { return os.MkdirAll(name, 0o755) }
+func (Local) Symlink(target, name string) error         { return os.Symlink(target, name) }
 func (Local) Chmod(name string, mode fs.FileMode) error { return os.Chmod(name, mode) }
-func (Local) Rename(oldname, newname string) error    { return os.Rename(oldname, newname) }
-func (Local) RemoveAll(name string) error             { return os.RemoveAll(name) }
-func (Local) String() string                          { return "" }
+func (Local) Rename(oldname, newname string) error      { return os.Rename(oldname, newname) }
+func (Local) RemoveAll(name string) error               { return os.RemoveAll(name) }
+func (Local) String() string                            { return "" }
 
 func (Local) Exchange(a, b string) error {
 	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
