@@ -105,7 +105,7 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 		}
 		for _, s := range in.Params {
 			kv := s.Name + " = " + s.Value
-			p("\t%-*s  (%s)\n", width, kv, s.Origin)
+			p("\t%-*s  # %s\n", width, kv, s.Origin)
 		}
 	}
 	committed := 0

@@ -1,0 +1,111 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gompi/cli"
+	"gompi/frameworks/snapc"
+	"gompi/rte/jobs"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	cmd := NewCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	code := cli.Execute(context.Background(), cmd, args, false)
+	return code, out.String(), errb.String()
+}
+
+func TestHelpGolden(t *testing.T) {
+	code, out, errs := run("--help")
+	got := out + errs
+	path := filepath.Join("testdata", "help.golden")
+	if *update {
+		os.WriteFile(path, []byte(got), 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./tools/checkpoint -update)", err)
+	}
+	if code != 0 || got != string(want) {
+		t.Errorf("status %d; --help differs from %s (go test ./tools/checkpoint -update rewrites it):\n%s", code, path, got)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "which job? give the PID of its gompirun"},
+		{[]string{"abc"}, 2, `"abc" is not a process id`},
+		{[]string{"-5"}, 2, "unknown shorthand flag"},
+		{[]string{"12", "--hnp-pid", "13"}, 2, "give the job once"},
+		{[]string{"--term", "--stop", "12"}, 2, "--term and --stop both given"},
+		{[]string{"--list", "--term", "12"}, 2, "--list takes no checkpoint"},
+		{[]string{"1", "2"}, 2, "accepts at most 1 arg"},
+		{[]string{"--hnp-jobid", "feedf00d"}, 1, "job feedf00d: no running gompi job"},
+	}
+	for _, tt := range tests {
+		code, _, errs := run(tt.args...)
+		if code != tt.code || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: status %d, stderr:\n%s\nwant %d and %q", tt.args, code, errs, tt.code, tt.want)
+		}
+	}
+}
+
+// The PID of a process that is gone, and of one that is not a gompirun.
+func TestNotAGompirun(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(fmt.Sprint(dead.Process.Pid))
+	if code != 1 || !strings.Contains(errs, fmt.Sprintf("no process with pid %d", dead.Process.Pid)) {
+		t.Errorf("dead pid: status %d: %s", code, errs)
+	}
+	code, _, errs = run("--status", fmt.Sprint(os.Getpid()))
+	if code != 1 || !strings.Contains(errs, fmt.Sprintf("process %d (checkpoint.test) is not a gompirun", os.Getpid())) {
+		t.Errorf("our own pid: status %d: %s", code, errs)
+	}
+	if err := findHNP(os.Getpid()); !errors.Is(err, jobs.ErrNoJob) {
+		t.Errorf("findHNP: %v, want ErrNoJob", err)
+	}
+}
+
+func TestStatusLines(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var w bytes.Buffer
+	var s statusPrinter
+	for _, e := range []snapc.Event{
+		{Phase: snapc.PhaseRequested, Time: t0},
+		{Phase: snapc.PhaseQuery, Time: t0.Add(20 * time.Millisecond), Detail: "4 ranks"},
+		{Phase: snapc.PhaseLocalWrite, Node: "n1", Time: t0.Add(1250 * time.Millisecond), Detail: "2 local snapshots written"},
+		{Phase: snapc.PhaseCommit, Time: t0.Add(1300 * time.Millisecond), Detail: "sequence 0 committed"},
+	} {
+		s.print(&w, e)
+	}
+	want := "[  0.00 /   0.00]                 Requested - ...\n" +
+		"[  0.02 /   0.02]                     Query - 4 ranks\n" +
+		"[  1.23 /   1.25]          Local Write (n1) - 2 local snapshots written\n" +
+		"[  0.05 /   1.30]                    Commit - sequence 0 committed\n"
+	if w.String() != want {
+		t.Errorf("status lines:\n%s\nwant\n%s", w.String(), want)
+	}
+}

@@ -1,0 +1,275 @@
+package restart
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"gompi/cli"
+	"gompi/frameworks"
+	"gompi/frameworks/sstore"
+	"gompi/mca"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var t0 = time.Date(2026, 11, 21, 3, 0, 0, 123_000_000, time.UTC)
+
+// isolate keeps the developer's parameters out of a test.
+func isolate(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, mca.EnvPrefix) {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
+}
+
+// reference writes a reference of a 2-rank job with sequences 0 and 2
+// committed, 1 not, and returns it.
+func reference(t *testing.T) sstore.Ref {
+	t.Helper()
+	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("1a2b3c4d")}
+	g := &sstore.GlobalMeta{
+		Job: "1a2b3c4d", Ranks: 2, AMCA: []string{"ft-enable-cr"},
+		Params: []mca.Setting{
+			{Name: "ft_cr_enabled", Value: "1", Origin: mca.Origin{Source: mca.SourceAMCA, Where: "ft-enable-cr (built-in):5"}},
+			{Name: "btl", Value: "tcp", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}},
+			{Name: "plm_base_kill_grace", Value: "3s", Origin: mca.Origin{Source: mca.SourceEnv, Where: "GOMPI_MCA_plm_base_kill_grace"}},
+			{Name: "mca_base_param_file_prefix", Value: "ft-enable-cr", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}},
+			{Name: "crs_gone_param", Value: "x", Origin: mca.Origin{Source: mca.SourceUserFile, Where: "/h/.gompi/mca-params.conf:2"}},
+		},
+		Launch: sstore.Launch{Program: "/opt/app/heat", Args: []string{"-size", "64", "two words"}, Cwd: "/work", Env: []string{"OMP_NUM_THREADS=1"}},
+	}
+	for _, s := range []struct {
+		seq       int
+		committed bool
+	}{{0, true}, {1, false}, {2, true}} {
+		rec := sstore.SeqRecord{Seq: s.seq, Started: t0.Add(time.Duration(s.seq) * time.Minute)}
+		if s.committed {
+			rec.Committed, rec.Finished = true, rec.Started.Add(1500*time.Millisecond)
+			for rank := 0; rank < 2; rank++ {
+				rec.Procs = append(rec.Procs, sstore.ProcRecord{Rank: rank, Node: []string{"n1", "n2"}[rank], CRS: "self"})
+				dir := ref.LocalPath(s.seq, rank)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				w, err := sstore.CreateFile(dir, "app.state")
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.Write(bytes.Repeat([]byte{byte('a' + rank)}, 100*(s.seq+1)+rank))
+				app, err := w.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: rank, PID: 7, Node: "n1", CRS: "self", Created: t0, Files: []sstore.FileRecord{app}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		g.Seqs = append(g.Seqs, rec)
+	}
+	if err := sstore.WriteGlobal(ref, g); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+// run runs gompi-restart with args and returns its status and output, the
+// reference's folder written as $DIR.
+func run(t *testing.T, ref sstore.Ref, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := NewCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	code := cli.Execute(context.Background(), cmd, args, false)
+	clean := func(s string) string { return strings.ReplaceAll(s, ref.Dir, "$DIR") }
+	return code, clean(out.String()), clean(errb.String())
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./tools/restart -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (go test ./tools/restart -update rewrites it):\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// fakeGompirun puts a gompirun on $PATH, for --showme.
+func fakeGompirun(t *testing.T, ref sstore.Ref) {
+	t.Helper()
+	dir := filepath.Join(ref.Dir, "bin")
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "gompirun"), []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+}
+
+func TestGolden(t *testing.T) {
+	isolate(t)
+	ref := reference(t)
+	fakeGompirun(t, ref)
+	os.WriteFile(filepath.Join(ref.Dir, "my-set"), []byte("btl = tcp\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"info", []string{"-i", ref.Path()}, 0},
+		{"info-verbose-seq", []string{"-i", "-v", "-s", "2", ref.Path()}, 0},
+		{"showme", []string{"--showme", "--hostfile", "/h/hosts", "--mca", "btl", "uds", "--mpirun_opts", "--tag-output --map-by node", ref.Path()}, 0},
+		{"showme-seq", []string{"--showme", "-s", "0", "-am", filepath.Join(ref.Dir, "my-set"), ref.Path()}, 0},
+		{"uncommitted", []string{"-s", "1", ref.Path()}, 1},
+		{"missing-seq", []string{"-i", "-s", "7", ref.Path()}, 1},
+		{"help", []string{"--help"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := run(t, ref, tt.args...)
+			if code != tt.code {
+				t.Errorf("status %d, want %d; stderr:\n%s", code, tt.code, errs)
+			}
+			golden(t, tt.name, out+errs+"[exit "+string(rune('0'+code))+"]\n")
+		})
+	}
+}
+
+func TestInfoJSON(t *testing.T) {
+	isolate(t)
+	ref := reference(t)
+	code, out, errs := run(t, ref, "-i", "--json", ref.Path())
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errs)
+	}
+	var in Info
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Job != "1a2b3c4d" || in.Ranks != 2 || in.Restart != 2 || len(in.Seqs) != 3 || in.Seqs[1].Committed || in.Seqs[1].Finished != nil ||
+		len(in.Seqs[2].Procs) != 2 || in.Seqs[2].Procs[1].Files[0].Size != 301 || in.Launch.Program != "/opt/app/heat" {
+		t.Errorf("info %+v", in)
+	}
+}
+
+// A bare name is looked up in snapc_base_global_snapshot_dir.
+func TestBareName(t *testing.T) {
+	isolate(t)
+	ref := reference(t)
+	code, out, errs := run(t, ref, "-i", "--mca", "snapc_base_global_snapshot_dir", ref.Dir, ref.Name)
+	if code != 0 || !strings.Contains(out, "Job          : 1a2b3c4d") {
+		t.Errorf("status %d\n%s%s", code, out, errs)
+	}
+	t.Setenv("HOME", ref.Dir) // the default folder
+	if code, out, errs = run(t, ref, "-i", ref.Name); code != 0 {
+		t.Errorf("in $HOME: status %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs = run(t, ref, "-i", "gompi_global_snapshot_none.ckpt"); code != 1 || !strings.Contains(errs, "no snapshot reference $DIR/gompi_global_snapshot_none.ckpt") {
+		t.Errorf("missing reference: status %d: %s", code, errs)
+	}
+}
+
+// Damaged snapshots are refused, naming the file and the sequence to use.
+func TestRefusesDamage(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(ref sstore.Ref)
+		want   []string
+	}{
+		{"truncated", func(ref sstore.Ref) {
+			os.Truncate(filepath.Join(ref.LocalPath(2, 1), "app.state"), 10)
+		}, []string{"$DIR/gompi_global_snapshot_1a2b3c4d.ckpt/2/gompi_snapshot_1.ckpt/app.state is 10 bytes, 301 were recorded", "restart with -s 0"}},
+		{"flipped byte", func(ref sstore.Ref) {
+			p := filepath.Join(ref.LocalPath(2, 0), "app.state")
+			b, _ := os.ReadFile(p)
+			b[50] ^= 1
+			os.WriteFile(p, b, 0o644)
+		}, []string{"gompi_snapshot_0.ckpt/app.state has checksum", "restart with -s 0"}},
+		{"deleted file", func(ref sstore.Ref) {
+			os.Remove(filepath.Join(ref.LocalPath(2, 0), "app.state"))
+		}, []string{"gompi_snapshot_0.ckpt/app.state: no such file", "restart with -s 0"}},
+		{"deleted metadata", func(ref sstore.Ref) {
+			os.Remove(filepath.Join(ref.LocalPath(2, 1), sstore.LocalMetaFile))
+		}, []string{"gompi_snapshot_1.ckpt/snapshot_meta: no such file", "restart with -s 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			ref := reference(t)
+			fakeGompirun(t, ref)
+			tt.damage(ref)
+			code, out, errs := run(t, ref, "--showme", ref.Path())
+			if code != 1 || out != "" {
+				t.Errorf("status %d, output %q", code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(errs, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+			// The previous sequence is intact and restarts.
+			if code, out, errs := run(t, ref, "--showme", "-s", "0", ref.Path()); code != 0 || !strings.Contains(out, "--restart-seq 0") {
+				t.Errorf("-s 0: status %d\n%s%s", code, out, errs)
+			}
+		})
+	}
+}
+
+func TestCommand(t *testing.T) {
+	ref := sstore.Ref{Dir: "/g", Name: "r.ckpt"}
+	meta := &sstore.GlobalMeta{Ranks: 3, AMCA: []string{"ft-enable-cr"},
+		Params: []mca.Setting{
+			{Name: "ft_cr_enabled", Value: "1", Origin: mca.Origin{Source: mca.SourceAMCA}},
+			{Name: "btl", Value: "uds", Origin: mca.Origin{Source: mca.SourceCommandLine}},
+			{Name: "plm", Value: "local", Origin: mca.Origin{Source: mca.SourceUserFile}},
+			{Name: "nobody_knows_me", Value: "1", Origin: mca.Origin{Source: mca.SourceEnv}},
+		},
+		Launch: sstore.Launch{Program: "/bin/p", Args: []string{"-np", "--"}, Cwd: "/w", Env: []string{"A=1"}}}
+	point := sstore.RestartPoint{Ref: ref, Meta: meta, Seq: sstore.SeqRecord{Seq: 4}}
+	params := mca.NewParams()
+	frameworks.New(params)
+	tests := []struct {
+		name string
+		ov   Overrides
+		want string
+		warn int
+	}{
+		{"stored", Overrides{}, "-np 3 -am ft-enable-cr --mca btl uds --mca plm local --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 1},
+		{"overrides", Overrides{MCA: []string{"btl=tcp"}, AMCA: []string{"mine"}, Hostfile: "/h", Extra: []string{"--tag-output"}},
+			"-np 3 --hostfile /h -am mine --mca plm local --mca btl tcp --tag-output --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 1},
+	}
+	for _, tt := range tests {
+		args, warns := Command(point, tt.ov, params)
+		if got := strings.Join(args, " "); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+		if len(warns) != tt.warn || !strings.Contains(warns[0], "nobody_knows_me") {
+			t.Errorf("%s: warnings %v", tt.name, warns)
+		}
+	}
+	if got := quoteArgs([]string{"a b", "it's", "", "x=y"}); !reflect.DeepEqual(got, []string{"'a b'", `'it'\''s'`, "''", "x=y"}) {
+		t.Errorf("quoteArgs = %q", got)
+	}
+}
