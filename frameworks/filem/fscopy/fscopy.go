@@ -65,8 +65,41 @@ func TempName(final string) string {
 	return path.Join(path.Dir(final), "."+path.Base(final)+TempMarker+hex.EncodeToString(b[:]))
 }
 
-// IsTemp reports whether name is one TempName made.
+// IsTemp reports whether name is one TempName made (or its ".old"
+// companion, where Replace moves an old destination aside).
 func IsTemp(name string) bool { return strings.Contains(path.Base(name), TempMarker) }
+
+// FinalName is the destination a temporary name stands for.
+func FinalName(tmp string) string {
+	base, _, _ := strings.Cut(strings.TrimPrefix(path.Base(tmp), "."), TempMarker)
+	return path.Join(path.Dir(tmp), base)
+}
+
+// Recover cleans up after copies that stopped anywhere (a lost
+// connection): a destination moved aside and not replaced is moved back,
+// every other temporary name is removed.
+func Recover(f FS, temps []string) error {
+	var errs []error
+	done := map[string]bool{}
+	for _, t := range temps {
+		if done[t] || !IsTemp(t) {
+			continue
+		}
+		done[t] = true
+		if strings.HasSuffix(t, ".old") {
+			final := FinalName(t)
+			if _, err := f.Lstat(t); err != nil {
+				continue // never moved aside, or already removed
+			}
+			if _, err := f.Lstat(final); errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, f.Rename(t, final))
+				continue
+			}
+		}
+		errs = append(errs, f.RemoveAll(t))
+	}
+	return errors.Join(errs...)
+}
 
 // Copy copies the file or tree at srcName on src to dstName on dst,
 // replacing dstName and creating its missing parents. A symlink inside a

@@ -43,7 +43,12 @@ func (Local) CreateFile(ctx context.Context, name string, perm fs.FileMode, r io
 	if err != nil {
 		return err
 	}
-	err = copyChunks(ctx, f, r)
+	if wt, ok := r.(io.WriterTo); ok && !isFile(r) {
+		// A remote file writes itself, keeping many reads in flight.
+		_, err = wt.WriteTo(Writer{Ctx: ctx, W: f})
+	} else {
+		err = copyChunks(ctx, f, r)
+	}
 	if err == nil {
 		err = f.Chmod(perm)
 	}
@@ -55,6 +60,8 @@ func (Local) CreateFile(ctx context.Context, name string, perm fs.FileMode, r io
 	}
 	return err
 }
+
+func isFile(r io.Reader) bool { _, ok := r.(*os.File); return ok }
 
 // copyChunks copies in chunks of 1 MiB, each with io.CopyN so the kernel's
 // copy_file_range/splice paths still apply between local files.
