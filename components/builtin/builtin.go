@@ -9,6 +9,8 @@ import (
 	crsnone "gompi/components/crs/none"
 	errmgrdefault "gompi/components/errmgr/default"
 	filemraw "gompi/components/filem/raw"
+	filemrsh "gompi/components/filem/rsh"
+	filemsftp "gompi/components/filem/sftp"
 	incdefault "gompi/components/inc/default"
 	plmlocal "gompi/components/plm/local"
 	plmssh "gompi/components/plm/ssh"
@@ -30,4 +32,6 @@ func Register(set *frameworks.Set) {
 	set.BTL.Register(btluds.New())
 	set.PLM.Register(plmlocal.New())
 	set.PLM.Register(plmssh.New())
+	set.FileM.Register(filemrsh.New())
+	set.FileM.Register(filemsftp.New())
 }
