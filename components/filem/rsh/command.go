@@ -54,6 +54,7 @@ func (t target) scpPath(p string) string {
 type runner struct {
 	rsh, rcp         []string // command and its fixed words
 	sshArgs, scpArgs []string
+	prepare          func() error // before any command
 }
 
 // stderrLimit bounds how much of a command's error output is kept.
@@ -69,6 +70,9 @@ type result struct {
 
 // ssh runs script with sh on t's node, the words of args as its $1, $2...
 func (r *runner) ssh(ctx context.Context, t target, stdin io.Reader, stdout io.Writer, script string, args ...string) result {
+	if err := r.prepare(); err != nil {
+		return result{code: -1, err: err}
+	}
 	words := append(append([]string(nil), r.rsh[1:]...), r.sshArgs...)
 	// BatchMode: a prompt would hang a daemon. Given after the user's
 	// options, which win where they say otherwise (ssh keeps the first).
@@ -82,6 +86,9 @@ func (r *runner) ssh(ctx context.Context, t target, stdin io.Reader, stdout io.W
 
 // scp copies from to to (one of them remote, as scpPath writes it).
 func (r *runner) scp(ctx context.Context, t target, from, to string) result {
+	if err := r.prepare(); err != nil {
+		return result{code: -1, err: err}
+	}
 	words := append(append([]string(nil), r.rcp[1:]...), r.scpArgs...)
 	words = append(words, "-p", "-q", "-o", "BatchMode=yes")
 	if t.port != 0 {

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -101,35 +102,43 @@ func (component) Query(ctx context.Context, q mca.Query) (filem.Module, int, err
 	// value of an option): a dead node is noticed within a minute, and
 	// commands to one node share a connection.
 	common := []string{"-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3"}
+	r := runner{rsh: rsh, rcp: rcp, prepare: func() error { return nil }}
 	if v.Bool(ParamMultiplex) {
-		dir, err := controlDir()
-		if err != nil {
-			return nil, 0, fmt.Errorf("filem/rsh: %s: %w; set %s=false to do without", ParamMultiplex, err, ParamMultiplex)
-		}
+		dir := controlDir()
 		common = append(common, "-o", "ControlMaster=auto", "-o", "ControlPath="+filepath.Join(dir, "%C"), "-o", "ControlPersist=60")
+		// Made at the first remote command, not by merely selecting.
+		r.prepare = sync.OnceValue(func() error {
+			if err := makeControlDir(dir); err != nil {
+				return fmt.Errorf("%s: %w; set %s=false to do without", ParamMultiplex, err, ParamMultiplex)
+			}
+			return nil
+		})
 	}
-	sshArgs = append(sshArgs, common...)
-	scpArgs = append(append(scpArgs, common...), strings.Fields(v.String(ParamRcpArgs))...)
-	m := &module{max: max, r: runner{rsh: rsh, rcp: rcp, sshArgs: sshArgs, scpArgs: scpArgs}}
-	return m, q.Priority, nil
+	r.sshArgs = append(sshArgs, common...)
+	r.scpArgs = append(append(scpArgs, common...), strings.Fields(v.String(ParamRcpArgs))...)
+	return &module{max: max, r: r}, q.Priority, nil
 }
 
-// controlDir is this user's directory for ssh control sockets, private
-// to them.
-func controlDir() (string, error) {
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("gompi-filem-rsh-%d", os.Getuid()))
+// controlDir is this user's directory for ssh control sockets.
+func controlDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("gompi-filem-rsh-%d", os.Getuid()))
+}
+
+// makeControlDir creates dir, or checks that it is private to this user:
+// a control socket lets whoever reaches it use the connection.
+func makeControlDir(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", err
+		return err
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return "", err
+		return err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s is not a directory private to this user (uid %d, mode 0700); remove it", dir, os.Getuid())
+		return fmt.Errorf("%s is not a directory private to this user (uid %d, mode 0700); remove it", dir, os.Getuid())
 	}
-	return dir, nil
+	return nil
 }
 
 type module struct {

@@ -52,7 +52,7 @@ func TestConformance(t *testing.T) {
 		settings []mca.Setting
 	}{
 		{"defaults", nil},
-		{"one-at-a-time", []mca.Setting{{Name: ParamConcurrency, Value: "1"}}},
+		{"one-at-a-time-no-multiplexing", []mca.Setting{{Name: ParamConcurrency, Value: "1"}, {Name: ParamMultiplex, Value: "false"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newModule(t, args(s, tc.settings...)...)
@@ -313,6 +313,20 @@ func TestAwkwardNames(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(os.Getenv("HOME"), "pwned")); err == nil {
 		t.Error("a path was run as a command")
+	}
+}
+
+func TestControlDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ctl")
+	if err := makeControlDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeControlDir(dir); err != nil {
+		t.Errorf("an existing private directory: %v", err)
+	}
+	os.Chmod(dir, 0o777)
+	if err := makeControlDir(dir); err == nil || !strings.Contains(err.Error(), "not a directory private") {
+		t.Errorf("a directory others can write: %v", err)
 	}
 }
 
