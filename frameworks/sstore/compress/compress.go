@@ -39,7 +39,7 @@ var Algorithms = []string{None, Zstd, S2, Gzip}
 // means Default.
 type Levels struct {
 	Min, Max, Default int
-	Help             string
+	Help              string
 }
 
 var levels = map[string]Levels{
