@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
 
 	"gompi/frameworks/crcp"
 )
@@ -18,39 +21,96 @@ type channels struct{ p *Proc }
 func (ch channels) Rank() int { return ch.p.rank }
 func (ch channels) Size() int { return ch.p.size }
 
-// Exchange is an all-to-all of one counter per pair of ranks.
+// Exchange is an all-to-all of one counter per pair of ranks, numbered
+// like a collective of the control communicator: every rank must call it
+// the same number of times. ChannelsAt numbers exchanges by checkpoint
+// instead.
 func (ch channels) Exchange(ctx context.Context, sentTo []uint64) ([]uint64, error) {
+	c := ch.p.control
+	return ch.p.exchange(ctx, c.co, c.nextTag(), sentTo, false)
+}
+
+// ChannelsAt returns the channels of one checkpoint (or quiesce), epoch
+// being its safe point: the same on every rank, and never reused by a
+// later checkpoint. The n-th Exchange made through them (n < 8) travels
+// on the control context with a tag of its own, so exchanges of a
+// checkpoint that was cancelled half-way on some ranks never match a
+// later one's: their leftovers are discarded by the next exchange.
+func (p *Proc) ChannelsAt(epoch uint64) crcp.Channels {
+	return &epochChannels{channels: channels{p}, epoch: epoch}
+}
+
+const exchangesPerEpoch = 8
+
+type epochChannels struct {
+	channels
+	epoch uint64
+	mu    sync.Mutex
+	n     int
+}
+
+func (ch *epochChannels) Exchange(ctx context.Context, sentTo []uint64) ([]uint64, error) {
+	ch.mu.Lock()
+	n := ch.n
+	ch.n++
+	ch.mu.Unlock()
+	if n >= exchangesPerEpoch || ch.epoch > math.MaxInt64/exchangesPerEpoch-1 {
+		return nil, fmt.Errorf("mpi: exchange: %w: exchange %d of epoch %d is beyond the %d an epoch has", ErrArg, n, ch.epoch, exchangesPerEpoch)
+	}
 	p := ch.p
+	return p.exchange(ctx, p.control.pt, int(ch.epoch)*exchangesPerEpoch+n, sentTo, true)
+}
+
+// exchange sends sentTo[r] to every rank r and receives theirs, on cs
+// with tag. purge first drops the leftovers of exchanges with lower tags.
+// When it fails (ctx ended, a peer failed) its receives are withdrawn, so
+// nothing stays posted.
+func (p *Proc) exchange(ctx context.Context, cs *ctxState, tag int, sentTo []uint64, purge bool) ([]uint64, error) {
 	if len(sentTo) != p.size {
 		return nil, fmt.Errorf("mpi: exchange: %w: %d counts for %d ranks", ErrArg, len(sentTo), p.size)
 	}
+	if purge {
+		p.mu.Lock()
+		cs.unexp = slices.DeleteFunc(cs.unexp, func(m *message) bool {
+			if m.tag < tag {
+				putMsg(m)
+				return true
+			}
+			return false
+		})
+		p.mu.Unlock()
+	}
 	c := p.control
-	tag := c.nextTag()
 	out := make([]uint64, p.size)
 	out[p.rank] = sentTo[p.rank]
 	bufs := make([][8]byte, p.size)
-	reqs := make([]*Request, 0, 2*p.size)
+	recvs := make([]*Request, 0, p.size)
+	for r := 0; r < p.size; r++ {
+		if r != p.rank {
+			recvs = append(recvs, c.irecvOn(cs, bufs[r][:], r, tag))
+		}
+	}
+	withdraw := func(err error) ([]uint64, error) {
+		for _, rq := range recvs {
+			p.cancelRecv(rq)
+		}
+		return nil, fmt.Errorf("mpi: exchange: %w", err)
+	}
+	sends := make([]*Request, 0, p.size)
 	for r := 0; r < p.size; r++ {
 		if r == p.rank {
 			continue
 		}
-		reqs = append(reqs, c.cirecv(bufs[r][:], r, tag))
-	}
-	for r := 0; r < p.size; r++ {
-		if r == p.rank {
-			continue
+		b := binary.LittleEndian.AppendUint64(nil, sentTo[r])
+		sr := newRequest(p, reqSend)
+		if err := p.send(cs, r, tag, b, sr); err != nil {
+			return withdraw(err)
 		}
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], sentTo[r])
-		sr, err := c.cisend(r, tag, b[:])
-		if err != nil {
-			return nil, fmt.Errorf("mpi: exchange: %w", err)
-		}
-		reqs = append(reqs, sr)
+		sends = append(sends, sr)
 	}
-	for _, r := range reqs {
-		if _, err := r.WaitCtx(ctx); err != nil {
-			return nil, fmt.Errorf("mpi: exchange: %w", err)
+	for _, rq := range append(recvs, sends...) {
+		if _, err := rq.WaitCtx(ctx); err != nil {
+			return withdraw(err)
 		}
 	}
 	for r := 0; r < p.size; r++ {

@@ -388,6 +388,9 @@ func (c *Comm) Dup() (*Comm, error) {
 		return nil, err
 	}
 	p := c.p
+	if nc, ok, err := p.replayCreate(LogEntry{Op: OpDup, Parent: c.handle}); ok || err != nil {
+		return nc, err
+	}
 	next, err := p.beginCreate("dup")
 	if err != nil {
 		return nil, err
@@ -412,6 +415,9 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 		color = Undefined
 	}
 	p := c.p
+	if nc, ok, err := p.replayCreate(LogEntry{Op: OpSplit, Parent: c.handle, Color: color, Key: key}); ok || err != nil {
+		return nc, err
+	}
 	next, err := p.beginCreate("split")
 	if err != nil {
 		return nil, err
@@ -482,6 +488,9 @@ func (c *Comm) Free() error {
 		return fmt.Errorf("mpi: free: %w: the world communicator cannot be freed", ErrArg)
 	}
 	p := c.p
+	if ok, err := p.replayFree(c); ok || err != nil {
+		return err
+	}
 	if !c.freed.CompareAndSwap(false, true) {
 		return fmt.Errorf("mpi: free: %w: communicator %d already freed", ErrArg, c.handle)
 	}

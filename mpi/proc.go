@@ -79,6 +79,9 @@ type Proc struct {
 	inClosed bool
 	readers  sync.WaitGroup
 
+	app    appState     // the link to the job's checkpoint coordinators
+	replay *replayState // restarted: creation calls replay the saved log
+
 	done       chan struct{}
 	stopOnce   sync.Once
 	stopErrV   error
@@ -158,8 +161,9 @@ func (pe *peer) goneOrFailed() error {
 type Option func(*options)
 
 type options struct {
-	state []byte
-	log   *slog.Logger
+	state  []byte
+	replay bool
+	log    *slog.Logger
 }
 
 // WithState restores library state saved by SaveState (a restart).
@@ -216,6 +220,17 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 		return nil, err
 	}
 	if o.state == nil {
+		if l := p.AppLink(); l != nil {
+			if info, ok := l.Restart(); ok {
+				st, err := ReadLibraryState(info.Dir)
+				if err != nil {
+					return nil, fmt.Errorf("mpi: init: restart: %w", err)
+				}
+				o.state, o.replay = st, true
+			}
+		}
+	}
+	if o.state == nil {
 		if rs, ok := b.(Restorer); ok {
 			st, err := rs.RestoreState()
 			if err != nil {
@@ -227,14 +242,20 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 	if o.state != nil {
 		// Before any transport opens: restored unexpected messages must
 		// precede every new arrival, and sequence numbers must be in place.
-		if err := p.restore(o.state); err != nil {
+		if err := p.restoreState(o.state, o.replay); err != nil {
 			return nil, fmt.Errorf("mpi: init: %w", err)
 		}
+	}
+	// The protocol is installed after the restore (it is seeded with the
+	// restored totals) and before any message moves.
+	if err := p.selectCRCP(ctx); err != nil {
+		return nil, err
 	}
 	if err := p.openTransports(ctx); err != nil {
 		p.closeModules()
 		return nil, err
 	}
+	p.startAppResponder()
 	p.stopCtx = context.AfterFunc(ctx, func() {
 		p.stop(fmt.Errorf("mpi: %w: %w", ErrStopped, context.Cause(ctx)))
 		p.shutdown()
@@ -350,13 +371,31 @@ func (p *Proc) Abort(code int, msg string) { p.boot.Abort(code, msg) }
 // SetCRCP installs the coordination protocol that watches every message
 // (nil removes it). Its Sent and Received run on the message path, under
 // library locks: they must be quick, must not block and must not call
-// back into this package.
+// back into this package. A protocol that keeps totals of its own may
+// implement SeedCounts(sentTo, recvdFrom []uint64): it is given the
+// library's per-peer totals (restored ones after a restart) before it is
+// installed, so its counts and the library's agree. Install it before
+// traffic starts (InitWith does) or at a quiet point.
 func (p *Proc) SetCRCP(m crcp.Module) {
 	if m == nil {
 		p.hook.Store(nil)
 		return
 	}
+	if s, ok := m.(interface {
+		SeedCounts(sentTo, recvdFrom []uint64)
+	}); ok {
+		s.SeedCounts(p.Counts())
+	}
 	p.hook.Store(&hookBox{m: m})
+}
+
+// CRCP returns the installed coordination protocol, nil when none is (C/R
+// off: the message path is not watched).
+func (p *Proc) CRCP() crcp.Module {
+	if hb := p.hook.Load(); hb != nil {
+		return hb.m
+	}
+	return nil
 }
 
 // MarkFailed is how the runtime reports a lost process (a daemon saw it
@@ -464,13 +503,8 @@ func (p *Proc) release(pe *peer, err error) {
 }
 
 func (p *Proc) writer(pe *peer) {
-	for {
-		pe.mu.Lock()
-		if len(pe.queue) == 0 {
-			pe.writing = false
-			pe.mu.Unlock()
-			return
-		}
+	pe.mu.Lock()
+	for len(pe.queue) > 0 {
 		op := pe.queue[0]
 		pe.queue[0] = nil
 		pe.queue = pe.queue[1:]
@@ -479,8 +513,22 @@ func (p *Proc) writer(pe *peer) {
 		if err != nil {
 			p.failPeer(pe.rank, err)
 		}
+		pe.mu.Lock()
+		if len(pe.queue) == 0 {
+			// Give the token back before the last operation completes, so
+			// whoever it wakes finds the peer idle (SaveState at a safe
+			// point right after a Wait must not see a send in progress).
+			pe.writing = false
+			pe.mu.Unlock()
+			op.finish(err)
+			return
+		}
+		pe.mu.Unlock()
 		op.finish(err)
+		pe.mu.Lock()
 	}
+	pe.writing = false
+	pe.mu.Unlock()
 }
 
 // transmit writes one frame; the caller holds pe's writer token.
@@ -538,10 +586,12 @@ func (p *Proc) received(src int, h *header, size int) {
 	if h.ctx>>1 == ctxControl>>1 {
 		return
 	}
-	p.peers[src].recvd.Add(1)
+	// The protocol counts first: a drain that sees the library's count
+	// reach its total may rely on the protocol having counted too.
 	if hb := p.hook.Load(); hb != nil {
 		hb.m.Received(crcp.Envelope{Context: h.ctx, Src: src, Dst: p.rank, Tag: int(h.tag), Seq: h.seq, Size: size})
 	}
+	p.peers[src].recvd.Add(1)
 	if p.nDrains.Load() > 0 {
 		p.checkDrains(src)
 	}
@@ -797,6 +847,7 @@ func (p *Proc) Finalize() error {
 	if !p.finalizing.CompareAndSwap(false, true) {
 		return fmt.Errorf("mpi: finalize: %w: already finalized", ErrStopped)
 	}
+	p.finalizeApp()
 	var errs []error
 	if p.isStopped() {
 		errs = append(errs, p.stopErr())

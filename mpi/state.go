@@ -341,7 +341,14 @@ func decodeState(b []byte) (*savedState, error) {
 
 // restore installs saved state into a Proc that has not opened its
 // transports yet.
-func (p *Proc) restore(b []byte) error {
+func (p *Proc) restore(b []byte) error { return p.restoreState(b, false) }
+
+// restoreState installs saved state. Every communicator of the creation
+// log is rebuilt with its handle. With replay, communicators freed before
+// the checkpoint stay usable until EndReplay, and the program's own
+// creation calls, until then, are matched against the log instead of
+// creating (see replayCreate).
+func (p *Proc) restoreState(b []byte, replay bool) error {
 	st, err := decodeState(b)
 	if err != nil {
 		return err
@@ -349,6 +356,11 @@ func (p *Proc) restore(b []byte) error {
 	if st.rank != p.rank || st.size != p.size {
 		return fmt.Errorf("%w: saved by rank %d of %d, restoring rank %d of %d", ErrState, st.rank, st.size, p.rank, p.size)
 	}
+	var rp *replayState
+	if replay {
+		rp = &replayState{comms: make([]*Comm, len(st.log))}
+	}
+	live := map[uint64]*Comm{}
 	for i, e := range st.log {
 		switch e.Op {
 		case OpDup, OpSplit:
@@ -362,15 +374,29 @@ func (p *Proc) restore(b []byte) error {
 			if _, taken := p.comms[e.Handle]; taken {
 				return fmt.Errorf("%w: creation log entry %d: handle %d created twice", ErrState, i, e.Handle)
 			}
-			p.applyCreate(e)
+			c := p.applyCreate(e)
+			live[e.Handle] = c
+			if rp != nil {
+				rp.comms[i] = c
+			}
 		case OpFree:
-			if _, ok := p.comms[e.Parent]; !ok || e.Parent == ctxWorld {
+			c, ok := live[e.Parent]
+			if !ok || e.Parent == ctxWorld {
 				return fmt.Errorf("%w: creation log entry %d frees unknown communicator %d", ErrState, i, e.Parent)
 			}
-			p.comms[e.Parent].freed.Store(true)
-			delete(p.comms, e.Parent)
+			delete(live, e.Parent)
 			p.clog = append(p.clog, e)
+			if rp != nil {
+				rp.comms[i] = c
+				continue // freed when the program frees it again, or at EndReplay
+			}
+			c.freed.Store(true)
+			delete(p.comms, e.Parent)
 		}
+	}
+	if rp != nil {
+		rp.entries = slices.Clone(p.clog)
+		p.replay = rp
 	}
 	p.nextCtx = max(p.nextCtx, st.nextCtx)
 	for _, hs := range st.collSeq {

@@ -36,6 +36,12 @@ type Config struct {
 	// AllowFailures accepts errors wrapping mpi.ErrProcFailed or
 	// mpi.ErrStopped from fn and Finalize: the test kills ranks on purpose.
 	AllowFailures bool
+	// Register adds components to each rank's framework registries after
+	// the built-in ones (components under test).
+	Register func(set *frameworks.Set)
+	// Wrap replaces rank's bootstrap, e.g. with one that also links the
+	// rank to a checkpoint coordinator (package cr/crtest).
+	Wrap func(rank int, b mpi.Bootstrap) mpi.Bootstrap
 }
 
 var jobs atomic.Int64
@@ -113,6 +119,9 @@ func runRank(ctx context.Context, j *job, cfg Config, r int, fn func(p *mpi.Proc
 	params := mca.NewParams()
 	set := frameworks.New(params)
 	builtin.Register(set)
+	if cfg.Register != nil {
+		cfg.Register(set)
+	}
 	settings := append([]mca.Setting{{Name: "btl", Value: cfg.BTL}}, cfg.Settings...)
 	vals, err := params.ResolveSettings(settings)
 	if err != nil {
@@ -122,7 +131,10 @@ func runRank(ctx context.Context, j *job, cfg Config, r int, fn func(p *mpi.Proc
 	if r < len(cfg.Nodes) {
 		node = cfg.Nodes[r]
 	}
-	b := &boot{rank: r, job: j, set: set, vals: vals, node: node}
+	var b mpi.Bootstrap = &boot{rank: r, job: j, set: set, vals: vals, node: node}
+	if cfg.Wrap != nil {
+		b = cfg.Wrap(r, b)
+	}
 	var opts []mpi.Option
 	if cfg.States != nil && cfg.States[r] != nil {
 		opts = append(opts, mpi.WithState(cfg.States[r]))

@@ -1,0 +1,185 @@
+// Package crsself is the application-level CRS: a rank saves itself, at a
+// safe point, from state it registered (package cr: values given to
+// cr.Protect, files written by cr.OnCheckpoint callbacks). It can only
+// save its own process: another PID is refused with
+// crs.ErrNotCheckpointable, as Open MPI's self could only call its own
+// process's callbacks. A restart re-runs the program unchanged; the
+// program restores itself through package cr.
+//
+// The state comes from package cr through an optional method of the
+// module, found by type assertion:
+//
+//	Attach(save func(ctx context.Context, dir string) ([]sstore.FileRecord, error)) (detach func(), err error)
+//
+// save writes the registered state into dir and returns the records of
+// the files it wrote (sizes and checksums). Checkpoint calls it.
+//
+// Like Open MPI's, it cannot stop a process once saved (--stop): the
+// process saves itself and must go on running to do anything else.
+package crsself
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"gompi/frameworks/crs"
+	"gompi/frameworks/sstore"
+	"gompi/mca"
+)
+
+// Name of the component.
+const Name = "self"
+
+// Priority is the component's default priority: above none.
+const Priority = 20
+
+// SaveFunc writes a process's registered state into dir and returns the
+// records of the files written.
+type SaveFunc = func(ctx context.Context, dir string) ([]sstore.FileRecord, error)
+
+type component struct{}
+
+// New returns the self CRS component.
+func New() mca.Component[crs.Module] { return component{} }
+
+func (component) Info() mca.ComponentInfo {
+	return mca.ComponentInfo{
+		Framework:   crs.Name,
+		Name:        Name,
+		Description: "Application-level checkpoint: a rank saves the state it registered with package cr at a safe point",
+		Version:     "1.0.0",
+		Priority:    Priority,
+		Origin:      "built-in",
+	}
+}
+
+// Query answers in ranks of a job with checkpoint/restart on.
+func (component) Query(_ context.Context, q mca.Query) (crs.Module, int, error) {
+	if q.Role != mca.RoleApp {
+		return nil, 0, fmt.Errorf("crs/self: a rank saves itself from inside; this is a %v process: %w", q.Role, mca.ErrSkip)
+	}
+	if !q.Values.Bool("ft_cr_enabled") {
+		return nil, 0, fmt.Errorf("crs/self: checkpoint/restart is off (ft_cr_enabled = 0; run with -am ft-enable-cr): %w", mca.ErrSkip)
+	}
+	return NewModule(), q.Priority, nil
+}
+
+// Module saves the process it lives in.
+type Module struct {
+	mu   sync.Mutex
+	save SaveFunc
+	id   int
+}
+
+// NewModule returns a module with no state attached.
+func NewModule() *Module { return &Module{} }
+
+// Attach gives the module the process's registered state; detach
+// removes it. One source at a time.
+func (m *Module) Attach(save func(ctx context.Context, dir string) ([]sstore.FileRecord, error)) (detach func(), err error) {
+	if save == nil {
+		return nil, errors.New("crs/self: attach: nil state source")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.save != nil {
+		return nil, errors.New("crs/self: attach: a state source is already attached")
+	}
+	m.save = save
+	m.id++
+	id := m.id
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.id == id {
+			m.save = nil
+		}
+	}, nil
+}
+
+// Checkpoint saves this process into req.Dir through the attached source.
+func (m *Module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs.CheckpointResult, error) {
+	fail := func(err error) (crs.CheckpointResult, error) {
+		return crs.CheckpointResult{}, fmt.Errorf("crs/self: checkpoint pid %d: %w", req.PID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	if err := alive(req.PID); err != nil {
+		return fail(err)
+	}
+	if req.PID != os.Getpid() {
+		return fail(fmt.Errorf("%w: crs=self saves only the process it runs in (pid %d), from its registered state; save another process with a transparent CRS", crs.ErrNotCheckpointable, os.Getpid()))
+	}
+	if req.Options.Stop {
+		return fail(fmt.Errorf("%w: crs=self cannot stop a process once saved (--stop; Open MPI's self could not either): checkpoint without --stop, or with --term to end the job", crs.ErrNotCheckpointable))
+	}
+	m.mu.Lock()
+	save := m.save
+	m.mu.Unlock()
+	if save == nil {
+		return fail(fmt.Errorf("%w: the program registered no state (crs=self needs cr.Protect, cr.OnCheckpoint or cr.SafePoint)", crs.ErrNotCheckpointable))
+	}
+	recs, err := save(ctx, req.Dir)
+	if err != nil {
+		return fail(err)
+	}
+	res := crs.CheckpointResult{State: crs.StateContinue, Meta: map[string]string{"self_files": strconv.Itoa(len(recs))}}
+	if req.Options.Term {
+		res.State = crs.StateTerm
+	}
+	for _, r := range recs {
+		res.Files = append(res.Files, r.Name)
+	}
+	return res, nil
+}
+
+// Restart returns the original launch unchanged: the program restarts
+// from the beginning and restores itself from the snapshot (package cr),
+// which must be one crs=self wrote.
+func (m *Module) Restart(ctx context.Context, req crs.RestartRequest) (crs.Launch, error) {
+	if err := ctx.Err(); err != nil {
+		return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: %w", req.Dir, err)
+	}
+	meta, err := sstore.ReadLocal(req.Dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: %w: no %s there", req.Dir, crs.ErrNoSnapshot, sstore.LocalMetaFile)
+		}
+		return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: %w", req.Dir, err)
+	}
+	if meta.CRS != Name {
+		return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: %w: the snapshot was taken by crs=%s", req.Dir, crs.ErrNoSnapshot, meta.CRS)
+	}
+	if len(req.Launch.Argv) == 0 {
+		return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: no original launch to re-run (empty argv)", req.Dir)
+	}
+	return req.Launch, nil
+}
+
+// alive reports crs.ErrNoProcess when pid names no process.
+func alive(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("%w: %d is not a process id", crs.ErrNoProcess, pid)
+	}
+	err := unix.Kill(pid, 0)
+	switch {
+	case err == nil, errors.Is(err, unix.EPERM):
+		return nil
+	case errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("%w: pid %d has exited", crs.ErrNoProcess, pid)
+	default:
+		return fmt.Errorf("probe pid %d: %w", pid, err)
+	}
+}
+
+var (
+	_ mca.Component[crs.Module] = component{}
+	_ crs.Module                = (*Module)(nil)
+)

@@ -1,0 +1,86 @@
+// Package cr is the application's checkpoint/restart API: a rank says
+// where it may be saved (safe points) and what its state is, and the
+// library saves it there, with its own state beside, when the job's
+// coordinator asks (gompi-checkpoint) or when the program asks itself
+// (Checkpoint). It is Open MPI's OMPI_CR extension and the self CRS
+// callbacks, in Go.
+//
+// # A restartable program
+//
+//	mpi.Init(ctx)
+//	cr.Protect("grid", &grid) // on a restart, filled from the snapshot here
+//	cr.Protect("step", &step)
+//	for ; step <= steps; step++ {
+//		if err := cr.SafePoint(); err != nil { ... }
+//		... one step: messages, collectives ...
+//	}
+//
+// Run under `gompirun -am ft-enable-cr`, which selects crs=self and the
+// bkmrk coordination protocol. gompi-checkpoint then saves every rank at
+// the next safe point none of them has passed, and gompi-restart starts
+// the program again: Init restores the library (messages that were in
+// flight, sequence numbers, communicators), Protect fills the values, and
+// the loop goes on from the step that was saved.
+//
+// # Safe points
+//
+// Each rank counts its calls to SafePoint (and Checkpoint, QuiesceStart).
+// A safe point is where the registered state describes the rank's
+// progress and the rank has no operation in flight: no request it has not
+// waited for, no non-blocking collective running (a checkpoint finding one
+// fails on every rank, naming it). Every rank must reach its n-th safe
+// point without any other rank passing its own n-th: the top of a loop
+// whose iterations communicate is such a point.
+//
+// An asynchronous request asks every rank for its count (Query) and
+// targets the largest plus one, so no rank is asked for a point it has
+// passed. After answering, a rank holds at its next safe point until the
+// target arrives (one round trip to the coordinator); a rank behind runs
+// on to the target. At the target a rank runs the INC stack down
+// (application callbacks, then the mpi layer: the coordination protocol
+// exchanges per-peer message counts with every peer and drains the
+// channels into the library), saves (crs=self: every Protect'ed value,
+// encoded with encoding/gob, and the files of OnCheckpoint callbacks;
+// then the library's state), writes the snapshot's metadata with sizes
+// and checksums, agrees with its peers that all saved (which also keeps
+// any rank from sending before every rank saved), answers the
+// coordinator, and runs the stack up with CONTINUE. With --term the job
+// then ends (each rank finalizes and exits with status 0); --stop is
+// refused by crs=self.
+//
+// A Cancel from the coordinator (a rank cannot reach the target: it
+// finished its loop, failed, or the user gave up) makes a rank that waits
+// for its peers inside the checkpoint give up and run on unsaved (the
+// stack goes up with ERROR). A rank that enters mpi.Finalize with a
+// target it has not reached answers that target with an error, so the
+// coordinator cancels the others.
+//
+// The coordinator must follow every Query with a Target or a Cancel to
+// every rank it queried: a rank holds at its next safe point until one
+// arrives (or its Proc stops).
+//
+// # Restart
+//
+// A restarted rank is the same program started again. mpi.Init reads the
+// library state (after checking its size and checksum against the
+// snapshot's metadata) and replays communicator creations: Dup, Split and
+// Free calls made before the restart point get the communicators they got
+// before, without communicating, and a call that differs from the saved
+// log is an error naming the difference. Create communicators before the
+// first safe point. Protect fills its value at once; OnRestart callbacks
+// run when registered. The safe-point count resumes so that the first
+// SafePoint reaching the saved count is the saved program point: there
+// the stack goes up with RESTART and the replay ends. A value saved but
+// not registered again by then is an error.
+//
+// Checkpoint, the collective form, returns the reference and sequence of
+// the snapshot it took, and on a restart from it, the reference and
+// sequence restarted from. Restart from inside a running job is not
+// supported: use gompi-restart.
+//
+// # Cost
+//
+// With checkpoint/restart off (no -am ft-enable-cr) the coordination
+// protocol is not installed and the message path does not call it;
+// SafePoint is a counter increment under a mutex.
+package cr

@@ -1,0 +1,566 @@
+package cr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"gompi/frameworks/crs"
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
+	"gompi/mpi"
+)
+
+// replyTimeout bounds an answer to the job's coordinator.
+const replyTimeout = 30 * time.Second
+
+// SafePoint marks a point where the rank may be saved: call it where the
+// registered state describes the rank's progress and no request is in
+// flight, typically at the top of the main loop. It returns at once
+// unless a checkpoint wants this point: then it saves the rank first, or
+// holds until the job's coordinator says which point it wants (one round
+// trip). A failed checkpoint is the coordinator's to report: the rank runs
+// on and SafePoint returns nil. Errors are those of a restart (a value
+// saved but not registered again) and ErrTerminated.
+func (c *Coordinator) SafePoint() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count++
+	n := c.count
+	if _, err := c.arrive(n); err != nil {
+		return err
+	}
+	return c.serve(n, nil)
+}
+
+// Checkpoint takes a checkpoint of the whole job here: every rank calls
+// it at the same program point (it counts as a safe point), and it
+// returns the committed snapshot. On a restart from that snapshot it
+// returns at once, with the snapshot restarted from.
+func (c *Coordinator) Checkpoint(ctx context.Context, opts Options) (Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.count++
+	n := c.count
+	if res, err := c.arrive(n); res != nil || err != nil {
+		if res != nil {
+			return *res, nil
+		}
+		return Result{}, err
+	}
+	if c.quiesce != nil {
+		return Result{}, fmt.Errorf("cr: checkpoint at safe point %d: the job is quiesced: use QuiesceCheckpoint", n)
+	}
+	return c.collective(ctx, n, opts)
+}
+
+// collective asks the job's coordinator for a checkpoint at safe point n
+// and serves it; c.mu is held.
+func (c *Coordinator) collective(ctx context.Context, n uint64, opts Options) (Result, error) {
+	if c.link == nil {
+		if err := c.serve(n, nil); err != nil {
+			return Result{}, err
+		}
+		return Result{}, fmt.Errorf("cr: checkpoint at safe point %d: %w", n, ErrNoCoordinator)
+	}
+	done := make(chan struct{})
+	var res Result
+	var rerr error
+	go func() {
+		res, rerr = c.link.Checkpoint(ctx, n, opts)
+		close(done)
+	}()
+	if err := c.serve(n, done); err != nil {
+		return Result{}, err
+	}
+	<-done
+	if rerr != nil {
+		return Result{}, fmt.Errorf("cr: checkpoint at safe point %d: %w", n, rerr)
+	}
+	return res, nil
+}
+
+// arrive handles the restart point: when n is the safe point a restarted
+// rank was saved at, the replay of communicator creations ends and the
+// INC stack goes up with RESTART. res is the snapshot restarted from, for
+// Checkpoint. c.mu is held (and released around the callbacks).
+func (c *Coordinator) arrive(n uint64) (res *Result, err error) {
+	rs := c.restart
+	if rs == nil || rs.resumed || n != rs.at {
+		return nil, nil
+	}
+	rs.resumed = true
+	var missing []string
+	for _, name := range rs.names {
+		if !rs.restored[name] {
+			missing = append(missing, name)
+		}
+	}
+	c.mu.Unlock()
+	c.p.EndReplay()
+	rerr := c.stack.Recover(context.Background(), crs.StateRestart)
+	c.mu.Lock()
+	c.resetRequestedLocked()
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("cr: rank %d: restart at safe point %d: saved state %q was not registered again with Protect before this point; its value is lost", c.p.Rank(), n, missing)
+	}
+	if rerr != nil {
+		return nil, fmt.Errorf("cr: rank %d: restart at safe point %d: %w", c.p.Rank(), n, rerr)
+	}
+	rs.reported = true
+	return &Result{Ref: rs.info.Ref.Name, Dir: rs.info.Ref.Dir, Seq: rs.info.Seq}, nil
+}
+
+// serve runs at safe point n with c.mu held: it runs the checkpoint
+// targeted at n, and holds while a query awaits its target or until
+// until is closed (nil: no such wait). It returns with c.mu held.
+func (c *Coordinator) serve(n uint64, until <-chan struct{}) error {
+	c.atPoint = true
+	defer func() { c.atPoint = false }()
+	for {
+		if t := c.pending; t != nil && t.req.Target == n {
+			c.pending, c.active = nil, t
+			c.mu.Unlock()
+			err := c.run(t, n)
+			c.mu.Lock()
+			c.active = nil
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if until != nil {
+			select {
+			case <-until:
+				c.resetRequestedLocked()
+				return nil
+			default:
+			}
+		} else if !c.hold || c.finalizing {
+			c.resetRequestedLocked()
+			return nil
+		}
+		w := c.wake
+		c.mu.Unlock()
+		var stopped bool
+		select {
+		case <-w:
+		case <-until:
+		case <-c.p.Done():
+			stopped = true
+		}
+		c.mu.Lock()
+		if stopped {
+			return fmt.Errorf("cr: safe point %d: %w", n, mpi.ErrStopped)
+		}
+	}
+}
+
+// --- requests from the job's coordinator ------------------------------------------
+
+// handle is called by the mpi library's responder, one request at a time.
+func (c *Coordinator) handle(r snapc.AppRequest) {
+	switch r.Kind {
+	case snapc.Query:
+		c.onQuery(r)
+	case snapc.Target:
+		c.onTarget(r)
+	case snapc.Cancel:
+		c.onCancel(r)
+	default:
+		c.log.Warn("unknown request from the checkpoint coordinator", "kind", r.Kind, "id", r.ID)
+	}
+}
+
+func (c *Coordinator) onQuery(r snapc.AppRequest) {
+	c.mu.Lock()
+	rep := snapc.AppReply{ID: r.ID, Kind: snapc.Query, Count: max(c.count, c.attempted)}
+	switch {
+	case c.reason != "":
+		rep.Reason = c.reason
+	case c.finalizing:
+		rep.Reason = fmt.Sprintf("rank %d is finalizing", c.p.Rank())
+	case c.pending != nil:
+		rep.Reason = fmt.Sprintf("rank %d: a checkpoint at safe point %d is in progress", c.p.Rank(), c.pending.req.Target)
+	default:
+		rep.Checkpointable = true
+		c.hold, c.holdID = true, r.ID
+		c.signalRequestedLocked()
+	}
+	c.mu.Unlock()
+	c.reply(rep)
+}
+
+func (c *Coordinator) onTarget(r snapc.AppRequest) {
+	c.mu.Lock()
+	rank, n := c.p.Rank(), r.Target
+	var why string
+	switch {
+	case c.reason != "":
+		why = c.reason
+	case c.finalizing:
+		why = fmt.Sprintf("rank %d finished before safe point %d", rank, n)
+	case r.Options.Stop:
+		why = fmt.Sprintf("rank %d: crs=%s cannot stop a process once saved (--stop; Open MPI's self could not either): checkpoint without --stop, or with --term", rank, c.crsName)
+	case r.Dir == "":
+		why = fmt.Sprintf("rank %d: target safe point %d without a snapshot directory", rank, n)
+	case n <= c.attempted:
+		why = fmt.Sprintf("rank %d was already saved at (or restarted from) safe point %d; target a later one", rank, c.attempted)
+	case n < c.count || (n == c.count && !c.atPoint):
+		why = fmt.Sprintf("rank %d passed safe point %d before the request arrived (it is past %d)", rank, n, c.count)
+	case c.pending != nil:
+		why = fmt.Sprintf("rank %d: a checkpoint at safe point %d is already pending", rank, c.pending.req.Target)
+	}
+	if why != "" {
+		c.hold = false
+		c.wakeLocked()
+		c.mu.Unlock()
+		c.reply(snapc.AppReply{ID: r.ID, Kind: snapc.Target, Err: why})
+		return
+	}
+	c.pending = &target{req: r, queryID: c.holdID}
+	c.hold = false
+	c.signalRequestedLocked()
+	c.wakeLocked()
+	c.mu.Unlock()
+}
+
+func (c *Coordinator) onCancel(r snapc.AppRequest) {
+	c.mu.Lock()
+	if c.hold && c.holdID == r.ID {
+		c.hold = false
+	}
+	if t := c.active; t != nil && (t.req.ID == r.ID || t.queryID == r.ID) {
+		t.cancelled = true
+		if t.cancel != nil {
+			t.cancel()
+		}
+	}
+	var rep *snapc.AppReply
+	if t := c.pending; t != nil && (t.req.ID == r.ID || t.queryID == r.ID) {
+		c.pending = nil
+		rep = &snapc.AppReply{ID: t.req.ID, Kind: snapc.Target, Err: fmt.Sprintf("rank %d: checkpoint at safe point %d cancelled before the rank reached it", c.p.Rank(), t.req.Target)}
+	}
+	c.wakeLocked()
+	c.mu.Unlock()
+	if rep != nil {
+		c.reply(*rep)
+	}
+}
+
+// onFinalize runs when the rank enters mpi.Finalize.
+func (c *Coordinator) onFinalize() {
+	c.mu.Lock()
+	c.finalizing = true
+	c.hold = false
+	var rep *snapc.AppReply
+	if t := c.pending; t != nil {
+		c.pending = nil
+		rep = &snapc.AppReply{ID: t.req.ID, Kind: snapc.Target, Err: fmt.Sprintf("rank %d finished before safe point %d", c.p.Rank(), t.req.Target)}
+	}
+	c.wakeLocked()
+	c.mu.Unlock()
+	if rep != nil {
+		c.reply(*rep)
+	}
+	c.undo()
+	regMu.Lock()
+	if registry[c.p] == c {
+		delete(registry, c.p)
+	}
+	regMu.Unlock()
+}
+
+func (c *Coordinator) reply(r snapc.AppReply) {
+	if c.link == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
+	defer cancel()
+	if err := c.link.Reply(ctx, r); err != nil {
+		c.log.Warn("could not answer the checkpoint coordinator", "request", r.ID, "err", err)
+	}
+}
+
+func (c *Coordinator) wakeLocked() {
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+func (c *Coordinator) signalRequestedLocked() {
+	if !c.reqClosed {
+		close(c.requested)
+		c.reqClosed = true
+	}
+}
+
+func (c *Coordinator) resetRequestedLocked() {
+	wanted := c.hold || c.pending != nil || (c.restart != nil && !c.restart.resumed)
+	if c.reqClosed && !wanted {
+		c.requested = make(chan struct{})
+		c.reqClosed = false
+	}
+}
+
+// --- one checkpoint ------------------------------------------------------------------
+
+// run takes the checkpoint t at safe point n on the program's goroutine.
+// Its outcome goes to the coordinator; only ErrTerminated (or a failure
+// to terminate) is returned.
+func (c *Coordinator) run(t *target, n uint64) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := t.req
+	c.mu.Lock()
+	t.cancel = cancel
+	if t.cancelled {
+		cancel()
+	}
+	c.attempted = n
+	q := c.quiesce
+	ch := c.p.ChannelsAt(checkpointEpoch(n))
+	if q != nil {
+		ch = q.ch
+	}
+	c.ch = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.ch = nil
+		c.mu.Unlock()
+	}()
+	rank := c.p.Rank()
+	cause := func(err error) error {
+		if ctx.Err() != nil && t.cancelledNow(c) {
+			return fmt.Errorf("cancelled by the coordinator: %w", err)
+		}
+		return err
+	}
+
+	if q == nil {
+		if err := c.stack.Prepare(ctx); err != nil {
+			c.replyTarget(req, fmt.Errorf("rank %d: prepare for safe point %d: %w", rank, n, cause(err)))
+			return nil
+		}
+	}
+	serr := c.saveLocal(ctx, req, n)
+	if serr != nil {
+		serr = fmt.Errorf("rank %d: save at safe point %d: %w", rank, n, cause(serr))
+		c.replyTarget(req, serr)
+	} else {
+		c.replyTarget(req, nil)
+	}
+	// Agree that every rank saved: no rank sends again before all saved
+	// (a message sent after a rank's save must not be captured by a peer
+	// still saving), and --term ends the job only if the snapshot is whole.
+	allOK := serr == nil
+	if q == nil || req.Options.Term {
+		ok := uint64(0)
+		if serr == nil {
+			ok = 1
+		}
+		got, err := ch.Exchange(ctx, slices.Repeat([]uint64{ok}, c.p.Size()))
+		if err != nil {
+			allOK = false
+			c.log.Warn("checkpoint: could not learn whether every rank saved", "safepoint", n, "err", err)
+		}
+		for _, v := range got {
+			allOK = allOK && v == 1
+		}
+	}
+	state := crs.StateContinue
+	switch {
+	case serr != nil:
+		state = crs.StateError
+	case allOK && req.Options.Term:
+		state = crs.StateTerm
+	}
+	if q == nil {
+		if err := c.stack.Recover(context.WithoutCancel(ctx), state); err != nil {
+			c.log.Warn("checkpoint: recovering the INC stack", "state", state, "err", err)
+		}
+	}
+	switch state {
+	case crs.StateTerm:
+		if err := c.cfg.terminate(); err != nil {
+			return fmt.Errorf("cr: terminate after the checkpoint at safe point %d: %w", n, err)
+		}
+		return ErrTerminated
+	case crs.StateContinue:
+		c.reg.mu.Lock()
+		cbs := slices.Clone(c.reg.onCont)
+		c.reg.mu.Unlock()
+		for i, f := range cbs {
+			if err := f(); err != nil {
+				c.log.Warn("OnContinue callback failed", "callback", i+1, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (t *target) cancelledNow(c *Coordinator) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return t.cancelled
+}
+
+func (c *Coordinator) replyTarget(req snapc.AppRequest, err error) {
+	rep := snapc.AppReply{ID: req.ID, Kind: snapc.Target}
+	if err != nil {
+		rep.Err = err.Error()
+		c.log.Warn("checkpoint failed on this rank", "safepoint", req.Target, "err", err)
+	}
+	c.reply(rep)
+}
+
+// saveLocal writes the local snapshot: the CRS's files, the library
+// state, and snapshot_meta last.
+func (c *Coordinator) saveLocal(ctx context.Context, req snapc.AppRequest, n uint64) error {
+	lib, err := c.p.SaveState()
+	if err != nil {
+		if errors.Is(err, mpi.ErrBusy) {
+			return fmt.Errorf("%w (at a safe point the program must have waited for every request it started)", err)
+		}
+		return err
+	}
+	c.reg.mu.Lock()
+	c.reg.savingAt, c.reg.lastFiles = n, nil
+	c.reg.mu.Unlock()
+	res, err := c.crs.Checkpoint(ctx, crs.CheckpointRequest{PID: os.Getpid(), Dir: req.Dir, Options: req.Options})
+	if err != nil {
+		return err
+	}
+	c.reg.mu.Lock()
+	known := slices.Clone(c.reg.lastFiles)
+	c.reg.mu.Unlock()
+	var files []sstore.FileRecord
+	for _, name := range res.Files {
+		if i := slices.IndexFunc(known, func(r sstore.FileRecord) bool { return r.Name == name }); i >= 0 {
+			files = append(files, known[i])
+			continue
+		}
+		size, sum, err := sstore.ChecksumFile(req.Dir + string(os.PathSeparator) + name)
+		if err != nil {
+			return err
+		}
+		files = append(files, sstore.FileRecord{Name: name, Size: size, Checksum: sum})
+	}
+	w, err := sstore.CreateFile(req.Dir, snapc.LibraryStateFile)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(lib); err != nil {
+		w.Abort()
+		return err
+	}
+	rec, err := w.Close()
+	if err != nil {
+		return err
+	}
+	files = append(files, rec)
+	meta := maps.Clone(res.Meta)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	meta["cr_safepoint"] = strconv.FormatUint(n, 10)
+	return sstore.WriteLocal(req.Dir, &sstore.LocalMeta{
+		Rank: c.p.Rank(), PID: os.Getpid(), Node: c.p.Node(), CRS: c.crsName,
+		Created: time.Now(), CRSMeta: meta, Files: files,
+	})
+}
+
+// --- quiesce -----------------------------------------------------------------------------
+
+// QuiesceStart brings every rank to a consistent point with the channels
+// between them drained, without saving: every rank calls it at the same
+// program point (it counts as a safe point). Until QuiesceEnd the program
+// must not send messages (point-to-point or collective); it may write
+// files of its own, or call QuiesceCheckpoint.
+func (c *Coordinator) QuiesceStart(ctx context.Context) error {
+	c.mu.Lock()
+	if c.quiesce != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("cr: quiesce start: already quiesced (since safe point %d)", c.quiesce.epoch)
+	}
+	c.count++
+	n := c.count
+	if _, err := c.arrive(n); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	if err := c.serve(n, nil); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	q := &quiesceState{epoch: n, ch: c.p.ChannelsAt(quiesceEpoch(n))}
+	c.quiesce = q
+	c.mu.Unlock()
+	if err := c.protocol(ctx, crs.StateCheckpoint, q); err != nil {
+		c.mu.Lock()
+		c.quiesce = nil
+		c.mu.Unlock()
+		return fmt.Errorf("cr: quiesce at safe point %d: %w", n, err)
+	}
+	q.sent, q.recvd = c.p.Counts()
+	return nil
+}
+
+func (c *Coordinator) protocol(ctx context.Context, state crs.State, q *quiesceState) error {
+	m := c.p.CRCP()
+	if m == nil {
+		if c.p.Size() > 1 && state == crs.StateCheckpoint {
+			return errors.New("no coordination protocol (crcp=none): the channels cannot be drained; run with -am ft-enable-cr")
+		}
+		return nil
+	}
+	return m.FTEvent(ctx, state, q.ch)
+}
+
+// QuiesceEnd ends a quiesce: every rank calls it; it returns once all
+// did, and messages may flow again.
+func (c *Coordinator) QuiesceEnd(ctx context.Context) error {
+	c.mu.Lock()
+	q := c.quiesce
+	c.mu.Unlock()
+	if q == nil {
+		return errors.New("cr: quiesce end: not quiesced (call QuiesceStart first)")
+	}
+	var errs []error
+	if sent, recvd := c.p.Counts(); !slices.Equal(sent, q.sent) || !slices.Equal(recvd, q.recvd) {
+		errs = append(errs, fmt.Errorf("cr: quiesce end: messages moved while the job was quiesced (sent %v, received %v since the quiesce began with %v, %v); a quiesced program must not communicate", sent, recvd, q.sent, q.recvd))
+	}
+	if _, err := q.ch.Exchange(ctx, make([]uint64, c.p.Size())); err != nil {
+		errs = append(errs, fmt.Errorf("cr: quiesce end: %w", err))
+	}
+	if err := c.protocol(ctx, crs.StateContinue, q); err != nil {
+		errs = append(errs, fmt.Errorf("cr: quiesce end: %w", err))
+	}
+	c.mu.Lock()
+	c.quiesce = nil
+	c.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// QuiesceCheckpoint checkpoints the quiesced job (every rank calls it
+// between QuiesceStart and QuiesceEnd) and returns the committed snapshot;
+// on a restart from it, it returns at once with the snapshot restarted
+// from.
+func (c *Coordinator) QuiesceCheckpoint(ctx context.Context, opts Options) (Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.quiesce
+	if q == nil {
+		return Result{}, errors.New("cr: quiesce checkpoint: not quiesced (call QuiesceStart first)")
+	}
+	if rs := c.restart; rs != nil && rs.at == q.epoch && !q.restartShown {
+		q.restartShown = true
+		return Result{Ref: rs.info.Ref.Name, Dir: rs.info.Ref.Dir, Seq: rs.info.Seq}, nil
+	}
+	return c.collective(ctx, q.epoch, opts)
+}
