@@ -459,3 +459,28 @@ func xfer(b *testing.B, n int64, do func() error) {
 	mbs := float64(n) * float64(b.N) / b.Elapsed().Seconds() / 1e6
 	b.ReportMetric(mbs/float64(runtime.GOMAXPROCS(0)), "MB/s/core")
 }
+
+// The node stops answering (a hung node, a cut network) while the
+// connection stays open: keepalive notices, the transfer fails.
+func TestNodeHangs(t *testing.T) {
+	s := filemtest.StartSSHD(t)
+	m := newModule(t, to(s, mca.Setting{Name: ParamKeepalive, Value: "300ms"})...)
+	local, remote := t.TempDir(), t.TempDir()
+	src := filepath.Join(local, "big")
+	bigFile(t, src, 256<<20)
+	stopped := make(chan int, 1)
+	go func() {
+		if _, err := filemtest.WaitWrite(t.Context(), remote, fscopy.TempMarker, 1<<20); err != nil {
+			t.Error(err)
+		}
+		stopped <- s.SignalSessions(syscall.SIGSTOP)
+	}()
+	err := m.Put(t.Context(), []filem.Transfer{{Local: src, Remote: filem.Remote{Host: s.Host(), Path: filepath.Join(remote, "big")}}})
+	if n := <-stopped; n == 0 {
+		t.Fatal("no session was stopped")
+	}
+	if !errors.Is(err, filem.ErrUnreachable) || !strings.Contains(err.Error(), "lost during the transfer") {
+		t.Fatalf("put to a node that stopped answering: %v, want ErrUnreachable", err)
+	}
+	noTemps(t, remote)
+}

@@ -237,10 +237,15 @@ func (s *SSHD) Sessions() []int {
 // KillSessions kills every process serving a connection, as a crashed or
 // killed session would end; the server keeps listening. It returns how
 // many it killed.
-func (s *SSHD) KillSessions() int {
+func (s *SSHD) KillSessions() int { return s.SignalSessions(syscall.SIGKILL) }
+
+// SignalSessions sends sig to every process serving a connection and
+// returns how many there were: SIGSTOP makes the node stop answering
+// while its connections stay open, as a hung node or a cut network does.
+func (s *SSHD) SignalSessions(sig syscall.Signal) int {
 	pids := s.Sessions()
 	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGKILL)
+		syscall.Kill(pid, sig)
 	}
 	return len(pids)
 }
