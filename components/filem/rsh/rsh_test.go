@@ -55,6 +55,9 @@ func TestConformance(t *testing.T) {
 		{"one-at-a-time-no-multiplexing", []mca.Setting{{Name: ParamConcurrency, Value: "1"}, {Name: ParamMultiplex, Value: "false"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.settings != nil {
+				t.Skip("a login per command is slow; the defaults cover the kit in -short mode")
+			}
 			m := newModule(t, args(s, tc.settings...)...)
 			filemtest.Run(t, func(t *testing.T) filem.Module { return filemtest.OnHost(m, s.Host()) })
 		})

@@ -52,6 +52,7 @@ type conn struct {
 
 	// guarded by pool.mu
 	sessions []*session
+	opening  int // sessions being started
 	users    int
 	idle     *time.Timer
 	gone     bool // removed from the pool
@@ -120,45 +121,68 @@ func (p *pool) get(ctx context.Context, host string) (*session, error) {
 			p.mu.Unlock()
 			continue // ended meanwhile: connect again
 		}
-		s, err := p.session(c)
-		p.mu.Unlock()
-		return s, err
+		return p.session(c)
 	}
 }
 
 // session picks the least busy session of c, opening another while there
-// are fewer than cfg.sessions and all are busy. Called with p.mu held.
+// are fewer than cfg.sessions and all are busy. Called with p.mu held; it
+// releases it, and does not hold it while the server starts a session.
 func (p *pool) session(c *conn) (*session, error) {
-	var best *session
-	for _, s := range c.sessions {
-		if best == nil || s.users < best.users {
-			best = s
-		}
-	}
-	if best == nil || best.users > 0 && len(c.sessions) < p.cfg.sessions {
-		cl, err := psftp.NewClient(c.client,
-			psftp.MaxPacketUnchecked(p.cfg.maxPacket),
-			psftp.MaxConcurrentRequestsPerFile(p.cfg.requests),
-			psftp.UseConcurrentWrites(true),
-			psftp.UseConcurrentReads(true),
-			psftp.UseFstat(true))
-		switch {
-		case err == nil:
-			best = &session{conn: c, client: cl}
-			c.sessions = append(c.sessions, best)
-		case best == nil:
-			return nil, fmt.Errorf("filem/sftp: %s: start the sftp subsystem (is it enabled in the node's sshd_config: Subsystem sftp ...?): %w", c.key, err)
-		default:
-			p.log.Debug("another sftp session refused; sharing one", "host", c.key, "err", err)
-		}
-	}
-	best.users++
-	c.users++
+	c.users++ // counts this caller from now on, so c is not closed as idle
 	if c.idle != nil {
 		c.idle.Stop()
 		c.idle = nil
 	}
+	best := leastBusy(c.sessions)
+	if best != nil && (best.users == 0 || len(c.sessions)+c.opening >= p.cfg.sessions) {
+		best.users++
+		p.mu.Unlock()
+		return best, nil
+	}
+	c.opening++
+	p.mu.Unlock()
+	cl, err := p.newClient(c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.opening--
+	switch {
+	case err == nil && !c.gone:
+		best = &session{conn: c, client: cl}
+		c.sessions = append(c.sessions, best)
+	case err == nil: // dropped meanwhile
+		cl.Close()
+		c.users--
+		return nil, fmt.Errorf("filem/sftp: connection to %s closed: %w", c.key, filem.ErrUnreachable)
+	default:
+		best = leastBusy(c.sessions)
+		if best == nil {
+			c.users--
+			return nil, fmt.Errorf("filem/sftp: %s: start the sftp subsystem (is it enabled in the node's sshd_config: Subsystem sftp ...?): %w", c.key, err)
+		}
+		p.log.Debug("another sftp session refused; sharing one", "host", c.key, "err", err)
+	}
+	best.users++
 	return best, nil
+}
+
+func leastBusy(ss []*session) *session {
+	var best *session
+	for _, s := range ss {
+		if best == nil || s.users < best.users {
+			best = s
+		}
+	}
+	return best
+}
+
+func (p *pool) newClient(c *conn) (*psftp.Client, error) {
+	return psftp.NewClient(c.client,
+		psftp.MaxPacketUnchecked(p.cfg.maxPacket),
+		psftp.MaxConcurrentRequestsPerFile(p.cfg.requests),
+		psftp.UseConcurrentWrites(true),
+		psftp.UseConcurrentReads(true),
+		psftp.UseFstat(true))
 }
 
 func (p *pool) release(s *session) {
@@ -277,18 +301,15 @@ func (p *pool) dial(ctx context.Context, c *conn, user, addr string) error {
 	if p.cfg.keepalive > 0 {
 		go keepalive(c.client, p.cfg.keepalive, c.done)
 	}
-	// One session tells what the server can do; it becomes the first.
-	p.mu.Lock()
-	s, err := p.session(c)
-	if err == nil {
-		s.users--
-		c.users--
-	}
-	p.mu.Unlock()
+	// One session tells what the server can do; it becomes the first. No
+	// one else sees c before ready is closed.
+	cl, err := p.newClient(c)
 	if err != nil {
 		c.client.Close()
-		return err
+		return fmt.Errorf("filem/sftp: %s: start the sftp subsystem (is it enabled in the node's sshd_config: Subsystem sftp ...?): %w", c.key, err)
 	}
+	s := &session{conn: c, client: cl}
+	c.sessions = []*session{s}
 	_, c.posixRename = s.client.HasExtension("posix-rename@openssh.com")
 	_, c.fsync = s.client.HasExtension("fsync@openssh.com")
 	_, c.statvfs = s.client.HasExtension("statvfs@openssh.com")
