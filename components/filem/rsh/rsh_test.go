@@ -52,7 +52,7 @@ func TestConformance(t *testing.T) {
 		settings []mca.Setting
 	}{
 		{"defaults", nil},
-		{"one-at-a-time-no-multiplexing", []mca.Setting{{Name: ParamConcurrency, Value: "1"}, {Name: ParamMultiplex, Value: "false"}}},
+		{"no-multiplexing", []mca.Setting{{Name: ParamMultiplex, Value: "false"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if testing.Short() && tc.settings != nil {
