@@ -75,7 +75,10 @@ func (c *Coordinator) collective(ctx context.Context, n uint64, opts Options) (R
 		res, rerr = c.link.Checkpoint(ctx, n, opts)
 		close(done)
 	}()
-	if err := c.serve(n, done); err != nil {
+	c.collAt = n
+	err := c.serve(n, done)
+	c.collAt = 0
+	if err != nil {
 		return Result{}, err
 	}
 	<-done
@@ -187,6 +190,10 @@ func (c *Coordinator) onQuery(r snapc.AppRequest) {
 		rep.Reason = fmt.Sprintf("rank %d is finalizing", c.p.Rank())
 	case c.pending != nil:
 		rep.Reason = fmt.Sprintf("rank %d: a checkpoint at safe point %d is in progress", c.p.Rank(), c.pending.req.Target)
+	case c.collAt != 0:
+		// Its peers may be asked for a later point than the one this
+		// rank waits at for its own request: they would never get there.
+		rep.Reason = fmt.Sprintf("rank %d is taking a checkpoint it asked for (cr.Checkpoint at safe point %d)", c.p.Rank(), c.collAt)
 	default:
 		rep.Checkpointable = true
 		c.hold, c.holdID = true, r.ID

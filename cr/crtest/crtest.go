@@ -54,6 +54,10 @@ type Job struct {
 	replies chan reply
 	nextID  uint64
 	colls   map[uint64]*collective
+	// inflight is the checkpoint whose targets were sent (nil: none).
+	inflight *pendingCkpt
+	// committed are the checkpoints committed, by safe point.
+	committed map[uint64]snapc.Result
 
 	ckpt sync.Mutex // one checkpoint at a time
 }
@@ -73,7 +77,7 @@ type collective struct {
 // to a reference in dir.
 func NewJob(n int, dir string, name string) *Job {
 	j := &Job{n: n, ref: sstore.Ref{Dir: dir, Name: sstore.RefName(name)}, from: -1,
-		replies: make(chan reply, 64*n), colls: map[uint64]*collective{}}
+		replies: make(chan reply, 64*n), colls: map[uint64]*collective{}, committed: map[uint64]snapc.Result{}}
 	for r := range n {
 		j.links = append(j.links, &Link{job: j, rank: r, reqs: make(chan snapc.AppRequest, 64)})
 	}
@@ -153,16 +157,23 @@ func (l *Link) Reply(ctx context.Context, r snapc.AppReply) error {
 }
 
 // Checkpoint implements snapc.AppLink: the first rank asking for target
-// starts the checkpoint, the others join it.
+// starts the checkpoint, the others join it. A request for the safe point
+// the checkpoint in progress targets joins that one: a rank reaching the
+// point with both requests is saved once and learns the outcome (what the
+// job's real coordinator must do too).
 func (l *Link) Checkpoint(ctx context.Context, target uint64, opts crs.Options) (snapc.Result, error) {
 	j := l.job
 	j.mu.Lock()
 	c := j.colls[target]
+	if c == nil && j.inflight != nil && j.inflight.target == target {
+		// The checkpoint in progress is at this very point: join it.
+		c = j.inflight.coll
+	}
 	if c == nil {
 		c = &collective{done: make(chan struct{})}
 		j.colls[target] = c
 		go func() {
-			c.res, c.err = j.CheckpointAt(context.WithoutCancel(ctx), target, opts)
+			c.res, c.err = j.joinOrCheckpointAt(context.WithoutCancel(ctx), target, opts)
 			close(c.done)
 		}()
 	}
@@ -249,6 +260,21 @@ func (j *Job) CheckpointAt(ctx context.Context, target uint64, opts crs.Options)
 	return j.target(ctx, j.id(), target, opts)
 }
 
+// joinOrCheckpointAt is CheckpointAt for cr.Checkpoint: a checkpoint
+// committed at target meanwhile (an asynchronous one that reached the
+// point first) is the answer.
+func (j *Job) joinOrCheckpointAt(ctx context.Context, target uint64, opts crs.Options) (snapc.Result, error) {
+	j.ckpt.Lock()
+	defer j.ckpt.Unlock()
+	j.mu.Lock()
+	res, ok := j.committed[target]
+	j.mu.Unlock()
+	if ok {
+		return res, nil
+	}
+	return j.target(ctx, j.id(), target, opts)
+}
+
 // StartAt sends every rank a target at safe point target before it
 // returns (a rank that has not started yet finds it waiting), and returns
 // a function that waits for the outcome. Tests use it to checkpoint at an
@@ -311,6 +337,7 @@ func (j *Job) target(ctx context.Context, id uint64, target uint64, opts crs.Opt
 
 // pendingCkpt is a checkpoint whose targets were sent.
 type pendingCkpt struct {
+	coll   *collective // its outcome, for requests that join it
 	id     uint64
 	target uint64
 	start  time.Time
@@ -321,7 +348,7 @@ type pendingCkpt struct {
 }
 
 func (j *Job) sendTargets(id uint64, target uint64, opts crs.Options) (*pendingCkpt, error) {
-	pc := &pendingCkpt{id: id, target: target, start: time.Now()}
+	pc := &pendingCkpt{id: id, target: target, start: time.Now(), coll: &collective{done: make(chan struct{})}}
 	g, err := sstore.ReadGlobal(j.ref)
 	if err != nil {
 		if err := os.MkdirAll(j.ref.Path(), 0o755); err != nil {
@@ -348,10 +375,22 @@ func (j *Job) sendTargets(id uint64, target uint64, opts crs.Options) (*pendingC
 	if len(pc.errs) > 0 {
 		j.cancel(id)
 	}
+	j.mu.Lock()
+	j.inflight = pc
+	j.mu.Unlock()
 	return pc, nil
 }
 
-func (j *Job) finish(ctx context.Context, pc *pendingCkpt) (snapc.Result, error) {
+func (j *Job) finish(ctx context.Context, pc *pendingCkpt) (res snapc.Result, err error) {
+	defer func() {
+		j.mu.Lock()
+		if j.inflight == pc {
+			j.inflight = nil
+		}
+		j.mu.Unlock()
+		pc.coll.res, pc.coll.err = res, err
+		close(pc.coll.done)
+	}()
 	g, errs := pc.g, pc.errs
 	s := &g.Seqs[len(g.Seqs)-1]
 	// Every target is answered once: saved, failed, or cancelled.
@@ -378,7 +417,11 @@ func (j *Job) finish(ctx context.Context, pc *pendingCkpt) (snapc.Result, error)
 	if err := sstore.WriteGlobal(j.ref, g); err != nil {
 		return snapc.Result{}, err
 	}
-	return snapc.Result{Ref: j.ref.Name, Dir: j.ref.Dir, Seq: pc.seq, Duration: time.Since(pc.start)}, nil
+	res = snapc.Result{Ref: j.ref.Name, Dir: j.ref.Dir, Seq: pc.seq, Duration: time.Since(pc.start)}
+	j.mu.Lock()
+	j.committed[pc.target] = res
+	j.mu.Unlock()
+	return res, nil
 }
 
 var _ snapc.AppLink = (*Link)(nil)
