@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"gompi/cr"
 	"gompi/mpi"
 )
 
@@ -63,7 +64,30 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 	up, down := r-1, r+1
 	row := func(g []float64, i int) []float64 { return g[i*cols : (i+1)*cols] }
 	var residual float64
-	for step := 1; step <= o.steps; step++ {
+	// Checkpoint/restart: the grid and the step describe the progress at
+	// the top of the loop (next is rebuilt from cur every step; its fixed
+	// edges are set above). On a restart Protect fills them from the
+	// snapshot and the loop goes on from the saved step.
+	step := 1
+	c, err := cr.For(p)
+	if err != nil {
+		return "", err
+	}
+	for _, v := range []struct {
+		name string
+		ptr  any
+	}{{"grid", &cur}, {"step", &step}, {"residual", &residual}} {
+		if err := c.Protect(v.name, v.ptr); err != nil {
+			return "", err
+		}
+	}
+	if len(cur) != len(next) {
+		return "", fmt.Errorf("restart: the saved grid has %d values, this rank's share of a %dx%d grid on %d ranks has %d: restart with the -size and rank count of the checkpointed run", len(cur), N, N, n, len(next))
+	}
+	for ; step <= o.steps; step++ {
+		if err := c.SafePoint(); err != nil {
+			return "", err
+		}
 		var reqs []*mpi.Request
 		if up >= 0 {
 			rq1, err := mpi.IrecvT(w, row(cur, 0), up, 0)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"gompi/cr/crtest"
+	"gompi/frameworks/crs"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -71,5 +73,82 @@ func TestBadFlags(t *testing.T) {
 		if len(errs) == 0 {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+// TestCheckpointRestart checkpoints heat at step k (the top of the k-th
+// iteration), lets it finish, restarts it from the snapshot over another
+// transport, and gets the uninterrupted checksum both times.
+func TestCheckpointRestart(t *testing.T) {
+	args := []string{"-size", "37", "-steps", "30"}
+	var want string
+	mpitest.Run(t, 3, "tcp", func(p *mpi.Proc) error {
+		s, err := run(p, args, &bytes.Buffer{})
+		if p.Rank() == 0 {
+			want = s
+		}
+		return err
+	})
+	for _, k := range []uint64{1, 17, 30} {
+		t.Run(fmt.Sprintf("step=%d", k), func(t *testing.T) {
+			j := crtest.NewJob(3, t.TempDir(), "heat")
+			wait := j.StartAt(k, crs.Options{})
+			sums := make([]string, 2)
+			mpitest.RunWith(t, j.Config("tcp"), func(p *mpi.Proc) error {
+				s, err := run(p, args, &bytes.Buffer{})
+				if p.Rank() == 0 {
+					sums[0] = s
+				}
+				return err
+			})
+			res, err := wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			nj, err := j.Restart(res.Seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			mpitest.RunWith(t, nj.Config("uds"), func(p *mpi.Proc) error {
+				var o bytes.Buffer
+				s, err := run(p, args, &o)
+				if p.Rank() == 0 {
+					sums[1], out = s, o
+				}
+				return err
+			})
+			if sums[0] != want || sums[1] != want {
+				t.Fatalf("checksums: uninterrupted %s, with a checkpoint %s, restarted %s", want, sums[0], sums[1])
+			}
+			if !strings.Contains(out.String(), "checksum: "+want+"\n") {
+				t.Fatalf("restarted output %q lacks the checksum line", out.String())
+			}
+		})
+	}
+}
+
+// TestRestartWrongSize: a restart with another -size is refused with what
+// to do.
+func TestRestartWrongSize(t *testing.T) {
+	j := crtest.NewJob(2, t.TempDir(), "heat")
+	wait := j.StartAt(3, crs.Options{})
+	mpitest.RunWith(t, j.Config("tcp"), func(p *mpi.Proc) error {
+		_, err := run(p, []string{"-size", "20", "-steps", "5"}, &bytes.Buffer{})
+		return err
+	})
+	if _, err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	nj, err := j.Restart(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := mpitest.Start(nj.Config("tcp"), func(p *mpi.Proc) error {
+		_, err := run(p, []string{"-size", "24", "-steps", "5"}, &bytes.Buffer{})
+		return err
+	})
+	if len(errs) == 0 || !strings.Contains(errs[0].Error(), "restart with the -size and rank count of the checkpointed run") {
+		t.Fatalf("restart with another -size: %v", errs)
 	}
 }

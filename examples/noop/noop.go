@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"gompi/cr"
 	"gompi/mpi"
 )
 
@@ -53,12 +54,34 @@ func run(ctx context.Context, p *mpi.Proc, args []string, out io.Writer) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "noop: rank %d of %d holds %d MiB of %s state (crc32 %08x)\n", p.Rank(), p.Size(), *mib, *kind, crc32.ChecksumIEEE(state))
+	// Checkpoint/restart: the state is registered (a restart fills it
+	// from the snapshot), and the idle loop comes to a safe point whenever
+	// a checkpoint wants one, without polling.
+	c, err := cr.For(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Protect("state", &state); err != nil {
+		return nil, err
+	}
+	restarted := ""
+	if c.IsRestart() {
+		restarted = ", restarted"
+	}
+	fmt.Fprintf(out, "noop: rank %d of %d holds %d MiB of %s state (crc32 %08x)%s\n", p.Rank(), p.Size(), len(state)>>20, *kind, crc32.ChecksumIEEE(state), restarted)
 	if *seconds > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(*seconds*float64(time.Second)))
 		defer cancel()
 	}
-	<-ctx.Done()
-	return state, nil
+	for {
+		select {
+		case <-ctx.Done():
+			return state, nil
+		case <-c.Requested():
+			if err := c.SafePoint(); err != nil {
+				return nil, err
+			}
+		}
+	}
 }

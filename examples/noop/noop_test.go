@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
+	"gompi/cr/crtest"
+	"gompi/frameworks/crs"
+	"gompi/frameworks/snapc"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -61,4 +66,80 @@ func TestNoopSecondsAndFlags(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCheckpointRestart checkpoints idle noop ranks the way gompi-checkpoint
+// does (each comes to a safe point when asked) and restarts them with the
+// state they held.
+func TestCheckpointRestart(t *testing.T) {
+	j := crtest.NewJob(2, t.TempDir(), "noop")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	started := 0
+	ready := make(chan struct{})
+	wait := func() func() (snapc.Result, error) {
+		done := make(chan struct{})
+		var res snapc.Result
+		var err error
+		go func() {
+			defer close(done)
+			defer cancel() // then the ranks stop idling
+			<-ready
+			res, err = j.Checkpoint(context.Background(), crs.Options{})
+		}()
+		return func() (snapc.Result, error) { <-done; return res, err }
+	}()
+	states := make([][]byte, 2)
+	mpitest.RunWith(t, j.Config("uds"), func(p *mpi.Proc) error {
+		out := &announce{w: &bytes.Buffer{}, ready: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if started++; started == 2 {
+				close(ready)
+			}
+		}}
+		st, err := run(ctx, p, []string{"-mib", "1"}, out)
+		states[p.Rank()] = st
+		return err
+	})
+	res, err := wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nj, err := j.Restart(res.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	outs := make([]string, 2)
+	mpitest.RunWith(t, nj.Config("tcp"), func(p *mpi.Proc) error {
+		var o bytes.Buffer
+		// Another -state: the restored state replaces what it makes.
+		st, err := run(done, p, []string{"-mib", "1", "-state", "compressible"}, &o)
+		if !bytes.Equal(st, states[p.Rank()]) {
+			return fmt.Errorf("rank %d restarted with other state", p.Rank())
+		}
+		outs[p.Rank()] = o.String()
+		return err
+	})
+	for r, o := range outs {
+		if !strings.Contains(o, ", restarted\n") {
+			t.Errorf("rank %d: %q does not say it restarted", r, o)
+		}
+	}
+}
+
+// announce calls ready once the program printed its first line (it has
+// registered its state by then).
+type announce struct {
+	w     *bytes.Buffer
+	once  sync.Once
+	ready func()
+}
+
+func (a *announce) Write(b []byte) (int, error) {
+	a.once.Do(a.ready)
+	return a.w.Write(b)
 }

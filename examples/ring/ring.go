@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"gompi/cr"
 	"gompi/mpi"
 )
 
@@ -30,7 +31,26 @@ func run(p *mpi.Proc, args []string, out io.Writer) error {
 	if r == 0 {
 		fmt.Fprintf(out, "ring: %d ranks, %d-byte message, transport to rank %d: %s\n", n, *size, next, p.Transport(next))
 	}
-	for step := 1; step <= *steps; step++ {
+	// Checkpoint/restart: at the top of a lap no message is in flight;
+	// the lap number and the last message received are the progress.
+	step := 1
+	c, err := cr.For(p)
+	if err != nil {
+		return err
+	}
+	if err := c.Protect("step", &step); err != nil {
+		return err
+	}
+	if err := c.Protect("buf", &buf); err != nil {
+		return err
+	}
+	if len(buf) != *size {
+		return fmt.Errorf("restart: the saved message has %d bytes, -size is %d: restart with the checkpointed run's -size", len(buf), *size)
+	}
+	for ; step <= *steps; step++ {
+		if err := c.SafePoint(); err != nil {
+			return err
+		}
 		if r == 0 {
 			for i := range msg {
 				msg[i] = byte(step + i)
