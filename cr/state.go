@@ -47,11 +47,13 @@ type stateRegistry struct {
 }
 
 // Protect registers *ptr, under name, to be saved at every checkpoint
-// (encoding/gob: exported struct fields, slices, maps, strings, numbers;
-// no channels or functions). On a restart, before the restart point, it
-// first fills *ptr with the saved value (the value is zeroed, then
-// decoded), so the program's own initial value is replaced. A name saved
-// in the snapshot must be registered again before the restart point.
+// with encoding/gob: numbers, strings, slices, arrays, maps, pointers and
+// the exported fields of structs (unexported fields are not saved; empty
+// slices and maps come back nil; no channels or functions). On a restart,
+// before the restart point, it first fills *ptr with the saved value (the
+// value is zeroed, then decoded), so the program's own initial value is
+// replaced. A name saved in the snapshot must be registered again before
+// the restart point.
 func (c *Coordinator) Protect(name string, ptr any) error {
 	if name == "" {
 		return fmt.Errorf("cr: protect: empty name")
@@ -259,15 +261,12 @@ func (c *Coordinator) loadRestart(info snapc.RestartInfo) error {
 		return fmt.Errorf("cr: rank %d: restart: %w (was the snapshot taken with crs=self? it says crs=%s)", rank, err, meta.CRS)
 	}
 	defer f.Close()
-	var af appFile
-	if err := gob.NewDecoder(f).Decode(&af); err != nil {
-		return fmt.Errorf("cr: rank %d: restart: %s: %w: %w", rank, path, sstore.ErrCorrupt, err)
+	af, err := decodeAppState(f)
+	if err != nil {
+		return fmt.Errorf("cr: rank %d: restart: %s: %w", rank, path, err)
 	}
-	switch {
-	case af.Format != appFormat:
-		return fmt.Errorf("cr: rank %d: restart: %s: format %d, this library reads format %d", rank, path, af.Format, appFormat)
-	case af.Rank != rank || af.SafePoint == 0 || len(af.Names) != len(af.Values):
-		return fmt.Errorf("cr: rank %d: restart: %s: %w: rank %d, safe point %d, %d names for %d values", rank, path, sstore.ErrCorrupt, af.Rank, af.SafePoint, len(af.Names), len(af.Values))
+	if af.Rank != rank {
+		return fmt.Errorf("cr: rank %d: restart: %s: %w: saved by rank %d", rank, path, sstore.ErrCorrupt, af.Rank)
 	}
 	rs := &restartState{info: info, at: af.SafePoint, values: map[string][]byte{}, names: af.Names, restored: map[string]bool{}}
 	for i, n := range af.Names {
@@ -278,4 +277,26 @@ func (c *Coordinator) loadRestart(info snapc.RestartInfo) error {
 	c.attempted = af.SafePoint
 	c.signalRequestedLocked()
 	return nil
+}
+
+// decodeAppState reads and checks app.state; it never panics on any input.
+func decodeAppState(r io.Reader) (*appFile, error) {
+	var af appFile
+	if err := gob.NewDecoder(r).Decode(&af); err != nil {
+		return nil, fmt.Errorf("%w: %w", sstore.ErrCorrupt, err)
+	}
+	switch {
+	case af.Format != appFormat:
+		return nil, fmt.Errorf("format %d, this library reads format %d", af.Format, appFormat)
+	case af.Rank < 0 || af.SafePoint == 0 || len(af.Names) != len(af.Values):
+		return nil, fmt.Errorf("%w: rank %d, safe point %d, %d names for %d values", sstore.ErrCorrupt, af.Rank, af.SafePoint, len(af.Names), len(af.Values))
+	}
+	seen := map[string]bool{}
+	for _, n := range af.Names {
+		if n == "" || seen[n] {
+			return nil, fmt.Errorf("%w: value name %q empty or repeated", sstore.ErrCorrupt, n)
+		}
+		seen[n] = true
+	}
+	return &af, nil
 }
