@@ -70,13 +70,28 @@
 // the same handles; every Dup, Split and Free is recorded with its result
 // in the creation log (Proc.CreationLog). Every message sent and every
 // message taken off a transport passes through one function each, where
-// the coordination protocol installed with SetCRCP is told (Sent,
-// Received) with its per-(context, source, destination) sequence number;
-// with no protocol installed that costs one pointer load. Proc.Channels
-// gives the protocol its bookmark exchange and drain. Proc.SaveState
-// returns the library's own state (unexpected and drained messages,
-// sequence numbers, totals, the creation log, collective counts) and
-// WithState, or a Bootstrap that implements Restorer, restores it at
+// the coordination protocol is told (Sent, Received) with its
+// per-(context, source, destination) sequence number. InitWith installs
+// the protocol the job's parameters select (crcp; -am ft-enable-cr selects
+// bkmrk); with crcp=none nothing is installed and the message path costs
+// one pointer load. SetCRCP installs one by hand. Proc.Channels and
+// Proc.ChannelsAt give a protocol its bookmark exchange and drain;
+// ChannelsAt numbers the exchanges by checkpoint, so a checkpoint given up
+// half-way never disturbs the next. Proc.SaveState returns the library's
+// own state (unexpected and drained messages, sequence numbers, totals,
+// the creation log, collective counts; not the library's control traffic)
+// and WithState, or a Bootstrap that implements Restorer, restores it at
 // Init: communicators are rebuilt from the log with the same handles and
 // the saved messages are received first, in their order.
+//
+// When the Bootstrap is also a snapc.AppLink (the runtime's rank client),
+// the library answers the job's checkpoint coordinator until package cr
+// takes the requests over (HandleApp): a query is told the program has no
+// safe points, a target waits for cr or is refused at Finalize. When the
+// link says the start is a restart, Init reads the local snapshot's
+// library.state (checked against the snapshot's metadata, ReadLibraryState)
+// and replays: the program's Dup, Split and Free calls get the
+// communicators of the log back, in order and without communicating, until
+// cr reaches the restart point (EndReplay); a call that differs from the
+// log is an error naming both.
 package mpi
