@@ -119,7 +119,6 @@ type Coordinator struct {
 	active     *target // being taken
 	attempted  uint64  // the last safe point a checkpoint ran at
 	finalizing bool
-	collAt     uint64 // the safe point of the checkpoint this rank asked for and waits on
 	quiesce    *quiesceState
 	restart    *restartState
 	ch         crcp.Channels // of the checkpoint running

@@ -55,9 +55,15 @@
 // target it has not reached answers that target with an error, so the
 // coordinator cancels the others.
 //
-// The coordinator must follow every Query with a Target or a Cancel to
-// every rank it queried: a rank holds at its next safe point until one
-// arrives (or its Proc stops).
+// The count a rank answers is of the safe points it has passed: a rank
+// waiting inside one (holding, or in Checkpoint for its own request) can
+// still be saved there. The coordinator must follow every Query with a
+// Target or a Cancel to every rank it queried: a rank holds at its next
+// safe point until one arrives (or its Proc stops). Every Target is
+// answered exactly once (saved, failed, or cancelled); a Cancel is not
+// answered. A rank's Checkpoint request for the safe point another
+// checkpoint in progress targets must join that checkpoint: the rank is
+// saved there once, and refuses a second target at the same point.
 //
 // # Restart
 //

@@ -75,10 +75,7 @@ func (c *Coordinator) collective(ctx context.Context, n uint64, opts Options) (R
 		res, rerr = c.link.Checkpoint(ctx, n, opts)
 		close(done)
 	}()
-	c.collAt = n
-	err := c.serve(n, done)
-	c.collAt = 0
-	if err != nil {
+	if err := c.serve(n, done); err != nil {
 		return Result{}, err
 	}
 	<-done
@@ -182,7 +179,14 @@ func (c *Coordinator) handle(r snapc.AppRequest) {
 
 func (c *Coordinator) onQuery(r snapc.AppRequest) {
 	c.mu.Lock()
-	rep := snapc.AppReply{ID: r.ID, Kind: snapc.Query, Count: max(c.count, c.attempted)}
+	// The count is of the safe points passed: a rank waiting inside one
+	// (holding, or in Checkpoint waiting for its own request) can still
+	// be saved there, so its peers may be targeted at it too.
+	passed := c.count
+	if c.atPoint {
+		passed--
+	}
+	rep := snapc.AppReply{ID: r.ID, Kind: snapc.Query, Count: max(passed, c.attempted)}
 	switch {
 	case c.reason != "":
 		rep.Reason = c.reason
@@ -190,10 +194,6 @@ func (c *Coordinator) onQuery(r snapc.AppRequest) {
 		rep.Reason = fmt.Sprintf("rank %d is finalizing", c.p.Rank())
 	case c.pending != nil:
 		rep.Reason = fmt.Sprintf("rank %d: a checkpoint at safe point %d is in progress", c.p.Rank(), c.pending.req.Target)
-	case c.collAt != 0:
-		// Its peers may be asked for a later point than the one this
-		// rank waits at for its own request: they would never get there.
-		rep.Reason = fmt.Sprintf("rank %d is taking a checkpoint it asked for (cr.Checkpoint at safe point %d)", c.p.Rank(), c.collAt)
 	default:
 		rep.Checkpointable = true
 		c.hold, c.holdID = true, r.ID

@@ -466,8 +466,8 @@ func TestRandomTraffic(t *testing.T) {
 					case err == nil:
 						out = append(out, res)
 					case errors.Is(err, crtest.ErrRefused):
-						// A rank was inside a checkpoint it asked for:
-						// gompi-checkpoint would say so and fail.
+						// A rank was finalizing: gompi-checkpoint would
+						// say so and fail.
 					default:
 						// A target beyond the end of the run: a rank
 						// finished first and the others were cancelled.
