@@ -100,11 +100,18 @@ type job struct {
 // unique environment mark, so survivors can be found.
 func start(t *testing.T, args ...string) *job {
 	t.Helper()
+	return startProg(t, "gompirun", args...)
+}
+
+// startProg runs one of the built binaries (gompirun, or gompi-restart,
+// which becomes gompirun) as a job.
+func startProg(t *testing.T, prog string, args ...string) *job {
+	t.Helper()
 	j := &job{t: t, more: make(chan struct{}, 1), done: make(chan struct{}), mark: randomMark(t)}
-	j.cmd = exec.Command(filepath.Join(bin, "gompirun"), args...)
+	j.cmd = exec.Command(filepath.Join(bin, prog), args...)
 	j.cmd.Env = append(os.Environ(), "GOMPI_E2E_MARK="+j.mark)
 	j.cmd.Dir = root
-	j.cmd.Stderr = &lockedWriter{mu: &j.mu, w: &j.stderr}
+	j.cmd.Stderr = &lockedWriter{mu: &j.mu, w: &j.stderr, poke: j.poke}
 	out, err := j.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -118,10 +125,7 @@ func start(t *testing.T, args ...string) *job {
 			j.mu.Lock()
 			j.lines = append(j.lines, sc.Text())
 			j.mu.Unlock()
-			select {
-			case j.more <- struct{}{}:
-			default:
-			}
+			j.poke()
 		}
 		err := j.cmd.Wait()
 		j.code = j.cmd.ProcessState.ExitCode()
@@ -143,14 +147,62 @@ func start(t *testing.T, args ...string) *job {
 }
 
 type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
+	mu   *sync.Mutex
+	w    io.Writer
+	poke func() // after each write, when set
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	l.mu.Unlock()
+	if l.poke != nil {
+		l.poke()
+	}
+	return n, err
+}
+
+// poke wakes whoever waits for more output.
+func (j *job) poke() {
+	select {
+	case j.more <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until cond holds over the output so far (stdout lines and
+// stderr), woken by each new piece of output.
+func (j *job) waitFor(what string, cond func(lines []string, stderr string) bool) {
+	j.t.Helper()
+	deadline := time.After(runBound)
+	for {
+		j.mu.Lock()
+		ok := cond(j.lines, j.stderr.String())
+		j.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-j.more:
+		case <-j.done:
+			j.mu.Lock()
+			ok := cond(j.lines, j.stderr.String())
+			j.mu.Unlock()
+			if !ok {
+				j.t.Fatalf("job ended (status %d) before %s; stderr:\n%s", j.code, what, j.errText())
+			}
+			return
+		case <-deadline:
+			j.t.Fatalf("no %s after %v; stderr:\n%s", what, runBound, j.errText())
+		}
+	}
+}
+
+// output returns the stdout lines so far.
+func (j *job) output() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]string(nil), j.lines...)
 }
 
 func randomMark(t *testing.T) string {

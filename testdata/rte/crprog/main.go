@@ -11,7 +11,8 @@
 //
 // Lines it prints, for the tests: "ready rank=R pid=P" once its
 // coordinator is registered; "saved rank=R seq=S count=C" after each save;
-// "restarted rank=R ref=NAME seq=S count=C lib=L btl=B" on a restart;
+// "restarted rank=R node=N ref=NAME seq=S count=C lib=L btl=B" on a
+// restart;
 // "paused at write of seq S" under the write test hook.
 package main
 
@@ -79,7 +80,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "crprog: restart:", err)
 			os.Exit(95)
 		}
-		fmt.Printf("restarted rank=%d ref=%s seq=%d count=%d lib=%q btl=%s\n", r, info.Ref.Name, info.Seq, st.count, lib, c.Values().String("btl"))
+		fmt.Printf("restarted rank=%d node=%s ref=%s seq=%d count=%d lib=%q btl=%s\n", r, c.Node(), info.Ref.Name, info.Seq, st.count, lib, c.Values().String("btl"))
 	}
 	reqs := c.Requests()
 	go coordinate(ctx, c, st, reqs, r == *refuseRank)

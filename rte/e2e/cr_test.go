@@ -1,0 +1,388 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"gompi/components/snapc/full"
+	"gompi/frameworks/sstore"
+	"gompi/rte/jobs"
+	"gompi/tools/checkpoint"
+	"gompi/tools/restart"
+)
+
+// The checkpoint/restart tests run crprog (testdata/rte/crprog), which
+// implements the application side of a checkpoint with the rank client.
+
+func crprog() string { return filepath.Join(bin, "crprog") }
+
+// crJob starts a 4-rank job over two simulated nodes with C/R on, its
+// snapshots in dir, and waits for its ranks' coordinators.
+func crJob(t *testing.T, dir string, args ...string) *job {
+	t.Helper()
+	all := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+		"--mca", "snapc_base_global_snapshot_dir", dir}, args...)
+	if !slices.Contains(args, crprog()) {
+		all = append(all, crprog())
+	}
+	j := start(t, all...)
+	j.waitReady(4)
+	return j
+}
+
+// tool runs a gompi tool and returns its status, stdout and stderr.
+func tool(t *testing.T, name string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if strings.Contains(errb.String(), "WARNING: DATA RACE") {
+		t.Errorf("the race detector found a race in %s:\n%s", name, errb.String())
+	}
+	return code, out.String(), errb.String()
+}
+
+// refOf returns the reference a job checkpoints into.
+func refOf(t *testing.T, j *job, dir string) sstore.Ref {
+	t.Helper()
+	r, err := jobs.Read(j.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sstore.Ref{Dir: dir, Name: sstore.RefName(r.Job)}
+}
+
+// info is gompi-restart -i --json of ref.
+func info(t *testing.T, ref sstore.Ref) restart.Info {
+	t.Helper()
+	code, out, errs := tool(t, "gompi-restart", "-i", "--json", ref.Path())
+	if code != 0 {
+		t.Fatalf("gompi-restart -i: status %d: %s", code, errs)
+	}
+	var in restart.Info
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatalf("gompi-restart -i --json: %v\n%s", err, out)
+	}
+	return in
+}
+
+// committed lists the committed and the uncommitted sequences of ref.
+func committed(t *testing.T, ref sstore.Ref) (yes, no []int) {
+	t.Helper()
+	for _, s := range info(t, ref).Seqs {
+		if s.Committed {
+			yes = append(yes, s.Seq)
+		} else {
+			no = append(no, s.Seq)
+		}
+	}
+	return yes, no
+}
+
+func pidArg(j *job) string { return fmt.Sprint(j.cmd.Process.Pid) }
+
+// TestCheckpointRestart: a 4-rank job on two nodes is checkpointed twice,
+// restarted on one node over another transport, and goes on checkpointing
+// into the same reference.
+func TestCheckpointRestart(t *testing.T) {
+	dir := t.TempDir()
+	j := crJob(t, dir)
+	ref := refOf(t, j, dir)
+
+	code, out, errs := tool(t, "gompi-checkpoint", pidArg(j))
+	if code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
+		t.Fatalf("gompi-checkpoint: status %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = tool(t, "gompi-checkpoint", "--status", pidArg(j))
+	if code != 0 {
+		t.Fatalf("gompi-checkpoint --status: status %d\n%s%s", code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	status := regexp.MustCompile(`^\[ +\d+\.\d\d / +\d+\.\d\d\] +(.+) - (.+)$`)
+	var phases []string
+	for _, l := range lines[:len(lines)-1] {
+		m := status.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("not a status line: %q", l)
+		}
+		phases = append(phases, m[1])
+	}
+	slices.Sort(phases[3:5])
+	if want := []string{"Requested", "Query", "Target", "Local Write (n1)", "Local Write (n2)", "Sync", "Commit"}; !reflect.DeepEqual(phases, want) {
+		t.Errorf("phases %q, want %q:\n%s", phases, want, out)
+	}
+	if last := lines[len(lines)-1]; last != "Snapshot Ref.:   1 "+ref.Name {
+		t.Errorf("last line %q", last)
+	}
+	code, out, _ = tool(t, "gompi-checkpoint", "--list", pidArg(j))
+	if code != 0 || out != "Snapshot Ref.: "+ref.Name+"\t[0,1]\n" {
+		t.Errorf("--list: status %d: %q", code, out)
+	}
+	code, out, _ = tool(t, "gompi-checkpoint", "-l", "--json", pidArg(j))
+	var l checkpoint.Listing
+	if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil || !reflect.DeepEqual(l.Committed, []int{0, 1}) || l.Dir != dir {
+		t.Errorf("--list --json: status %d %v: %s", code, err, out)
+	}
+	j.signal(syscall.SIGINT)
+	if code, _, errs := j.wait(); code != 130 {
+		t.Fatalf("job: status %d\n%s", code, errs)
+	}
+	in := info(t, ref)
+	if in.Ranks != 4 || in.Restart != 1 || len(in.Seqs) != 2 || in.Launch.Program != crprog() || !slices.Contains(in.AMCA, "ft-enable-cr") {
+		t.Errorf("gompi-restart -i: %+v", in)
+	}
+	for _, p := range in.Seqs[1].Procs {
+		if want := []string{"n1", "n1", "n2", "n2"}[p.Rank]; p.Node != want || p.CRS != "self" || len(p.Files) != 2 {
+			t.Errorf("rank %d of seq 1: %+v", p.Rank, p)
+		}
+	}
+
+	// Damaged copies are refused, naming the file and the previous sequence.
+	for _, d := range []struct {
+		name   string
+		damage func(r sstore.Ref)
+		want   string
+	}{
+		{"truncate", func(r sstore.Ref) { os.Truncate(filepath.Join(r.LocalPath(1, 2), "app.state"), 3) }, "gompi_snapshot_2.ckpt/app.state is 3 bytes"},
+		{"flip", func(r sstore.Ref) {
+			p := filepath.Join(r.LocalPath(1, 0), "library.state")
+			b, _ := os.ReadFile(p)
+			b[0] ^= 0x40
+			os.WriteFile(p, b, 0o644)
+		}, "gompi_snapshot_0.ckpt/library.state has checksum"},
+		{"delete", func(r sstore.Ref) { os.Remove(filepath.Join(r.LocalPath(1, 3), "app.state")) }, "gompi_snapshot_3.ckpt/app.state: no such file"},
+		{"no meta", func(r sstore.Ref) { os.Remove(filepath.Join(r.LocalPath(1, 1), sstore.LocalMetaFile)) }, "gompi_snapshot_1.ckpt/snapshot_meta: no such file"},
+	} {
+		cp := sstore.Ref{Dir: t.TempDir(), Name: ref.Name}
+		if out, err := exec.Command("cp", "-a", ref.Path(), cp.Dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+		d.damage(cp)
+		code, out, errs := tool(t, "gompi-restart", cp.Path())
+		if code != 1 || out != "" || !strings.Contains(errs, d.want) || !strings.Contains(errs, "restart with -s 0") {
+			t.Errorf("%s: status %d, stdout %q, stderr:\n%s\nwant %q and a suggestion of -s 0", d.name, code, out, errs, d.want)
+		}
+	}
+
+	// Restart on one node, over tcp only.
+	r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, "n1 slots=4\n"), "--mca", "btl", "tcp", ref.Path())
+	r.waitReady(4)
+	restarted := regexp.MustCompile(`^restarted rank=(\d) node=n1 ref=` + regexp.QuoteMeta(ref.Name) + ` seq=1 count=\d+ lib="library of rank (\d) at \d+" btl=tcp$`)
+	seen := map[string]bool{}
+	for _, l := range r.output() {
+		if m := restarted.FindStringSubmatch(l); m != nil && m[1] == m[2] {
+			seen[m[1]] = true
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("ranks restarted: %v; output:\n%s", seen, strings.Join(r.output(), "\n"))
+	}
+	code, out, errs = tool(t, "gompi-checkpoint", pidArg(r))
+	if code != 0 || out != "Snapshot Ref.:   2 "+ref.Name+"\n" {
+		t.Errorf("checkpoint of the restarted job: status %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = tool(t, "gompi-checkpoint", "--term", pidArg(r))
+	if code != 0 || out != "Snapshot Ref.:   3 "+ref.Name+"\n" {
+		t.Errorf("checkpoint-and-terminate: status %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := r.wait(); code != 0 {
+		t.Errorf("restarted job after --term: status %d\n%s", code, errs)
+	}
+	noSurvivors(t, "after --term", func() []int { return marked(r.mark) })
+	if yes, no := committed(t, ref); !reflect.DeepEqual(yes, []int{0, 1, 2, 3}) || len(no) != 0 {
+		t.Errorf("committed %v, not %v", yes, no)
+	}
+}
+
+// TestCheckpointRefused: a rank that cannot be checkpointed fails the
+// request for all, before anything is written, and the job runs on.
+func TestCheckpointRefused(t *testing.T) {
+	dir := t.TempDir()
+	j := crJob(t, dir, crprog(), "-refuse-rank", "2")
+	code, out, errs := tool(t, "gompi-checkpoint", pidArg(j))
+	want := "rank 2 on node n2 cannot be checkpointed: rank 2 is not checkpointable (test: -refuse-rank); no rank was affected"
+	if code != 1 || out != "" || !strings.Contains(errs, want) {
+		t.Errorf("status %d, stdout %q, stderr:\n%s\nwant %q", code, out, errs, want)
+	}
+	if _, err := os.Stat(refOf(t, j, dir).Path()); !os.IsNotExist(err) {
+		t.Errorf("a refused checkpoint created the reference: %v", err)
+	}
+	for _, l := range j.output() {
+		if strings.HasPrefix(l, "saved ") {
+			t.Errorf("a rank saved: %q", l)
+		}
+	}
+	if js := ps(t, "--json", pidArg(j)); len(js) != 1 || js[0].State != "running" {
+		t.Errorf("job after the refusal: %+v", js)
+	}
+	j.signal(syscall.SIGINT)
+	j.wait()
+
+	// --stop: crs=self (as crprog answers) cannot stop a process.
+	k := crJob(t, t.TempDir())
+	code, _, errs = tool(t, "gompi-checkpoint", "--stop", pidArg(k))
+	if code != 1 || !strings.Contains(errs, "crs/self cannot stop a process after its checkpoint") {
+		t.Errorf("--stop: status %d: %s", code, errs)
+	}
+	code, out, errs = tool(t, "gompi-checkpoint", pidArg(k))
+	if code != 0 || !strings.HasPrefix(out, "Snapshot Ref.:   0 ") {
+		t.Errorf("checkpoint after the refused --stop: status %d\n%s%s", code, out, errs)
+	}
+	k.signal(syscall.SIGINT)
+	k.wait()
+
+	// A job without C/R.
+	n := start(t, "-np", "2", "--host", "n1,n2", rankprog(), "-sleep")
+	n.waitReady(2)
+	for _, args := range [][]string{{pidArg(n)}, {"--list", pidArg(n)}} {
+		code, _, errs := tool(t, "gompi-checkpoint", args...)
+		if code != 1 || !strings.Contains(errs, "checkpoint/restart is not enabled for this job; run it with -am ft-enable-cr") {
+			t.Errorf("%v on a job without C/R: status %d: %s", args, code, errs)
+		}
+	}
+	n.signal(syscall.SIGINT)
+	n.wait()
+}
+
+// TestCheckpointCrash kills a rank, a daemon, gompirun or gompi-checkpoint
+// while the second checkpoint of a job is held at each point of its state
+// machine (snapc_full_test_pause_at). The first sequence stays intact and
+// restartable; the second is recorded only once past the query, and
+// committed only if the kill came after its commit mark, or if only
+// gompi-checkpoint died (gompirun then finishes the checkpoint by itself
+// and the job runs on).
+func TestCheckpointCrash(t *testing.T) {
+	hnpPoints := []string{full.PauseQuery, full.PauseSeq, full.PauseLocal, full.PauseCommit, full.PauseCommitted}
+	type tc struct{ point, victim string }
+	var cases []tc
+	for _, v := range []string{"rank", "daemon", "gompirun"} {
+		for _, p := range full.PausePoints {
+			cases = append(cases, tc{p, v})
+		}
+	}
+	for _, p := range hnpPoints {
+		cases = append(cases, tc{p, "tool"})
+	}
+	for _, c := range cases {
+		t.Run(c.victim+"-at-"+c.point, func(t *testing.T) {
+			t.Parallel() // jobs of their own; mostly waiting, so -parallel (the CPU count) of them share the machine well
+			dir := t.TempDir()
+			j := crJob(t, dir, "--mca", full.ParamPauseAt, c.point+":1")
+			ref := refOf(t, j, dir)
+			if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
+				t.Fatalf("first checkpoint: status %d\n%s%s", code, out, errs)
+			}
+			ck := exec.Command(filepath.Join(bin, "gompi-checkpoint"), "--status", pidArg(j))
+			var ckOut bytes.Buffer
+			ck.Stdout, ck.Stderr = &ckOut, &ckOut
+			if err := ck.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ckDone := make(chan struct{})
+			go func() { ck.Wait(); close(ckDone) }()
+			t.Cleanup(func() { ck.Process.Kill(); <-ckDone })
+
+			msg := full.PauseMessage(c.point, 1)
+			if c.point == full.PauseWrite {
+				j.waitFor("4 ranks paused writing", func(lines []string, _ string) bool {
+					n := 0
+					for _, l := range lines {
+						if l == msg {
+							n++
+						}
+					}
+					return n == 4
+				})
+			} else {
+				j.waitFor("the pause at "+c.point, func(_ []string, stderr string) bool { return strings.Contains(stderr, msg) })
+			}
+
+			switch c.victim {
+			case "rank":
+				pids := j.waitReady(4)
+				syscall.Kill(pids[3], syscall.SIGKILL)
+			case "daemon":
+				var pid int
+				for _, js := range ps(t, "--json", pidArg(j)) {
+					for _, d := range js.Daemons {
+						if d.Node == "n2" {
+							pid = d.PID
+						}
+					}
+				}
+				if pid == 0 {
+					t.Fatal("no daemon of n2 in gompi-ps")
+				}
+				syscall.Kill(pid, syscall.SIGKILL)
+			case "gompirun":
+				j.cmd.Process.Kill()
+			case "tool":
+				ck.Process.Kill()
+				<-ckDone
+				// The checkpoint goes on without its tool: a second request
+				// is answered once the first is over.
+				code, out, errs := tool(t, "gompi-checkpoint", pidArg(j))
+				if code != 0 || out != "Snapshot Ref.:   2 "+ref.Name+"\n" {
+					t.Errorf("checkpoint after the tool was killed: status %d\n%s%s", code, out, errs)
+				}
+				j.signal(syscall.SIGINT)
+			}
+			code, _, errs := j.wait()
+			if code == 0 {
+				t.Errorf("job ended with status 0 after its %s was killed", c.victim)
+			}
+			if c.victim != "gompirun" && c.victim != "tool" && !strings.Contains(errs, "gompirun: job aborted") {
+				t.Errorf("no abort report:\n%s", errs)
+			}
+			noSurvivors(t, "after the crash", func() []int { return marked(j.mark) })
+
+			yes, no := committed(t, ref)
+			wantYes, wantNo := []int{0}, []int{1}
+			switch {
+			case c.victim == "tool":
+				wantYes, wantNo = []int{0, 1, 2}, nil
+			case c.point == full.PauseQuery: // held before its sequence was recorded
+				wantNo = nil
+			case c.point == full.PauseCommitted:
+				wantYes, wantNo = []int{0, 1}, nil
+			}
+			if !reflect.DeepEqual(yes, wantYes) || !reflect.DeepEqual(no, wantNo) {
+				t.Errorf("committed %v, uncommitted %v; want %v and %v", yes, no, wantYes, wantNo)
+			}
+
+			// The newest committed sequence restarts.
+			last := wantYes[len(wantYes)-1]
+			r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, twoNodes), ref.Path())
+			r.waitReady(4)
+			want := fmt.Sprintf("ref=%s seq=%d ", ref.Name, last)
+			n := 0
+			for _, l := range r.output() {
+				if strings.HasPrefix(l, "restarted ") && strings.Contains(l, want) {
+					n++
+				}
+			}
+			if n != 4 {
+				t.Errorf("%d ranks restarted from seq %d:\n%s", n, last, strings.Join(r.output(), "\n"))
+			}
+			r.signal(syscall.SIGINT)
+			r.wait()
+		})
+	}
+}
