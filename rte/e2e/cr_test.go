@@ -194,9 +194,10 @@ func TestCheckpointRestart(t *testing.T) {
 	if len(seen) != 4 {
 		t.Errorf("ranks restarted: %v; output:\n%s", seen, strings.Join(r.output(), "\n"))
 	}
-	code, out, errs = tool(t, "gompi-checkpoint", pidArg(r))
-	if code != 0 || out != "Snapshot Ref.:   2 "+ref.Name+"\n" {
-		t.Errorf("checkpoint of the restarted job: status %d\n%s%s", code, out, errs)
+	code, out, errs = tool(t, "gompi-checkpoint", "--json", pidArg(r))
+	var o checkpoint.Outcome
+	if err := json.Unmarshal([]byte(out), &o); code != 0 || err != nil || o.Seq != 2 || o.Ref != ref.Name || o.Dir != dir || len(o.Events) != 6 { // one node: one local write
+		t.Errorf("checkpoint of the restarted job: status %d %v\n%s%s\n%+v", code, err, out, errs, o)
 	}
 	code, out, errs = tool(t, "gompi-checkpoint", "--term", pidArg(r))
 	if code != 0 || out != "Snapshot Ref.:   3 "+ref.Name+"\n" {
@@ -208,6 +209,38 @@ func TestCheckpointRestart(t *testing.T) {
 	noSurvivors(t, "after --term", func() []int { return marked(r.mark) })
 	if yes, no := committed(t, ref); !reflect.DeepEqual(yes, []int{0, 1, 2, 3}) || len(no) != 0 {
 		t.Errorf("committed %v, not %v", yes, no)
+	}
+}
+
+// TestAppCheckpoint: every rank asks for a checkpoint at the same safe
+// point (cr.Checkpoint, over the rank client's AppLink); the requests are
+// merged into one sequence.
+func TestAppCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	j := crJob(t, dir, crprog(), "-checkpoint-at", "30")
+	ref := refOf(t, j, dir)
+	j.waitFor("4 ranks checkpointed", func(lines []string, _ string) bool {
+		n := 0
+		for _, l := range lines {
+			if strings.HasPrefix(l, "checkpointed rank=") && strings.HasSuffix(l, " seq=0 ref="+ref.Name) {
+				n++
+			}
+		}
+		return n == 4
+	})
+	for _, l := range j.output() {
+		if strings.HasPrefix(l, "saved ") && !strings.HasSuffix(l, " seq=0 count=31") {
+			t.Errorf("saved elsewhere than at the ranks' safe point 31: %q", l)
+		}
+	}
+	code, out, errs := tool(t, "gompi-checkpoint", pidArg(j))
+	if code != 0 || out != "Snapshot Ref.:   1 "+ref.Name+"\n" {
+		t.Errorf("tool checkpoint after the ranks' own: status %d\n%s%s", code, out, errs)
+	}
+	j.signal(syscall.SIGINT)
+	j.wait()
+	if yes, no := committed(t, ref); !reflect.DeepEqual(yes, []int{0, 1}) || len(no) != 0 {
+		t.Errorf("committed %v, uncommitted %v: want the ranks' requests merged into seq 0", yes, no)
 	}
 }
 

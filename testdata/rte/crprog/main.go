@@ -12,7 +12,8 @@
 // Lines it prints, for the tests: "ready rank=R pid=P" once its
 // coordinator is registered; "saved rank=R seq=S count=C" after each save;
 // "restarted rank=R node=N ref=NAME seq=S count=C lib=L btl=B" on a
-// restart;
+// restart; "checkpointed rank=R seq=S ref=NAME" when its own request (as
+// cr.Checkpoint makes, -checkpoint-at) is committed;
 // "paused at write of seq S" under the write test hook.
 package main
 
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"gompi/components/snapc/full"
+	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/rte/rankclient"
@@ -39,6 +41,17 @@ type state struct {
 	count   uint64
 	queried uint64 // request answered, its target not known yet
 	pending *snapc.AppRequest
+	// awaiting is the target of the rank's own checkpoint request: the
+	// rank does not pass it until told to save there (or the request ends).
+	awaiting uint64
+}
+
+// held reports whether the next safe point must wait.
+func (st *state) held() bool {
+	if st.queried != 0 {
+		return true
+	}
+	return st.awaiting == st.count+1 && (st.pending == nil || st.pending.Target != st.awaiting)
 }
 
 func main() {
@@ -48,6 +61,7 @@ func main() {
 		refuseRank = flag.Int("refuse-rank", -1, "this rank answers every query as not checkpointable")
 		failRank   = flag.Int("fail-rank", -1, "this rank fails to save")
 		payload    = flag.Int("payload", 4096, "bytes of app.state beyond its header")
+		ckptAt     = flag.Uint64("checkpoint-at", 0, "at this safe point every rank asks for a checkpoint at the next one (cr.Checkpoint)")
 	)
 	flag.Parse()
 	ctx := context.Background()
@@ -88,11 +102,31 @@ func main() {
 
 	for {
 		st.mu.Lock()
-		for st.queried != 0 {
+		for st.held() {
 			st.changed.Wait()
 		}
 		st.count++
 		n := st.count
+		if n == st.awaiting {
+			st.awaiting = 0
+		}
+		if *ckptAt > 0 && n == *ckptAt {
+			st.awaiting = n + 1
+			go func() {
+				res, err := c.Checkpoint(ctx, n+1, crs.Options{})
+				st.mu.Lock()
+				if st.awaiting == n+1 {
+					st.awaiting = 0
+				}
+				st.changed.Broadcast()
+				st.mu.Unlock()
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "crprog: rank %d: %v\n", r, err)
+					return
+				}
+				fmt.Printf("checkpointed rank=%d seq=%d ref=%s\n", r, res.Seq, res.Ref)
+			}()
+		}
 		var save *snapc.AppRequest
 		if p := st.pending; p != nil && p.Target == n {
 			save, st.pending = p, nil
@@ -141,6 +175,7 @@ func coordinate(ctx context.Context, c *rankclient.Client, st *state, reqs <-cha
 				st.queried = 0
 				st.changed.Broadcast()
 			}
+			st.changed.Broadcast()
 			if req.Target <= st.count {
 				reply.Err = fmt.Sprintf("safe point %d already passed (at %d)", req.Target, st.count)
 			} else {
