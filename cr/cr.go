@@ -118,6 +118,7 @@ type Coordinator struct {
 	pending    *target // targeted, not reached yet
 	active     *target // being taken
 	attempted  uint64  // the last safe point a checkpoint ran at
+	drainedAt  uint64  // the last safe point the channels were drained at
 	finalizing bool
 	quiesce    *quiesceState
 	restart    *restartState
@@ -130,6 +131,7 @@ type Coordinator struct {
 type target struct {
 	req       snapc.AppRequest
 	queryID   uint64
+	resave    bool // saved at this point already: save again as is
 	cancelled bool
 	cancel    context.CancelFunc
 }

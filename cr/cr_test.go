@@ -391,3 +391,74 @@ func TestCorruptLibraryState(t *testing.T) {
 		t.Fatalf("restart from a damaged %s: %v", path, errs)
 	}
 }
+
+// TestSavedAgainAtCollectivePoint: an asynchronous checkpoint takes the
+// point where the ranks wait in cr.Checkpoint; their own request, run
+// after it by a coordinator that does not merge the two, saves them there
+// again. Both snapshots restart to the same end.
+func TestSavedAgainAtCollectivePoint(t *testing.T) {
+	const steps, at = 6, 3
+	prog := func(sums []int64, seqs []int) rankFunc {
+		return func(c *cr.Coordinator) error {
+			w := c.Proc().World()
+			r, n := w.Rank(), w.Size()
+			st := struct {
+				Step int
+				Sum  int64
+			}{Step: 1}
+			if err := c.Protect("st", &st); err != nil {
+				return err
+			}
+			recv := func() error {
+				v := []int64{0}
+				if _, err := mpi.RecvT(w, v, (r-1+n)%n, 0); err != nil {
+					return err
+				}
+				st.Sum += v[0]
+				return nil
+			}
+			for ; st.Step <= steps; st.Step++ {
+				if st.Step == at {
+					res, err := c.Checkpoint(context.Background(), cr.Options{})
+					if err != nil {
+						return err
+					}
+					seqs[r] = res.Seq
+				} else if err := c.SafePoint(); err != nil {
+					return err
+				}
+				if err := mpi.SendT(w, []int64{int64(100*st.Step + r)}, (r+1)%n, 0); err != nil {
+					return err
+				}
+				if st.Step > 1 {
+					if err := recv(); err != nil {
+						return err
+					}
+				}
+			}
+			if err := recv(); err != nil {
+				return err
+			}
+			sums[r] = st.Sum
+			return nil
+		}
+	}
+	j := crtest.NewJob(3, t.TempDir(), "again")
+	j.NoJoin = true
+	wait := checkpointAt(j, at, cr.Options{})
+	want, seqs := make([]int64, 3), make([]int, 3)
+	run(t, j, prog(want, seqs))
+	if res := must(wait())(t); res.Seq != 0 {
+		t.Fatalf("the asynchronous checkpoint is sequence %d", res.Seq)
+	}
+	if !reflect.DeepEqual(seqs, []int{1, 1, 1}) {
+		t.Fatalf("cr.Checkpoint returned sequences %v, want 1 (saved again)", seqs)
+	}
+	for seq := range 2 {
+		got := make([]int64, 3)
+		run(t, must(j.Restart(seq))(t), prog(got, make([]int, 3)))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("restart from %d: sums %v, want %v", seq, got, want)
+		}
+	}
+}

@@ -62,8 +62,9 @@
 // safe point until one arrives (or its Proc stops). Every Target is
 // answered exactly once (saved, failed, or cancelled); a Cancel is not
 // answered. A rank's Checkpoint request for the safe point another
-// checkpoint in progress targets must join that checkpoint: the rank is
-// saved there once, and refuses a second target at the same point.
+// checkpoint in progress targets should join that checkpoint; when it
+// runs after it instead, the ranks, still waiting at that point, are
+// saved there again as they are.
 //
 // # Restart
 //

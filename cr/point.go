@@ -207,6 +207,7 @@ func (c *Coordinator) onTarget(r snapc.AppRequest) {
 	c.mu.Lock()
 	rank, n := c.p.Rank(), r.Target
 	var why string
+	var resave bool
 	switch {
 	case c.reason != "":
 		why = c.reason
@@ -216,6 +217,14 @@ func (c *Coordinator) onTarget(r snapc.AppRequest) {
 		why = fmt.Sprintf("rank %d: crs=%s cannot stop a process once saved (--stop; Open MPI's self could not either): checkpoint without --stop, or with --term", rank, c.crsName)
 	case r.Dir == "":
 		why = fmt.Sprintf("rank %d: target safe point %d without a snapshot directory", rank, n)
+	case n == c.attempted && n == c.count && c.atPoint && c.drainedAt == n && c.pending == nil:
+		// Still inside the point it was saved at (perhaps finishing that
+		// checkpoint), its channels drained there and quiet since (no
+		// rank passes a point it waits in for its own request): it can
+		// be saved there again, without the protocol. The job's
+		// coordinator asks this when a rank's Checkpoint request waited
+		// behind a checkpoint that chose its point.
+		resave = true
 	case n <= c.attempted:
 		why = fmt.Sprintf("rank %d was already saved at (or restarted from) safe point %d; target a later one", rank, c.attempted)
 	case n < c.count || (n == c.count && !c.atPoint):
@@ -230,7 +239,7 @@ func (c *Coordinator) onTarget(r snapc.AppRequest) {
 		c.reply(snapc.AppReply{ID: r.ID, Kind: snapc.Target, Err: why})
 		return
 	}
-	c.pending = &target{req: r, queryID: c.holdID}
+	c.pending = &target{req: r, queryID: c.holdID, resave: resave}
 	c.hold = false
 	c.signalRequestedLocked()
 	c.wakeLocked()
@@ -336,6 +345,9 @@ func (c *Coordinator) run(t *target, n uint64) error {
 	}
 	c.ch = ch
 	c.mu.Unlock()
+	if t.resave {
+		return c.resave(ctx, req, n)
+	}
 	defer func() {
 		c.mu.Lock()
 		c.ch = nil
@@ -354,6 +366,9 @@ func (c *Coordinator) run(t *target, n uint64) error {
 			c.replyTarget(req, fmt.Errorf("rank %d: prepare for safe point %d: %w", rank, n, cause(err)))
 			return nil
 		}
+		c.mu.Lock()
+		c.drainedAt = n
+		c.mu.Unlock()
 	}
 	serr := c.saveLocal(ctx, req, n)
 	if serr != nil {
@@ -407,6 +422,23 @@ func (c *Coordinator) run(t *target, n uint64) error {
 				c.log.Warn("OnContinue callback failed", "callback", i+1, "err", err)
 			}
 		}
+	}
+	return nil
+}
+
+// resave saves the rank again at the safe point it was saved at and
+// still waits in (see onTarget): the library's state has not changed.
+func (c *Coordinator) resave(ctx context.Context, req snapc.AppRequest, n uint64) error {
+	if err := c.saveLocal(ctx, req, n); err != nil {
+		c.replyTarget(req, fmt.Errorf("rank %d: save again at safe point %d: %w", c.p.Rank(), n, err))
+		return nil
+	}
+	c.replyTarget(req, nil)
+	if req.Options.Term {
+		if err := c.cfg.terminate(); err != nil {
+			return fmt.Errorf("cr: terminate after the checkpoint at safe point %d: %w", n, err)
+		}
+		return ErrTerminated
 	}
 	return nil
 }
@@ -514,6 +546,9 @@ func (c *Coordinator) QuiesceStart(ctx context.Context) error {
 		c.mu.Unlock()
 		return fmt.Errorf("cr: quiesce at safe point %d: %w", n, err)
 	}
+	c.mu.Lock()
+	c.drainedAt = n
+	c.mu.Unlock()
 	q.sent, q.recvd = c.p.Counts()
 	return nil
 }

@@ -44,6 +44,12 @@ var Settings = []mca.Setting{{Name: "ft_cr_enabled", Value: "1"}}
 
 // Job is the coordinator of one job.
 type Job struct {
+	// NoJoin makes a rank's Checkpoint request for a safe point another
+	// checkpoint already took run a checkpoint of its own there (a
+	// coordinator that does not merge them): the ranks, still waiting at
+	// that point, are saved there again.
+	NoJoin bool
+
 	n   int
 	ref sstore.Ref
 	// from is the sequence this job restarts from (-1: a fresh start).
@@ -165,7 +171,7 @@ func (l *Link) Checkpoint(ctx context.Context, target uint64, opts crs.Options) 
 	j := l.job
 	j.mu.Lock()
 	c := j.colls[target]
-	if c == nil && j.inflight != nil && j.inflight.target == target {
+	if c == nil && !j.NoJoin && j.inflight != nil && j.inflight.target == target {
 		// The checkpoint in progress is at this very point: join it.
 		c = j.inflight.coll
 	}
@@ -269,7 +275,7 @@ func (j *Job) joinOrCheckpointAt(ctx context.Context, target uint64, opts crs.Op
 	j.mu.Lock()
 	res, ok := j.committed[target]
 	j.mu.Unlock()
-	if ok {
+	if ok && !j.NoJoin {
 		return res, nil
 	}
 	return j.target(ctx, j.id(), target, opts)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"gompi/cr"
 	"gompi/mpi"
@@ -25,14 +26,16 @@ func main() {
 	steps := flag.Int("steps", 50, "steps")
 	at := flag.String("at", "", "comma-separated steps at which every rank calls cr.Checkpoint")
 	term := flag.Bool("term", false, "checkpoint with Term (the job ends at the first)")
+	every := flag.Int("every", 0, "also call cr.Checkpoint every this many steps (0: never)")
+	sleep := flag.Duration("sleep", 0, "pause after each step (so a checkpoint from outside finds the job running)")
 	flag.Parse()
-	if err := run(*steps, *at, *term); err != nil {
+	if err := run(*steps, *at, *every, *sleep, *term); err != nil {
 		fmt.Fprintln(os.Stderr, "ckpt:", err)
 		os.Exit(1)
 	}
 }
 
-func run(steps int, at string, term bool) error {
+func run(steps int, at string, every int, sleep time.Duration, term bool) error {
 	ctx := context.Background()
 	if err := mpi.Init(ctx); err != nil {
 		return err
@@ -60,7 +63,7 @@ func run(steps int, at string, term bool) error {
 	}
 	next, prev := (r+1)%n, (r-1+n)%n
 	for ; st.Step <= steps; st.Step++ {
-		if points[st.Step] {
+		if points[st.Step] || every > 0 && st.Step%every == 0 {
 			res, err := cr.Checkpoint(ctx, cr.Options{Term: term})
 			if err != nil {
 				return err
@@ -81,6 +84,7 @@ func run(steps int, at string, term bool) error {
 			}
 			st.Sum += v[0]
 		}
+		time.Sleep(sleep)
 	}
 	v := []int64{0}
 	if _, err := mpi.RecvT(w, v, prev, 0); err != nil {
