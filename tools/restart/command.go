@@ -132,7 +132,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	if err := point.VerifyAll(); err != nil {
 		return err
 	}
-	gompirun, err := findGompirun()
+	gompirun, prefix, err := findGompirun()
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "gompi-restart: warning: %s\n", w)
 	}
-	argv = append([]string{gompirun}, argv...)
+	argv = append(append([]string{gompirun}, prefix...), argv...)
 	if o.showme {
 		fmt.Fprintln(stdout, strings.Join(quoteArgs(argv), " "))
 		return nil
@@ -180,19 +180,23 @@ func seqList(g *sstore.GlobalMeta) string {
 	return strings.Join(s, ", ")
 }
 
-// findGompirun finds the gompirun beside this program, else on $PATH.
-func findGompirun() (string, error) {
+// findGompirun finds the gompirun beside this program, else on $PATH;
+// run as the umbrella binary (`gompi restart`), it is `gompi run`.
+func findGompirun() (path string, prefix []string, err error) {
 	if exe, err := os.Executable(); err == nil {
+		if filepath.Base(exe) == "gompi" {
+			return exe, []string{"run"}, nil
+		}
 		p := filepath.Join(filepath.Dir(exe), "gompirun")
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
+			return p, nil, nil
 		}
 	}
 	p, err := exec.LookPath("gompirun")
 	if err != nil {
-		return "", fmt.Errorf("gompirun is neither beside gompi-restart nor on $PATH: install it there")
+		return "", nil, fmt.Errorf("gompirun is neither beside gompi-restart nor on $PATH: install it there")
 	}
-	return p, nil
+	return p, nil, nil
 }
 
 // Overrides are what the user changes at restart.
