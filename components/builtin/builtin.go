@@ -5,8 +5,10 @@ package builtin
 import (
 	btltcp "gompi/components/btl/tcp"
 	btluds "gompi/components/btl/uds"
+	crcpbkmrk "gompi/components/crcp/bkmrk"
 	crcpnone "gompi/components/crcp/none"
 	crsnone "gompi/components/crs/none"
+	crsself "gompi/components/crs/self"
 	errmgrdefault "gompi/components/errmgr/default"
 	filemraw "gompi/components/filem/raw"
 	filemrsh "gompi/components/filem/rsh"
@@ -14,7 +16,9 @@ import (
 	incdefault "gompi/components/inc/default"
 	plmlocal "gompi/components/plm/local"
 	plmssh "gompi/components/plm/ssh"
+	snapcfull "gompi/components/snapc/full"
 	snapcnone "gompi/components/snapc/none"
+	sstorecentral "gompi/components/sstore/central"
 	sstorenone "gompi/components/sstore/none"
 	"gompi/frameworks"
 )
@@ -22,11 +26,15 @@ import (
 // Register adds every built-in component to the frameworks of set.
 func Register(set *frameworks.Set) {
 	set.CRS.Register(crsnone.New())
+	set.CRS.Register(crsself.New())
 	set.CRCP.Register(crcpnone.New())
+	set.CRCP.Register(crcpbkmrk.New())
 	set.INC.Register(incdefault.New())
 	set.SStore.Register(sstorenone.New())
+	set.SStore.Register(sstorecentral.New())
 	set.FileM.Register(filemraw.New())
 	set.SnapC.Register(snapcnone.New())
+	set.SnapC.Register(snapcfull.New())
 	set.ErrMgr.Register(errmgrdefault.New())
 	set.BTL.Register(btltcp.New())
 	set.BTL.Register(btluds.New())
