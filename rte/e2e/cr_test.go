@@ -419,3 +419,85 @@ func TestCheckpointCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestMPICheckpointRestart runs programs of packages mpi and cr (crs=self,
+// crcp=bkmrk) under the runtime: checkpointed on two nodes, restarted on
+// one over tcp, they end as if never stopped.
+func TestMPICheckpointRestart(t *testing.T) {
+	one := hostfile(t, "n1 slots=4\n")
+	t.Run("heat", func(t *testing.T) {
+		heat := []string{filepath.Join(bin, "heat"), "-size", "48", "-steps", "400"}
+		code, out, errs := start(t, append([]string{"-np", "1"}, heat...)...).wait()
+		want, ok := heatChecksum(out, "")
+		if code != 0 || !ok {
+			t.Fatalf("heat -np 1: status %d %q\n%s", code, out, errs)
+		}
+		dir := t.TempDir()
+		j := start(t, append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+			"--mca", "snapc_base_global_snapshot_dir", dir}, append(heat, "-every", "1", "-sleep", "5ms")...)...)
+		j.waitFor("heat's first step", func(lines []string, _ string) bool {
+			return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "step 1: residual") })
+		})
+		ref := refOf(t, j, dir)
+		if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
+			t.Fatalf("checkpoint: status %d\n%s%s", code, out, errs)
+		}
+		if code, out, errs := tool(t, "gompi-checkpoint", "--term", pidArg(j)); code != 0 || out != "Snapshot Ref.:   1 "+ref.Name+"\n" {
+			t.Fatalf("checkpoint --term: status %d\n%s%s", code, out, errs)
+		}
+		if code, out, errs := j.wait(); code != 0 || slices.ContainsFunc(out, func(l string) bool { return strings.HasPrefix(l, "checksum") }) {
+			t.Fatalf("job after --term: status %d, output %q\n%s", code, out, errs)
+		}
+		r := startProg(t, "gompi-restart", "--hostfile", one, "--mca", "btl", "tcp", ref.Path())
+		code, out, errs = r.wait()
+		if got, _ := heatChecksum(out, ""); code != 0 || got != want {
+			t.Errorf("restarted heat: status %d, checksum %q, want %q\n%s", code, got, want, errs)
+		}
+	})
+	t.Run("collective", func(t *testing.T) {
+		ckpt := []string{filepath.Join(bin, "ckpt"), "-steps", "30", "-at", "5,15"}
+		dir := t.TempDir()
+		j := start(t, append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+			"--mca", "snapc_base_global_snapshot_dir", dir}, ckpt...)...)
+		code, out, errs := j.wait()
+		sums := map[string]bool{}
+		var ref string
+		for _, l := range out {
+			var r, steps int
+			var sum string
+			if _, err := fmt.Sscanf(l, "done rank=%d steps=%d sum=%s", &r, &steps, &sum); err == nil {
+				sums[fmt.Sprint(r, sum)] = true
+			}
+			var step, seq int
+			var name, restarted string
+			if _, err := fmt.Sscanf(l, "checkpoint rank=%d step=%d ref=%s seq=%d restart=%s", &r, &step, &name, &seq, &restarted); err == nil {
+				ref = name
+				if seq != map[int]int{5: 0, 15: 1}[step] || restarted != "false" {
+					t.Errorf("line %q", l)
+				}
+			}
+		}
+		if code != 0 || len(sums) != 4 || ref == "" {
+			t.Fatalf("status %d, output:\n%s\n%s", code, strings.Join(out, "\n"), errs)
+		}
+		// From seq 0 (step 5), on one node over tcp: step 15 checkpoints
+		// again, as seq 2 of the same reference, and every sum is the same.
+		r := startProg(t, "gompi-restart", "-s", "0", "--hostfile", one, "--mca", "btl", "tcp", filepath.Join(dir, ref))
+		code, out, errs = r.wait()
+		again := map[string]bool{}
+		seq2 := 0
+		for _, l := range out {
+			var rk, steps int
+			var sum string
+			if _, err := fmt.Sscanf(l, "done rank=%d steps=%d sum=%s", &rk, &steps, &sum); err == nil {
+				again[fmt.Sprint(rk, sum)] = true
+			}
+			if strings.Contains(l, " step=15 ref="+ref+" seq=2 restart=true") {
+				seq2++
+			}
+		}
+		if code != 0 || !reflect.DeepEqual(again, sums) || seq2 != 4 {
+			t.Errorf("restart: status %d, sums %v (want %v), %d ranks checkpointed as seq 2; output:\n%s\n%s", code, again, sums, seq2, strings.Join(out, "\n"), errs)
+		}
+	})
+}

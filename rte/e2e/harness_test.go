@@ -76,7 +76,7 @@ func build() error {
 		args = append(args, "-overlay", overlay)
 	}
 	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./cmd/gompi-checkpoint", "./cmd/gompi-restart",
-		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./examples/heat")
+		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./examples/heat", "./testdata/cr/ckpt")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = modRoot
 	cmd.Stderr = os.Stderr

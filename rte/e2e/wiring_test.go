@@ -8,14 +8,17 @@ import (
 	"strings"
 )
 
-// The checkpoint/restart components of the runtime (snapc/full and
-// sstore/central) join the one built-in list (components/builtin, the
-// lead's) when it is wired. Until then the binaries these tests build get
-// them through a build overlay: a copy of builtin.go with the two lines
-// added. Once builtin.go registers them, no overlay is used.
+// The checkpoint/restart components (snapc/full and sstore/central of the
+// runtime, crs/self and crcp/bkmrk of the ranks) join the one built-in
+// list (components/builtin, the lead's) when it is wired. Until then the
+// binaries these tests build get them through a build overlay: a copy of
+// builtin.go with their lines added. Once builtin.go registers them, no
+// overlay is used.
 var crComponents = []struct{ alias, path, framework string }{
 	{"snapcfull", "gompi/components/snapc/full", "SnapC"},
 	{"sstorecentral", "gompi/components/sstore/central", "SStore"},
+	{"crsself", "gompi/components/crs/self", "CRS"},
+	{"crcpbkmrk", "gompi/components/crcp/bkmrk", "CRCP"},
 }
 
 // crOverlay returns the path of a go build -overlay file, or "" when
@@ -31,6 +34,9 @@ func crOverlay(modRoot, tmp string) (string, error) {
 	for _, c := range crComponents {
 		if strings.Contains(src, `"`+c.path+`"`) {
 			continue
+		}
+		if _, err := os.Stat(filepath.Join(modRoot, strings.TrimPrefix(c.path, "gompi/"))); err != nil {
+			return "", fmt.Errorf("component %s: %w", c.path, err)
 		}
 		imports = append(imports, fmt.Sprintf("\t%s %q\n", c.alias, c.path))
 		regs = append(regs, fmt.Sprintf("\tset.%s.Register(%s.New())\n", c.framework, c.alias))
