@@ -3,9 +3,11 @@
 // PLM, serves the daemons (one control stream each) and the tools (an
 // owner-only Unix socket found from its PID), gathers the modex, prints
 // the ranks' output, forwards signals, watches daemons with heartbeats,
-// hands every failure to the ErrMgr stack, and ends with the job's exit
-// status: 0, the status of the first rank that failed (128+signal for a
-// signal), or 128+signal when gompirun itself was interrupted.
+// hands every failure to the ErrMgr stack, runs the job's global snapshot
+// coordinator (checkpoints asked for by gompi-checkpoint or by the ranks;
+// restarts from a snapshot), and ends with the job's exit status: 0, the
+// status of the first rank that failed (128+signal for a signal), or
+// 128+signal when gompirun itself was interrupted.
 package hnp
 
 import (
