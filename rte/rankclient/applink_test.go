@@ -236,3 +236,26 @@ func TestSingletonAppLink(t *testing.T) {
 func mcaIsolated(t *testing.T) mca.SourceOptions {
 	return mca.SourceOptions{NoUserFiles: true, SysconfDir: t.TempDir()}
 }
+
+// FuzzRestartEnvironment: whatever gompid's restart variables hold, the
+// rank client accepts only absolute paths and a sequence number.
+func FuzzRestartEnvironment(f *testing.F) {
+	f.Add("/g/r.ckpt", "0", "/g/r.ckpt/0/gompi_snapshot_0.ckpt")
+	f.Add("r.ckpt", "-1", "")
+	f.Add("/", "99999999999999999999", "/x")
+	f.Fuzz(func(t *testing.T, ref, seq, dir string) {
+		if strings.ContainsRune(ref+seq+dir, 0) {
+			return // the environment cannot hold NUL
+		}
+		t.Setenv(rte.EnvRestartRef, ref)
+		t.Setenv(rte.EnvRestartSeq, seq)
+		t.Setenv(rte.EnvRestartDir, dir)
+		info, ok, err := restartFromEnv()
+		if err != nil || !ok {
+			return
+		}
+		if !filepath.IsAbs(info.Ref.Dir) || !filepath.IsAbs(info.Dir) || info.Seq < 0 || info.Ref.Name == "" {
+			t.Fatalf("accepted %q %q %q as %+v", ref, seq, dir, info)
+		}
+	})
+}
