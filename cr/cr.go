@@ -150,7 +150,6 @@ type restartState struct {
 	names    []string
 	restored map[string]bool
 	resumed  bool
-	reported bool
 }
 
 type attacher interface {

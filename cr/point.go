@@ -112,7 +112,6 @@ func (c *Coordinator) arrive(n uint64) (res *Result, err error) {
 	if rerr != nil {
 		return nil, fmt.Errorf("cr: rank %d: restart at safe point %d: %w", c.p.Rank(), n, rerr)
 	}
-	rs.reported = true
 	return &Result{Ref: rs.info.Ref.Name, Dir: rs.info.Ref.Dir, Seq: rs.info.Seq}, nil
 }
 
