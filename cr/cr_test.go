@@ -462,3 +462,98 @@ func TestSavedAgainAtCollectivePoint(t *testing.T) {
 		}
 	}
 }
+
+// ringProg passes a message around the ring at every step (one message in
+// flight at each safe point); at step at it calls point instead of
+// SafePoint. sums gets each rank's total.
+func ringProg(steps, at int, point func(c *cr.Coordinator) error, sums []int64) rankFunc {
+	return func(c *cr.Coordinator) error {
+		w := c.Proc().World()
+		r, n := w.Rank(), w.Size()
+		st := struct {
+			Step int
+			Sum  int64
+		}{Step: 1}
+		if err := c.Protect("st", &st); err != nil {
+			return err
+		}
+		recv := func() error {
+			v := []int64{0}
+			if _, err := mpi.RecvT(w, v, (r-1+n)%n, 0); err != nil {
+				return err
+			}
+			st.Sum += v[0]
+			return nil
+		}
+		for ; st.Step <= steps; st.Step++ {
+			if st.Step == at && point != nil {
+				if err := point(c); err != nil {
+					return err
+				}
+			} else if err := c.SafePoint(); err != nil {
+				return err
+			}
+			if err := mpi.SendT(w, []int64{int64(100*st.Step + r)}, (r+1)%n, 0); err != nil {
+				return err
+			}
+			if st.Step > 1 {
+				if err := recv(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := recv(); err != nil {
+			return err
+		}
+		sums[r] = st.Sum
+		return nil
+	}
+}
+
+// TestCheckpointWhileQuiesced: an asynchronous checkpoint asked for while
+// the job is quiesced (the program does not call QuiesceCheckpoint) is
+// taken at the quiesced point, when the ranks end the quiesce.
+func TestCheckpointWhileQuiesced(t *testing.T) {
+	const steps, at = 6, 3
+	want := make([]int64, 3)
+	run(t, crtest.NewJob(3, t.TempDir(), "plain"), ringProg(steps, 0, nil, want))
+
+	j := crtest.NewJob(3, t.TempDir(), "quiesced")
+	quiesced := make(chan struct{})
+	var mu sync.Mutex
+	count := 0
+	wait := background(func() (cr.Result, error) {
+		<-quiesced
+		return j.Checkpoint(context.Background(), cr.Options{})
+	})
+	got := make([]int64, 3)
+	run(t, j, ringProg(steps, at, func(c *cr.Coordinator) error {
+		ctx := context.Background()
+		if err := c.QuiesceStart(ctx); err != nil {
+			return err
+		}
+		if err := c.SafePoint(); err == nil {
+			return errors.New("a safe point while quiesced")
+		}
+		mu.Lock()
+		if count++; count == 3 {
+			close(quiesced)
+		}
+		mu.Unlock()
+		<-c.Requested() // the query arrived
+		return c.QuiesceEnd(ctx)
+	}, got))
+	res := must(wait())(t)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("sums %v, want %v", got, want)
+	}
+	meta := must(sstore.ReadLocal(j.Ref().LocalPath(res.Seq, 0)))(t)
+	if meta.CRSMeta["cr_safepoint"] != fmt.Sprint(at) {
+		t.Fatalf("saved at safe point %s, want the quiesced point %d", meta.CRSMeta["cr_safepoint"], at)
+	}
+	got = make([]int64, 3)
+	run(t, must(j.Restart(res.Seq))(t), ringProg(steps, 0, nil, got))
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("restarted sums %v, want %v", got, want)
+	}
+}

@@ -30,6 +30,9 @@ const replyTimeout = 30 * time.Second
 func (c *Coordinator) SafePoint() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.notQuiesced("safe point"); err != nil {
+		return err
+	}
 	c.count++
 	n := c.count
 	if _, err := c.arrive(n); err != nil {
@@ -45,6 +48,9 @@ func (c *Coordinator) SafePoint() error {
 func (c *Coordinator) Checkpoint(ctx context.Context, opts Options) (Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.notQuiesced("checkpoint (use QuiesceCheckpoint)"); err != nil {
+		return Result{}, err
+	}
 	c.count++
 	n := c.count
 	if res, err := c.arrive(n); res != nil || err != nil {
@@ -53,10 +59,16 @@ func (c *Coordinator) Checkpoint(ctx context.Context, opts Options) (Result, err
 		}
 		return Result{}, err
 	}
-	if c.quiesce != nil {
-		return Result{}, fmt.Errorf("cr: checkpoint at safe point %d: the job is quiesced: use QuiesceCheckpoint", n)
-	}
 	return c.collective(ctx, n, opts)
+}
+
+// notQuiesced refuses a new safe point while the job is quiesced: the
+// program is inside the quiesce's point until QuiesceEnd.
+func (c *Coordinator) notQuiesced(what string) error {
+	if q := c.quiesce; q != nil {
+		return fmt.Errorf("cr: %s while quiesced at safe point %d: call QuiesceEnd first", what, q.epoch)
+	}
+	return nil
 }
 
 // collective asks the job's coordinator for a checkpoint at safe point n
@@ -160,6 +172,10 @@ func (c *Coordinator) serve(n uint64, until <-chan struct{}) error {
 	}
 }
 
+// inPoint reports whether the program is inside safe point c.count: waiting
+// in it, or quiesced there (until QuiesceEnd).
+func (c *Coordinator) inPoint() bool { return c.atPoint || c.quiesce != nil }
+
 // --- requests from the job's coordinator ------------------------------------------
 
 // handle is called by the mpi library's responder, one request at a time.
@@ -182,7 +198,7 @@ func (c *Coordinator) onQuery(r snapc.AppRequest) {
 	// (holding, or in Checkpoint waiting for its own request) can still
 	// be saved there, so its peers may be targeted at it too.
 	passed := c.count
-	if c.atPoint {
+	if c.inPoint() {
 		passed--
 	}
 	rep := snapc.AppReply{ID: r.ID, Kind: snapc.Query, Count: max(passed, c.attempted)}
@@ -216,7 +232,7 @@ func (c *Coordinator) onTarget(r snapc.AppRequest) {
 		why = fmt.Sprintf("rank %d: crs=%s cannot stop a process once saved (--stop; Open MPI's self could not either): checkpoint without --stop, or with --term", rank, c.crsName)
 	case r.Dir == "":
 		why = fmt.Sprintf("rank %d: target safe point %d without a snapshot directory", rank, n)
-	case n == c.attempted && n == c.count && c.atPoint && c.drainedAt == n && c.pending == nil:
+	case n == c.attempted && n == c.count && c.inPoint() && c.drainedAt == n && c.pending == nil:
 		// Still inside the point it was saved at (perhaps finishing that
 		// checkpoint), its channels drained there and quiet since (no
 		// rank passes a point it waits in for its own request): it can
@@ -226,7 +242,7 @@ func (c *Coordinator) onTarget(r snapc.AppRequest) {
 		resave = true
 	case n <= c.attempted:
 		why = fmt.Sprintf("rank %d was already saved at (or restarted from) safe point %d; target a later one", rank, c.attempted)
-	case n < c.count || (n == c.count && !c.atPoint):
+	case n < c.count || (n == c.count && !c.inPoint()):
 		why = fmt.Sprintf("rank %d passed safe point %d before the request arrived (it is past %d)", rank, n, c.count)
 	case c.pending != nil:
 		why = fmt.Sprintf("rank %d: a checkpoint at safe point %d is already pending", rank, c.pending.req.Target)
@@ -568,10 +584,19 @@ func (c *Coordinator) protocol(ctx context.Context, state crs.State, q *quiesceS
 func (c *Coordinator) QuiesceEnd(ctx context.Context) error {
 	c.mu.Lock()
 	q := c.quiesce
-	c.mu.Unlock()
 	if q == nil {
+		c.mu.Unlock()
 		return errors.New("cr: quiesce end: not quiesced (call QuiesceStart first)")
 	}
+	// A checkpoint targeted at the quiesced point (an asynchronous one,
+	// when the program does not call QuiesceCheckpoint) is taken here.
+	if t := c.pending; c.hold || t != nil && t.req.Target == q.epoch {
+		if err := c.serve(q.epoch, nil); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+	}
+	c.mu.Unlock()
 	var errs []error
 	if sent, recvd := c.p.Counts(); !slices.Equal(sent, q.sent) || !slices.Equal(recvd, q.recvd) {
 		errs = append(errs, fmt.Errorf("cr: quiesce end: messages moved while the job was quiesced (sent %v, received %v since the quiesce began with %v, %v); a quiesced program must not communicate", sent, recvd, q.sent, q.recvd))

@@ -70,19 +70,29 @@ func (p *Proc) startAppResponder() {
 		}
 		p.dispatchApp(l, r)
 	}
+	// The goroutine reads until the link closes (the runtime closes it
+	// once the rank finalized), so every request is answered, even one
+	// that arrives while the rank is stopping.
 	go func() {
-		for {
-			select {
-			case r, ok := <-reqs:
-				if !ok {
-					return
-				}
-				p.dispatchApp(l, r)
-			case <-p.done:
-				return
+		for r := range reqs {
+			if p.isStopped() {
+				p.replyStopped(l, r)
+				continue
 			}
+			p.dispatchApp(l, r)
 		}
 	}()
+}
+
+// replyStopped answers a request that reaches a stopped Proc.
+func (p *Proc) replyStopped(l snapc.AppLink, r snapc.AppRequest) {
+	why := fmt.Sprintf("rank %d has stopped (finalized or aborted)", p.rank)
+	switch r.Kind {
+	case snapc.Query:
+		p.replyApp(l, snapc.AppReply{ID: r.ID, Kind: snapc.Query, Reason: why})
+	case snapc.Target:
+		p.replyApp(l, snapc.AppReply{ID: r.ID, Kind: snapc.Target, Err: fmt.Sprintf("%s before safe point %d", why, r.Target)})
+	}
 }
 
 func (p *Proc) dispatchApp(l snapc.AppLink, r snapc.AppRequest) {
