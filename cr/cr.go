@@ -146,7 +146,7 @@ type quiesceState struct {
 type restartState struct {
 	info     snapc.RestartInfo
 	at       uint64
-	values   map[string][]byte
+	file     *appFile // the saved values, each dropped once Protect hands it over
 	names    []string
 	restored map[string]bool
 	resumed  bool

@@ -1,7 +1,7 @@
 package cr
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/gob"
 	"fmt"
@@ -21,19 +21,6 @@ import (
 // AppStateFile is the file of a local snapshot holding the values
 // registered with Protect and the safe point the rank was saved at.
 const AppStateFile = "app.state"
-
-// appFormat is the version of the app.state encoding.
-const appFormat = 1
-
-// appFile is what app.state holds (encoding/gob). Each value is encoded
-// on its own, so a restart decodes it into the type the program registers.
-type appFile struct {
-	Format    int
-	Rank      int
-	SafePoint uint64
-	Names     []string
-	Values    [][]byte
-}
 
 // registry holds what the program registered to be saved.
 type stateRegistry struct {
@@ -84,14 +71,14 @@ func (c *Coordinator) Protect(name string, ptr any) error {
 	if !fill {
 		return nil
 	}
-	data, ok := rs.values[name]
-	if !ok {
+	i := slices.Index(rs.file.Names, name)
+	if i < 0 {
 		return fmt.Errorf("cr: protect %q: restart: the snapshot in %s holds no value of that name (it holds: %s)", name, rs.info.Dir, strings.Join(rs.names, ", "))
 	}
-	rv.Elem().SetZero()
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(ptr); err != nil {
-		return fmt.Errorf("cr: protect %q: restart: decode the saved value into a %s: %w", name, rv.Elem().Type(), err)
+	if err := restoreValue(ptr, rs.file.Kinds[i], rs.file.Types[i], rs.file.Values[i]); err != nil {
+		return fmt.Errorf("cr: protect %q: restart: %w", name, err)
 	}
+	rs.file.Values[i] = nil // the program holds it now
 	c.mu.Lock()
 	rs.restored[name] = true
 	c.mu.Unlock()
@@ -201,19 +188,11 @@ func (c *Coordinator) saveState(ctx context.Context, dir string) ([]sstore.FileR
 		}
 	}
 
-	af := appFile{Format: appFormat, Rank: c.p.Rank(), SafePoint: at, Names: names}
-	for i, name := range names {
-		var buf bytes.Buffer
-		if err := gob.NewEncoder(&buf).Encode(ptrs[i]); err != nil {
-			return nil, fmt.Errorf("cr: save %q: %w", name, err)
-		}
-		af.Values = append(af.Values, buf.Bytes())
-	}
 	w, err := sstore.CreateFile(dir, AppStateFile)
 	if err != nil {
 		return nil, fmt.Errorf("cr: %w", err)
 	}
-	if err := gob.NewEncoder(w).Encode(&af); err != nil {
+	if err := writeAppState(w, c.p.Rank(), at, names, ptrs); err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("cr: write %s: %w", filepath.Join(dir, AppStateFile), err)
 	}
@@ -261,17 +240,18 @@ func (c *Coordinator) loadRestart(info snapc.RestartInfo) error {
 		return fmt.Errorf("cr: rank %d: restart: %w (was the snapshot taken with crs=self? it says crs=%s)", rank, err, meta.CRS)
 	}
 	defer f.Close()
-	af, err := decodeAppState(f)
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("cr: rank %d: restart: %w", rank, err)
+	}
+	af, err := decodeAppState(bufio.NewReaderSize(f, 1<<20), fi.Size())
 	if err != nil {
 		return fmt.Errorf("cr: rank %d: restart: %s: %w", rank, path, err)
 	}
 	if af.Rank != rank {
 		return fmt.Errorf("cr: rank %d: restart: %s: %w: saved by rank %d", rank, path, sstore.ErrCorrupt, af.Rank)
 	}
-	rs := &restartState{info: info, at: af.SafePoint, values: map[string][]byte{}, names: af.Names, restored: map[string]bool{}}
-	for i, n := range af.Names {
-		rs.values[n] = af.Values[i]
-	}
+	rs := &restartState{info: info, at: af.SafePoint, file: af, names: af.Names, restored: map[string]bool{}}
 	c.restart = rs
 	c.count = af.SafePoint - 1
 	c.attempted = af.SafePoint
@@ -279,24 +259,3 @@ func (c *Coordinator) loadRestart(info snapc.RestartInfo) error {
 	return nil
 }
 
-// decodeAppState reads and checks app.state; it never panics on any input.
-func decodeAppState(r io.Reader) (*appFile, error) {
-	var af appFile
-	if err := gob.NewDecoder(r).Decode(&af); err != nil {
-		return nil, fmt.Errorf("%w: %w", sstore.ErrCorrupt, err)
-	}
-	switch {
-	case af.Format != appFormat:
-		return nil, fmt.Errorf("format %d, this library reads format %d", af.Format, appFormat)
-	case af.Rank < 0 || af.SafePoint == 0 || len(af.Names) != len(af.Values):
-		return nil, fmt.Errorf("%w: rank %d, safe point %d, %d names for %d values", sstore.ErrCorrupt, af.Rank, af.SafePoint, len(af.Names), len(af.Values))
-	}
-	seen := map[string]bool{}
-	for _, n := range af.Names {
-		if n == "" || seen[n] {
-			return nil, fmt.Errorf("%w: value name %q empty or repeated", sstore.ErrCorrupt, n)
-		}
-		seen[n] = true
-	}
-	return &af, nil
-}
