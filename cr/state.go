@@ -258,4 +258,3 @@ func (c *Coordinator) loadRestart(info snapc.RestartInfo) error {
 	c.signalRequestedLocked()
 	return nil
 }
-
