@@ -10,8 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"gompi/frameworks"
 	"gompi/frameworks/crcp"
 	"gompi/frameworks/crs"
+	"gompi/mca"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -179,14 +181,31 @@ func (c *countingCRCP) Received(e crcp.Envelope) {
 
 func (c *countingCRCP) FTEvent(context.Context, crs.State, crcp.Channels) error { return nil }
 
+// countingComponent offers a countingCRCP to selection, above none.
+type countingComponent struct{ m *countingCRCP }
+
+func (c countingComponent) Info() mca.ComponentInfo {
+	return mca.ComponentInfo{Framework: crcp.Name, Name: "counting", Priority: 50, Origin: "test"}
+}
+
+func (c countingComponent) Query(context.Context, mca.Query) (crcp.Module, int, error) {
+	return c.m, 50, nil
+}
+
 func TestCRCPSeesEveryMessage(t *testing.T) {
 	hooks := []*countingCRCP{{}, {}, {}}
 	seen := make([]*countingCRCP, 3)
 	counts := make([][]uint64, 3)
 	hold := holdAll(3)
-	mpitest.Run(t, 3, "tcp", func(p *mpi.Proc) error {
+	// The protocol is selected at Init, so it is installed before any
+	// message moves (SetCRCP in the rank's function would race with the
+	// first message from a faster peer).
+	register := func(rank int, set *frameworks.Set) { set.CRCP.Register(countingComponent{hooks[rank]}) }
+	mpitest.RunWith(t, mpitest.Config{N: 3, BTL: "tcp", Register: register}, func(p *mpi.Proc) error {
 		h := hooks[p.Rank()]
-		p.SetCRCP(h)
+		if p.CRCP() != crcp.Module(h) {
+			return fmt.Errorf("protocol %T installed at Init, want the counting one", p.CRCP())
+		}
 		w := p.World()
 		r, n := w.Rank(), w.Size()
 		for i := 0; i < 5; i++ {

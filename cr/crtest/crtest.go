@@ -116,7 +116,7 @@ func (j *Job) Restart(seq int) (*Job, error) {
 // Config returns an mpitest configuration for the job: n ranks over btl
 // with crs/self and crcp/bkmrk registered, C/R on, and each rank linked.
 func (j *Job) Config(btl string) mpitest.Config {
-	return mpitest.Config{N: j.n, BTL: btl, Settings: slices.Clone(Settings), Register: Register, Wrap: j.Wrap}
+	return mpitest.Config{N: j.n, BTL: btl, Settings: slices.Clone(Settings), Register: func(_ int, set *frameworks.Set) { Register(set) }, Wrap: j.Wrap}
 }
 
 // Wrap links rank's bootstrap to the job.

@@ -6,7 +6,10 @@
 //
 // a hash of the final grid gathered on rank 0, identical for any number of
 // ranks, node layout or transport. Run it alone (`go run ./examples/heat
-// -size 64 -steps 50`) or under gompirun.
+// -size 64 -steps 50`) or under gompirun. It is restartable: under
+// `gompirun -am ft-enable-cr`, gompi-checkpoint saves it at the top of a
+// step (its grid and step are registered with package cr) and
+// gompi-restart finishes it with the same checksum.
 package main
 
 import (

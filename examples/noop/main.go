@@ -1,7 +1,9 @@
 // Command noop holds N MiB of state, random or compressible, and idles
 // until told to stop (SIGTERM or SIGINT) or until -seconds pass: a rank
 // whose checkpoint size and cost are known, for checkpoint demos and
-// measurements.
+// measurements. Its state is registered with package cr, and it comes to
+// a safe point whenever a checkpoint asks (cr.Requested), so it can be
+// checkpointed and restarted with its state while it idles.
 package main
 
 import (

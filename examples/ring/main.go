@@ -1,6 +1,7 @@
 // Command ring passes a message (8 KiB by default) around the ring of
 // ranks, 0 → 1 → … → 0, and prints how long each lap took. Alone it sends
-// to itself.
+// to itself. Under `gompirun -am ft-enable-cr` it can be checkpointed at
+// the start of a lap and restarted from there.
 package main
 
 import (

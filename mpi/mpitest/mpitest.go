@@ -36,9 +36,10 @@ type Config struct {
 	// AllowFailures accepts errors wrapping mpi.ErrProcFailed or
 	// mpi.ErrStopped from fn and Finalize: the test kills ranks on purpose.
 	AllowFailures bool
-	// Register adds components to each rank's framework registries after
-	// the built-in ones (components under test).
-	Register func(set *frameworks.Set)
+	// Register adds components to rank's framework registries after the
+	// built-in ones (components under test), before its parameters are
+	// resolved.
+	Register func(rank int, set *frameworks.Set)
 	// Wrap replaces rank's bootstrap, e.g. with one that also links the
 	// rank to a checkpoint coordinator (package cr/crtest).
 	Wrap func(rank int, b mpi.Bootstrap) mpi.Bootstrap
@@ -120,7 +121,7 @@ func runRank(ctx context.Context, j *job, cfg Config, r int, fn func(p *mpi.Proc
 	set := frameworks.New(params)
 	builtin.Register(set)
 	if cfg.Register != nil {
-		cfg.Register(set)
+		cfg.Register(r, set)
 	}
 	settings := append([]mca.Setting{{Name: "btl", Value: cfg.BTL}}, cfg.Settings...)
 	vals, err := params.ResolveSettings(settings)
