@@ -33,10 +33,12 @@ type stateRegistry struct {
 	savingAt  uint64
 }
 
-// Protect registers *ptr, under name, to be saved at every checkpoint
-// with encoding/gob: numbers, strings, slices, arrays, maps, pointers and
-// the exported fields of structs (unexported fields are not saved; empty
-// slices and maps come back nil; no channels or functions). On a restart,
+// Protect registers *ptr, under name, to be saved at every checkpoint: a
+// slice of fixed-size numbers as its memory, anything else with
+// encoding/gob (numbers, strings, slices, arrays, maps, pointers and the
+// exported fields of structs; unexported fields are not saved, empty
+// slices and maps inside gob values come back nil; no channels or
+// functions). On a restart,
 // before the restart point, it first fills *ptr with the saved value (the
 // value is zeroed, then decoded), so the program's own initial value is
 // replaced. A name saved in the snapshot must be registered again before
