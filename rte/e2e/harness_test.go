@@ -68,13 +68,6 @@ func build() error {
 	if raceBuild {
 		args = append(args, "-race")
 	}
-	overlay, err := crOverlay(modRoot, root)
-	if err != nil {
-		return err
-	}
-	if overlay != "" {
-		args = append(args, "-overlay", overlay)
-	}
 	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./cmd/gompi-checkpoint", "./cmd/gompi-restart",
 		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./examples/heat", "./testdata/cr/ckpt")
 	cmd := exec.Command("go", args...)
