@@ -75,8 +75,12 @@ type job struct {
 	finishTimer   <-chan time.Time
 	killTimer     <-chan time.Time
 	termTimer     <-chan time.Time // after a checkpoint-and-terminate
-	finishKilled  bool
-	lastTick      time.Time
+	// termPending: a checkpoint-and-terminate asked the ranks to save and
+	// end, and is not committed yet: the job waits for it even once every
+	// rank has ended.
+	termPending  bool
+	finishKilled bool
+	lastTick     time.Time
 
 	// Set before the servers start, then read-only.
 	snapc  snapc.Module
@@ -284,7 +288,7 @@ func (j *job) progress() {
 		}
 		j.progress()
 	case stateRunning, stateAborting:
-		if j.pendingFaults > 0 {
+		if j.pendingFaults > 0 || j.termPending {
 			return
 		}
 		for _, r := range j.ranks {

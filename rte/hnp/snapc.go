@@ -132,11 +132,25 @@ func (j *job) snapcSend(e evSnapcSend) {
 		e.errc <- fmt.Errorf("the job is %s", j.state)
 		return
 	}
-	// Ranks asked to save and then end may exit without finalizing; a
-	// withdrawn request takes that back.
-	if e.req.Kind == snapc.LocalTarget || e.req.Kind == snapc.LocalCancel {
+	// Ranks asked to save and then end may exit without finalizing, and
+	// the job waits for the commit even once they have; a withdrawn
+	// request takes that back.
+	switch {
+	case e.req.Kind == snapc.LocalTarget:
 		for _, r := range d.ranks {
-			j.ranks[r].termOK = e.req.Kind == snapc.LocalTarget && e.req.Options.Term
+			j.ranks[r].termOK = e.req.Options.Term
+		}
+		j.termPending = j.termPending || e.req.Options.Term
+	case e.req.Kind == snapc.LocalCancel && j.termPending:
+		j.termPending = false
+		ended := false
+		for _, rs := range j.ranks {
+			ended = ended || (rs.termOK && rs.done)
+			rs.termOK = false
+		}
+		if ended {
+			fmt.Fprintln(j.o.Stderr, "gompirun: the checkpoint-and-terminate failed after ranks had ended; the last committed sequence is the one before it")
+			j.setExit(1)
 		}
 	}
 	d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_SnapcRequest{SnapcRequest: control.LocalRequestToProto(e.req)}})
@@ -146,6 +160,7 @@ func (j *job) snapcSend(e evSnapcSend) {
 // terminate ends the ranks that did not end by themselves after a
 // checkpoint-and-terminate, once termGrace has passed.
 func (j *job) terminate() {
+	j.termPending = false
 	if j.state == stateRunning {
 		j.log.Info("checkpoint-and-terminate committed: the ranks end")
 		j.termTimer = time.After(termGrace)

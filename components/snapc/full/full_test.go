@@ -434,15 +434,32 @@ func TestAppCheckpointsMerge(t *testing.T) {
 		err error
 	}
 	outs := make(chan out, 4)
-	for r := range 4 {
+	ask := func(r int) {
 		go func() {
 			res, err := c.g.AppCheckpoint(t.Context(), r, 42, crs.Options{})
 			outs <- out{res, err}
 		}()
 	}
+	for r := range 3 {
+		ask(r)
+	}
+	// Until every rank has asked, the ranks' checkpoint waits, and a
+	// tool's request goes first.
+	if res, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err != nil || res.Seq != 0 {
+		t.Fatalf("tool checkpoint while 3 of 4 ranks asked: %+v %v", res, err)
+	}
+	for r := range c.ranks {
+		<-c.ranks[r].targeted
+	}
+	select {
+	case o := <-outs:
+		t.Fatalf("the ranks' checkpoint ran before every rank asked: %+v %v", o.res, o.err)
+	default:
+	}
+	ask(3)
 	for range 4 {
 		o := <-outs
-		if o.err != nil || o.res.Seq != 0 {
+		if o.err != nil || o.res.Seq != 1 {
 			t.Errorf("rank's checkpoint: %+v %v", o.res, o.err)
 		}
 	}
@@ -452,11 +469,11 @@ func TestAppCheckpointsMerge(t *testing.T) {
 		}
 	}
 	// A rank whose request comes late gets the same result.
-	if res, err := c.g.AppCheckpoint(t.Context(), 2, 42, crs.Options{}); err != nil || res.Seq != 0 {
+	if res, err := c.g.AppCheckpoint(t.Context(), 2, 42, crs.Options{}); err != nil || res.Seq != 1 {
 		t.Errorf("late request: %+v %v", res, err)
 	}
-	if got := c.meta().Committed(); !reflect.DeepEqual(got, []int{0}) {
-		t.Errorf("committed %v, want one checkpoint", got)
+	if got := c.meta().Committed(); !reflect.DeepEqual(got, []int{0, 1}) {
+		t.Errorf("committed %v, want one checkpoint of the tool's and one of the ranks'", got)
 	}
 	if _, err := c.g.AppCheckpoint(t.Context(), 9, 1, crs.Options{}); err == nil {
 		t.Error("request from rank 9 of 4 accepted")

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -83,10 +84,11 @@ func (g *global) Ref() sstore.Ref { return g.spec.Ref }
 
 // request is one checkpoint and everyone waiting for it.
 type request struct {
-	id   uint64
-	opts crs.Options
-	app  bool   // asked for by the ranks (cr.Checkpoint)
-	want uint64 // the ranks' target (app)
+	id    uint64
+	opts  crs.Options
+	app   bool         // asked for by the ranks (cr.Checkpoint)
+	want  uint64       // the ranks' target (app)
+	asked map[int]bool // the ranks that asked (app); it runs once all have
 
 	inbox chan snapc.LocalReply
 
@@ -238,8 +240,11 @@ func (g *global) AppCheckpoint(ctx context.Context, rank int, target uint64, opt
 	}
 	if r == nil {
 		r = g.newRequest(opts)
-		r.app, r.want = true, target
+		r.app, r.want, r.asked = true, target, map[int]bool{}
 		g.queue = append(g.queue, r)
+	}
+	if r.asked != nil {
+		r.asked[rank] = true
 	}
 	g.mu.Unlock()
 	g.poke()
@@ -320,8 +325,14 @@ func (g *global) loop() {
 			}
 			return
 		}
-		r := g.queue[0]
-		g.queue = g.queue[1:]
+		i := slices.IndexFunc(g.queue, g.ready)
+		if i < 0 {
+			g.mu.Unlock()
+			<-g.wake
+			continue
+		}
+		r := g.queue[i]
+		g.queue = slices.Delete(g.queue, i, i+1)
 		g.cur = r
 		g.mu.Unlock()
 
@@ -339,6 +350,11 @@ func (g *global) loop() {
 		r.finish(res, err)
 	}
 }
+
+// ready reports whether a queued request can run: a tool's at once; the
+// ranks' (cr.Checkpoint is collective) once every rank has asked, so none
+// is queried before its coordinator is up. g.mu is held.
+func (g *global) ready(r *request) bool { return !r.app || len(r.asked) == g.ranks }
 
 func (g *global) event(r *request, p snapc.Phase, node string, seq int, detail string) {
 	r.emit(snapc.Event{Phase: p, Node: node, Seq: seq, Detail: detail, Time: time.Now()})
