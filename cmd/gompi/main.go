@@ -1,6 +1,7 @@
 // Command gompi is the umbrella binary: `gompi info` is gompi-info, `gompi
-// run` is gompirun, `gompi ps` is gompi-ps; each joins as a subcommand built
-// by the same constructor as its own binary.
+// run` is gompirun, `gompi ps` is gompi-ps, `gompi checkpoint` and `gompi
+// restart` are gompi-checkpoint and gompi-restart; each joins as a
+// subcommand built by the same constructor as its own binary.
 package main
 
 import (
@@ -13,7 +14,9 @@ import (
 	"gompi/cli"
 	"gompi/rte/hnp"
 	"gompi/rte/jobs"
+	"gompi/tools/checkpoint"
 	"gompi/tools/info"
+	"gompi/tools/restart"
 )
 
 // newCommand returns the umbrella command with every tool as a subcommand.
@@ -27,6 +30,8 @@ func newCommand(version string) *cobra.Command {
 		sub(info.NewCommand(version), "info"),
 		sub(hnp.NewCommand(), "run"),
 		sub(jobs.NewPSCommand(), "ps"),
+		sub(checkpoint.NewCommand(), "checkpoint"),
+		sub(restart.NewCommand(), "restart"),
 	)
 	cli.StopAtArg(root.Commands()[1]) // run: flags end at the program
 	return root
