@@ -11,6 +11,7 @@ import (
 
 	"gompi/mca"
 	"gompi/mpi"
+	"gompi/mpi/mpibench"
 	"gompi/mpi/mpitest"
 )
 
@@ -79,9 +80,9 @@ func rankBench(boot mpi.Bootstrap) error {
 	var elapsed time.Duration
 	switch f[0] {
 	case "pingpong":
-		elapsed, err = pingpongFor(w, size, 100, iters)
+		elapsed, err = mpibench.PingPong(w, size, 100, iters)
 	case "stream":
-		elapsed, err = streamFor(w, size, 16, iters)
+		elapsed, err = mpibench.Stream(w, size, 16, 16, iters)
 	}
 	if err != nil {
 		return err
@@ -90,75 +91,6 @@ func rankBench(boot mpi.Bootstrap) error {
 		mpitest.Report("%d", elapsed.Nanoseconds())
 	}
 	return p.Finalize()
-}
-
-func pingpongFor(w *mpi.Comm, size, warmup, iters int) (time.Duration, error) {
-	buf := make([]byte, size)
-	other := 1 - w.Rank()
-	var start time.Time
-	for i := 0; i < warmup+iters; i++ {
-		if i == warmup {
-			start = time.Now()
-		}
-		if w.Rank() == 0 {
-			if err := w.Send(buf, other, 1); err != nil {
-				return 0, err
-			}
-			if _, err := w.Recv(buf, other, 1); err != nil {
-				return 0, err
-			}
-		} else {
-			if _, err := w.Recv(buf, other, 1); err != nil {
-				return 0, err
-			}
-			if err := w.Send(buf, other, 1); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return time.Since(start), nil
-}
-
-// streamFor sends iters messages from rank 0 to rank 1, window at a time;
-// rank 1's acknowledgement ends the timing.
-func streamFor(w *mpi.Comm, size, window, iters int) (time.Duration, error) {
-	bufs := make([][]byte, window)
-	for i := range bufs {
-		bufs[i] = make([]byte, size)
-	}
-	reqs := make([]*mpi.Request, 0, window)
-	batch := func(n int) error {
-		for i := 0; i < n; i += window {
-			reqs = reqs[:0]
-			for k := 0; k < window && i+k < n; k++ {
-				var rq *mpi.Request
-				var err error
-				if w.Rank() == 0 {
-					rq, err = w.Isend(bufs[k], 1, 2)
-				} else {
-					rq, err = w.Irecv(bufs[k], 0, 2)
-				}
-				if err != nil {
-					return err
-				}
-				reqs = append(reqs, rq)
-			}
-			if _, err := mpi.Waitall(reqs); err != nil {
-				return err
-			}
-		}
-		if w.Rank() == 0 {
-			_, err := w.Recv(nil, 1, 3)
-			return err
-		}
-		return w.Send(nil, 0, 3)
-	}
-	if err := batch(window); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	err := batch(iters)
-	return time.Since(start), err
 }
 
 // TestSpawnedJob runs a job of three separate processes: each rank passes

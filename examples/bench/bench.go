@@ -10,6 +10,7 @@ import (
 
 	"gompi/mca"
 	"gompi/mpi"
+	"gompi/mpi/mpibench"
 )
 
 type options struct {
@@ -156,9 +157,9 @@ func pointToPoint(w *mpi.Comm, o options, test string) ([]Row, error) {
 		if r < 2 {
 			var err error
 			if test == "latency" {
-				elapsed, err = pingpong(w, size, o.warmup, iters)
+				elapsed, err = mpibench.PingPong(w, size, o.warmup, iters)
 			} else {
-				elapsed, err = stream(w, size, o.window, o.warmup, iters)
+				elapsed, err = mpibench.Stream(w, size, o.window, o.warmup, iters)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("size %d: %w", size, err)
@@ -178,75 +179,6 @@ func pointToPoint(w *mpi.Comm, o options, test string) ([]Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-func pingpong(w *mpi.Comm, size, warmup, iters int) (time.Duration, error) {
-	buf := make([]byte, size)
-	other := 1 - w.Rank()
-	var start time.Time
-	for i := 0; i < warmup+iters; i++ {
-		if i == warmup {
-			start = time.Now()
-		}
-		if w.Rank() == 0 {
-			if err := w.Send(buf, other, 1); err != nil {
-				return 0, err
-			}
-			if _, err := w.Recv(buf, other, 1); err != nil {
-				return 0, err
-			}
-		} else {
-			if _, err := w.Recv(buf, other, 1); err != nil {
-				return 0, err
-			}
-			if err := w.Send(buf, other, 1); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return time.Since(start), nil
-}
-
-// stream sends iters messages from rank 0 to rank 1, window at a time;
-// rank 1's acknowledgement ends the timing.
-func stream(w *mpi.Comm, size, window, warmup, iters int) (time.Duration, error) {
-	bufs := make([][]byte, window)
-	for i := range bufs {
-		bufs[i] = make([]byte, size)
-	}
-	reqs := make([]*mpi.Request, 0, window)
-	batch := func(n int) error {
-		for i := 0; i < n; i += window {
-			reqs = reqs[:0]
-			for k := 0; k < window && i+k < n; k++ {
-				var rq *mpi.Request
-				var err error
-				if w.Rank() == 0 {
-					rq, err = w.Isend(bufs[k], 1, 2)
-				} else {
-					rq, err = w.Irecv(bufs[k], 0, 2)
-				}
-				if err != nil {
-					return err
-				}
-				reqs = append(reqs, rq)
-			}
-			if _, err := mpi.Waitall(reqs); err != nil {
-				return err
-			}
-		}
-		if w.Rank() == 0 {
-			_, err := w.Recv(nil, 1, 3)
-			return err
-		}
-		return w.Send(nil, 0, 3)
-	}
-	if err := batch(min(warmup, window)); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	err := batch(iters)
-	return time.Since(start), err
 }
 
 func allreduce(w *mpi.Comm, o options) ([]Row, error) {
