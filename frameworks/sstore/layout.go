@@ -3,8 +3,11 @@ package sstore
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+
+	"gompi/frameworks/filem"
 )
 
 // The snapshot reference layout (DESIGN.md):
@@ -72,4 +75,35 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Location reads Dir as a FileM location: a folder on this node, or a
+// remote one (host:/dir, sftp://[user@]host[:port]/dir).
+func (r Ref) Location() (filem.Location, error) { return filem.ParseLocation(r.Dir) }
+
+// IsRemote reports whether the reference lives on another host, so that
+// only FileM reaches it.
+func (r Ref) IsRemote() bool {
+	l, err := r.Location()
+	return err == nil && l.Host != ""
+}
+
+// Global returns where rel (slash-separated, inside the reference; empty
+// for the reference itself) lives on global storage, as FileM addresses it.
+func (r Ref) Global(rel ...string) (filem.Remote, error) {
+	l, err := r.Location()
+	if err != nil {
+		return filem.Remote{}, fmt.Errorf("sstore: reference %s: %w", r.Name, err)
+	}
+	if l.Host == "" {
+		return filem.Remote{Path: filepath.Join(append([]string{l.Path, r.Name}, rel...)...)}, nil
+	}
+	l.Path = path.Join(append([]string{l.Path, r.Name}, rel...)...)
+	return l.Remote(), nil
+}
+
+// GlobalLocal is rank's local snapshot of seq on global storage, as FileM
+// addresses it.
+func (r Ref) GlobalLocal(seq, rank int) (filem.Remote, error) {
+	return r.Global(fmt.Sprint(seq), LocalName(rank))
 }
