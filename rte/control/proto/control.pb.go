@@ -2337,6 +2337,7 @@ type CheckpointEvent struct {
 	Ref           string                 `protobuf:"bytes,8,opt,name=ref,proto3" json:"ref,omitempty"`     // done: the reference name
 	Dir           string                 `protobuf:"bytes,9,opt,name=dir,proto3" json:"dir,omitempty"`     // done: the global snapshot folder holding it
 	DurationNano  int64                  `protobuf:"varint,10,opt,name=duration_nano,json=durationNano,proto3" json:"duration_nano,omitempty"`
+	Progress      *DrainProgress         `protobuf:"bytes,11,opt,name=progress,proto3" json:"progress,omitempty"` // a node's drain to global storage (phase "drain")
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2441,6 +2442,98 @@ func (x *CheckpointEvent) GetDurationNano() int64 {
 	return 0
 }
 
+func (x *CheckpointEvent) GetProgress() *DrainProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+// DrainProgress is sstore.Progress: how far a node's Sync has got.
+type DrainProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         int32                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`
+	FilesDone     int32                  `protobuf:"varint,2,opt,name=files_done,json=filesDone,proto3" json:"files_done,omitempty"`
+	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	BytesDone     int64                  `protobuf:"varint,4,opt,name=bytes_done,json=bytesDone,proto3" json:"bytes_done,omitempty"`
+	Stored        int64                  `protobuf:"varint,5,opt,name=stored,proto3" json:"stored,omitempty"`
+	ElapsedNano   int64                  `protobuf:"varint,6,opt,name=elapsed_nano,json=elapsedNano,proto3" json:"elapsed_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainProgress) Reset() {
+	*x = DrainProgress{}
+	mi := &file_control_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainProgress) ProtoMessage() {}
+
+func (x *DrainProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainProgress.ProtoReflect.Descriptor instead.
+func (*DrainProgress) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *DrainProgress) GetFiles() int32 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *DrainProgress) GetFilesDone() int32 {
+	if x != nil {
+		return x.FilesDone
+	}
+	return 0
+}
+
+func (x *DrainProgress) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *DrainProgress) GetBytesDone() int64 {
+	if x != nil {
+		return x.BytesDone
+	}
+	return 0
+}
+
+func (x *DrainProgress) GetStored() int64 {
+	if x != nil {
+		return x.Stored
+	}
+	return 0
+}
+
+func (x *DrainProgress) GetElapsedNano() int64 {
+	if x != nil {
+		return x.ElapsedNano
+	}
+	return 0
+}
+
 type SnapshotsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2449,7 +2542,7 @@ type SnapshotsRequest struct {
 
 func (x *SnapshotsRequest) Reset() {
 	*x = SnapshotsRequest{}
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2554,7 @@ func (x *SnapshotsRequest) String() string {
 func (*SnapshotsRequest) ProtoMessage() {}
 
 func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2567,7 @@ func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 type SnapshotsResponse struct {
@@ -2487,7 +2580,7 @@ type SnapshotsResponse struct {
 
 func (x *SnapshotsResponse) Reset() {
 	*x = SnapshotsResponse{}
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2499,7 +2592,7 @@ func (x *SnapshotsResponse) String() string {
 func (*SnapshotsResponse) ProtoMessage() {}
 
 func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2512,7 +2605,7 @@ func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SnapshotsResponse) GetDir() string {
@@ -2546,7 +2639,7 @@ type SnapcRequest struct {
 
 func (x *SnapcRequest) Reset() {
 	*x = SnapcRequest{}
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2558,7 +2651,7 @@ func (x *SnapcRequest) String() string {
 func (*SnapcRequest) ProtoMessage() {}
 
 func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2571,7 +2664,7 @@ func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRequest.ProtoReflect.Descriptor instead.
 func (*SnapcRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SnapcRequest) GetId() uint64 {
@@ -2631,13 +2724,14 @@ type SnapcReply struct {
 	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
 	Ranks         []*SnapcRankReply      `protobuf:"bytes,4,rep,name=ranks,proto3" json:"ranks,omitempty"`
 	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Progress      *DrainProgress         `protobuf:"bytes,6,opt,name=progress,proto3" json:"progress,omitempty"` // kind progress: the node's drain so far
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapcReply) Reset() {
 	*x = SnapcReply{}
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2649,7 +2743,7 @@ func (x *SnapcReply) String() string {
 func (*SnapcReply) ProtoMessage() {}
 
 func (x *SnapcReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2662,7 +2756,7 @@ func (x *SnapcReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcReply.ProtoReflect.Descriptor instead.
 func (*SnapcReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SnapcReply) GetId() uint64 {
@@ -2700,6 +2794,13 @@ func (x *SnapcReply) GetError() string {
 	return ""
 }
 
+func (x *SnapcReply) GetProgress() *DrainProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
 type SnapcRankReply struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Rank           int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
@@ -2715,7 +2816,7 @@ type SnapcRankReply struct {
 
 func (x *SnapcRankReply) Reset() {
 	*x = SnapcRankReply{}
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2828,7 @@ func (x *SnapcRankReply) String() string {
 func (*SnapcRankReply) ProtoMessage() {}
 
 func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2841,7 @@ func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRankReply.ProtoReflect.Descriptor instead.
 func (*SnapcRankReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SnapcRankReply) GetRank() int32 {
@@ -2806,7 +2907,7 @@ type RankCheckpoint struct {
 
 func (x *RankCheckpoint) Reset() {
 	*x = RankCheckpoint{}
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2818,7 +2919,7 @@ func (x *RankCheckpoint) String() string {
 func (*RankCheckpoint) ProtoMessage() {}
 
 func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2831,7 +2932,7 @@ func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpoint.ProtoReflect.Descriptor instead.
 func (*RankCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RankCheckpoint) GetId() uint64 {
@@ -2876,7 +2977,7 @@ type RankCheckpointDone struct {
 
 func (x *RankCheckpointDone) Reset() {
 	*x = RankCheckpointDone{}
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +2989,7 @@ func (x *RankCheckpointDone) String() string {
 func (*RankCheckpointDone) ProtoMessage() {}
 
 func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +3002,7 @@ func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointDone.ProtoReflect.Descriptor instead.
 func (*RankCheckpointDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RankCheckpointDone) GetId() uint64 {
@@ -2955,7 +3056,7 @@ type AppRequestsRequest struct {
 
 func (x *AppRequestsRequest) Reset() {
 	*x = AppRequestsRequest{}
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2967,7 +3068,7 @@ func (x *AppRequestsRequest) String() string {
 func (*AppRequestsRequest) ProtoMessage() {}
 
 func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2980,7 +3081,7 @@ func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestsRequest.ProtoReflect.Descriptor instead.
 func (*AppRequestsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AppRequestsRequest) GetRank() int32 {
@@ -3007,7 +3108,7 @@ type AppRequestMsg struct {
 
 func (x *AppRequestMsg) Reset() {
 	*x = AppRequestMsg{}
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3019,7 +3120,7 @@ func (x *AppRequestMsg) String() string {
 func (*AppRequestMsg) ProtoMessage() {}
 
 func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3032,7 +3133,7 @@ func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestMsg.ProtoReflect.Descriptor instead.
 func (*AppRequestMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AppRequestMsg) GetReady() bool {
@@ -3100,7 +3201,7 @@ type AppReplyMsg struct {
 
 func (x *AppReplyMsg) Reset() {
 	*x = AppReplyMsg{}
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3213,7 @@ func (x *AppReplyMsg) String() string {
 func (*AppReplyMsg) ProtoMessage() {}
 
 func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3226,7 @@ func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyMsg.ProtoReflect.Descriptor instead.
 func (*AppReplyMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AppReplyMsg) GetRank() int32 {
@@ -3185,7 +3286,7 @@ type AppReplyResponse struct {
 
 func (x *AppReplyResponse) Reset() {
 	*x = AppReplyResponse{}
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3298,7 @@ func (x *AppReplyResponse) String() string {
 func (*AppReplyResponse) ProtoMessage() {}
 
 func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3311,7 @@ func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyResponse.ProtoReflect.Descriptor instead.
 func (*AppReplyResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 type RankCheckpointRequest struct {
@@ -3224,7 +3325,7 @@ type RankCheckpointRequest struct {
 
 func (x *RankCheckpointRequest) Reset() {
 	*x = RankCheckpointRequest{}
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3236,7 +3337,7 @@ func (x *RankCheckpointRequest) String() string {
 func (*RankCheckpointRequest) ProtoMessage() {}
 
 func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3249,7 +3350,7 @@ func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*RankCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RankCheckpointRequest) GetRank() int32 {
@@ -3286,7 +3387,7 @@ type RankCheckpointResponse struct {
 
 func (x *RankCheckpointResponse) Reset() {
 	*x = RankCheckpointResponse{}
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3399,7 @@ func (x *RankCheckpointResponse) String() string {
 func (*RankCheckpointResponse) ProtoMessage() {}
 
 func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3412,7 @@ func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*RankCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RankCheckpointResponse) GetSeq() int32 {
@@ -3504,7 +3605,7 @@ const file_control_proto_rawDesc = "" +
 	"\x04term\x18\x01 \x01(\bR\x04term\x12\x12\n" +
 	"\x04stop\x18\x02 \x01(\bR\x04stop\"F\n" +
 	"\x11CheckpointRequest\x121\n" +
-	"\aoptions\x18\x01 \x01(\v2\x17.gompi.rte.v1.CROptionsR\aoptions\"\xf5\x01\n" +
+	"\aoptions\x18\x01 \x01(\v2\x17.gompi.rte.v1.CROptionsR\aoptions\"\xae\x02\n" +
 	"\x0fCheckpointEvent\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x10\n" +
@@ -3516,7 +3617,17 @@ const file_control_proto_rawDesc = "" +
 	"\x03ref\x18\b \x01(\tR\x03ref\x12\x10\n" +
 	"\x03dir\x18\t \x01(\tR\x03dir\x12#\n" +
 	"\rduration_nano\x18\n" +
-	" \x01(\x03R\fdurationNano\"\x12\n" +
+	" \x01(\x03R\fdurationNano\x127\n" +
+	"\bprogress\x18\v \x01(\v2\x1b.gompi.rte.v1.DrainProgressR\bprogress\"\xb4\x01\n" +
+	"\rDrainProgress\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x05R\x05files\x12\x1d\n" +
+	"\n" +
+	"files_done\x18\x02 \x01(\x05R\tfilesDone\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x1d\n" +
+	"\n" +
+	"bytes_done\x18\x04 \x01(\x03R\tbytesDone\x12\x16\n" +
+	"\x06stored\x18\x05 \x01(\x03R\x06stored\x12!\n" +
+	"\felapsed_nano\x18\x06 \x01(\x03R\velapsedNano\"\x12\n" +
 	"\x10SnapshotsRequest\"7\n" +
 	"\x11SnapshotsResponse\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x10\n" +
@@ -3528,14 +3639,15 @@ const file_control_proto_rawDesc = "" +
 	"\aref_dir\x18\x04 \x01(\tR\x06refDir\x12\x19\n" +
 	"\bref_name\x18\x05 \x01(\tR\arefName\x12\x16\n" +
 	"\x06target\x18\x06 \x01(\x04R\x06target\x121\n" +
-	"\aoptions\x18\a \x01(\v2\x17.gompi.rte.v1.CROptionsR\aoptions\"\x8e\x01\n" +
+	"\aoptions\x18\a \x01(\v2\x17.gompi.rte.v1.CROptionsR\aoptions\"\xc7\x01\n" +
 	"\n" +
 	"SnapcReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\x05R\x04kind\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x122\n" +
 	"\x05ranks\x18\x04 \x03(\v2\x1c.gompi.rte.v1.SnapcRankReplyR\x05ranks\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\xb4\x01\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x127\n" +
+	"\bprogress\x18\x06 \x01(\v2\x1b.gompi.rte.v1.DrainProgressR\bprogress\"\xb4\x01\n" +
 	"\x0eSnapcRankReply\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x04R\x05count\x12&\n" +
@@ -3623,7 +3735,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_control_proto_goTypes = []any{
 	(Stream)(0),                    // 0: gompi.rte.v1.Stream
 	(Phase)(0),                     // 1: gompi.rte.v1.Phase
@@ -3661,24 +3773,25 @@ var file_control_proto_goTypes = []any{
 	(*CROptions)(nil),              // 33: gompi.rte.v1.CROptions
 	(*CheckpointRequest)(nil),      // 34: gompi.rte.v1.CheckpointRequest
 	(*CheckpointEvent)(nil),        // 35: gompi.rte.v1.CheckpointEvent
-	(*SnapshotsRequest)(nil),       // 36: gompi.rte.v1.SnapshotsRequest
-	(*SnapshotsResponse)(nil),      // 37: gompi.rte.v1.SnapshotsResponse
-	(*SnapcRequest)(nil),           // 38: gompi.rte.v1.SnapcRequest
-	(*SnapcReply)(nil),             // 39: gompi.rte.v1.SnapcReply
-	(*SnapcRankReply)(nil),         // 40: gompi.rte.v1.SnapcRankReply
-	(*RankCheckpoint)(nil),         // 41: gompi.rte.v1.RankCheckpoint
-	(*RankCheckpointDone)(nil),     // 42: gompi.rte.v1.RankCheckpointDone
-	(*AppRequestsRequest)(nil),     // 43: gompi.rte.v1.AppRequestsRequest
-	(*AppRequestMsg)(nil),          // 44: gompi.rte.v1.AppRequestMsg
-	(*AppReplyMsg)(nil),            // 45: gompi.rte.v1.AppReplyMsg
-	(*AppReplyResponse)(nil),       // 46: gompi.rte.v1.AppReplyResponse
-	(*RankCheckpointRequest)(nil),  // 47: gompi.rte.v1.RankCheckpointRequest
-	(*RankCheckpointResponse)(nil), // 48: gompi.rte.v1.RankCheckpointResponse
-	nil,                            // 49: gompi.rte.v1.RankData.DataEntry
-	nil,                            // 50: gompi.rte.v1.FenceRequest.DataEntry
+	(*DrainProgress)(nil),          // 36: gompi.rte.v1.DrainProgress
+	(*SnapshotsRequest)(nil),       // 37: gompi.rte.v1.SnapshotsRequest
+	(*SnapshotsResponse)(nil),      // 38: gompi.rte.v1.SnapshotsResponse
+	(*SnapcRequest)(nil),           // 39: gompi.rte.v1.SnapcRequest
+	(*SnapcReply)(nil),             // 40: gompi.rte.v1.SnapcReply
+	(*SnapcRankReply)(nil),         // 41: gompi.rte.v1.SnapcRankReply
+	(*RankCheckpoint)(nil),         // 42: gompi.rte.v1.RankCheckpoint
+	(*RankCheckpointDone)(nil),     // 43: gompi.rte.v1.RankCheckpointDone
+	(*AppRequestsRequest)(nil),     // 44: gompi.rte.v1.AppRequestsRequest
+	(*AppRequestMsg)(nil),          // 45: gompi.rte.v1.AppRequestMsg
+	(*AppReplyMsg)(nil),            // 46: gompi.rte.v1.AppReplyMsg
+	(*AppReplyResponse)(nil),       // 47: gompi.rte.v1.AppReplyResponse
+	(*RankCheckpointRequest)(nil),  // 48: gompi.rte.v1.RankCheckpointRequest
+	(*RankCheckpointResponse)(nil), // 49: gompi.rte.v1.RankCheckpointResponse
+	nil,                            // 50: gompi.rte.v1.RankData.DataEntry
+	nil,                            // 51: gompi.rte.v1.FenceRequest.DataEntry
 }
 var file_control_proto_depIdxs = []int32{
-	49, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
+	50, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
 	5,  // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
 	6,  // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
 	7,  // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
@@ -3687,8 +3800,8 @@ var file_control_proto_depIdxs = []int32{
 	10, // 6: gompi.rte.v1.DaemonMessage.fence:type_name -> gompi.rte.v1.FenceContribution
 	11, // 7: gompi.rte.v1.DaemonMessage.abort:type_name -> gompi.rte.v1.RankAbort
 	12, // 8: gompi.rte.v1.DaemonMessage.phase:type_name -> gompi.rte.v1.RankPhase
-	39, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
-	41, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
+	40, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
+	42, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
 	0,  // 11: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
 	3,  // 12: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
 	1,  // 13: gompi.rte.v1.RankPhase.phase:type_name -> gompi.rte.v1.Phase
@@ -3698,49 +3811,51 @@ var file_control_proto_depIdxs = []int32{
 	18, // 17: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
 	19, // 18: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
 	20, // 19: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
-	38, // 20: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
-	42, // 21: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
+	39, // 20: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
+	43, // 21: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
 	2,  // 22: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
 	16, // 23: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
 	3,  // 24: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
 	2,  // 25: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	50, // 26: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	51, // 26: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
 	3,  // 27: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
 	31, // 28: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
 	32, // 29: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
 	33, // 30: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	33, // 31: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
-	40, // 32: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
-	33, // 33: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
-	33, // 34: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
-	33, // 35: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	4,  // 36: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
-	29, // 37: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
-	34, // 38: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
-	36, // 39: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
-	21, // 40: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
-	23, // 41: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
-	25, // 42: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
-	27, // 43: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	43, // 44: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
-	45, // 45: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
-	47, // 46: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
-	13, // 47: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	30, // 48: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	35, // 49: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
-	37, // 50: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
-	22, // 51: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	24, // 52: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	26, // 53: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	28, // 54: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	44, // 55: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
-	46, // 56: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
-	48, // 57: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
-	47, // [47:58] is the sub-list for method output_type
-	36, // [36:47] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	36, // 31: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
+	33, // 32: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
+	41, // 33: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
+	36, // 34: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
+	33, // 35: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
+	33, // 36: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
+	33, // 37: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	4,  // 38: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
+	29, // 39: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
+	34, // 40: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
+	37, // 41: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
+	21, // 42: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
+	23, // 43: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
+	25, // 44: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
+	27, // 45: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
+	44, // 46: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
+	46, // 47: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
+	48, // 48: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
+	13, // 49: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	30, // 50: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	35, // 51: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
+	38, // 52: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
+	22, // 53: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	24, // 54: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	26, // 55: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	28, // 56: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	45, // 57: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
+	47, // 58: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
+	49, // 59: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
+	49, // [49:60] is the sub-list for method output_type
+	38, // [38:49] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -3776,7 +3891,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   49,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
