@@ -104,6 +104,9 @@ type NodeSpec struct {
 	Node  string
 	Ranks []int
 	Store sstore.Module
+	// Notify, when set, sends a reply ahead of Handle's (LocalProgress);
+	// it must not block.
+	Notify func(LocalReply)
 	// Values are the job's resolved parameters.
 	Values *mca.Values
 	Log    *slog.Logger
@@ -140,9 +143,12 @@ const (
 	LocalSync                        // make the local snapshots of Seq stable
 	LocalCancel                      // withdraw request ID
 	LocalDone                        // request ID is over (committed)
+	// LocalProgress is a reply only: how far a node's sync has got, sent
+	// (through NodeSpec.Notify) while the sync runs.
+	LocalProgress
 )
 
-var localKindNames = map[LocalKind]string{LocalQuery: "query", LocalTarget: "target", LocalSync: "sync", LocalCancel: "cancel", LocalDone: "done"}
+var localKindNames = map[LocalKind]string{LocalQuery: "query", LocalTarget: "target", LocalSync: "sync", LocalCancel: "cancel", LocalDone: "done", LocalProgress: "progress"}
 
 func (k LocalKind) String() string {
 	if n, ok := localKindNames[k]; ok {
@@ -169,6 +175,8 @@ type LocalReply struct {
 	Ranks []RankReply `json:"ranks,omitempty"`
 	// Err is a failure of the node itself (its storage, its daemon).
 	Err string `json:"err,omitempty"`
+	// Progress is set on LocalProgress replies.
+	Progress *sstore.Progress `json:"progress,omitempty"`
 }
 
 // RankReply is one rank's part of a node's reply.
@@ -193,13 +201,14 @@ const (
 	PhaseQuery      Phase = "query"       // every rank answered and can be saved
 	PhaseTarget     Phase = "target"      // sequence recorded, ranks asked to save
 	PhaseLocalWrite Phase = "local_write" // one node's local snapshots are written
+	PhaseDrain      Phase = "drain"       // progress of one node's move to global storage (not a phase's end)
 	PhaseSync       Phase = "sync"        // every local snapshot is stable
 	PhaseCommit     Phase = "commit"      // the sequence is committed
 	PhaseFailed     Phase = "failed"      // the request failed; nothing was committed
 )
 
 var phaseTitles = map[Phase]string{
-	PhaseRequested: "Requested", PhaseQuery: "Query", PhaseTarget: "Target", PhaseLocalWrite: "Local Write",
+	PhaseRequested: "Requested", PhaseQuery: "Query", PhaseTarget: "Target", PhaseLocalWrite: "Local Write", PhaseDrain: "Drain",
 	PhaseSync: "Sync", PhaseCommit: "Commit", PhaseFailed: "Error",
 }
 
@@ -220,6 +229,8 @@ type Event struct {
 	Seq    int       `json:"seq"`
 	Detail string    `json:"detail,omitempty"`
 	Time   time.Time `json:"time"`
+	// Progress is set for PhaseDrain.
+	Progress *sstore.Progress `json:"progress,omitempty"`
 }
 
 var (

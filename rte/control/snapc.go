@@ -43,7 +43,7 @@ func LocalRequestFromProto(m *pb.SnapcRequest) (snapc.LocalRequest, error) {
 
 // LocalReplyToProto converts a node's reply.
 func LocalReplyToProto(r snapc.LocalReply) *pb.SnapcReply {
-	m := &pb.SnapcReply{Id: r.ID, Kind: int32(r.Kind), Node: r.Node, Error: r.Err}
+	m := &pb.SnapcReply{Id: r.ID, Kind: int32(r.Kind), Node: r.Node, Error: r.Err, Progress: ProgressToProto(r.Progress)}
 	for _, rr := range r.Ranks {
 		m.Ranks = append(m.Ranks, &pb.SnapcRankReply{Rank: int32(rr.Rank), Count: rr.Count, Checkpointable: rr.Checkpointable,
 			Reason: rr.Reason, Dir: rr.Dir, Crs: rr.CRS, Error: rr.Err})
@@ -55,13 +55,13 @@ func LocalReplyToProto(r snapc.LocalReply) *pb.SnapcReply {
 // daemon that sent it (a reply cannot speak for another node).
 func LocalReplyFromProto(m *pb.SnapcReply, node string, size int) (snapc.LocalReply, error) {
 	k := snapc.LocalKind(m.GetKind())
-	if k < snapc.LocalQuery || k > snapc.LocalDone {
+	if k < snapc.LocalQuery || k > snapc.LocalProgress {
 		return snapc.LocalReply{}, fmt.Errorf("control: node %s: checkpoint reply of unknown kind %d", node, m.GetKind())
 	}
 	if m.GetNode() != node {
 		return snapc.LocalReply{}, fmt.Errorf("control: node %s answered as node %q", node, m.GetNode())
 	}
-	r := snapc.LocalReply{ID: m.GetId(), Kind: k, Node: node, Err: m.GetError()}
+	r := snapc.LocalReply{ID: m.GetId(), Kind: k, Node: node, Err: m.GetError(), Progress: ProgressFromProto(m.GetProgress())}
 	for _, rr := range m.GetRanks() {
 		if rr.GetRank() < 0 || int(rr.GetRank()) >= size {
 			return snapc.LocalReply{}, fmt.Errorf("control: node %s answered for rank %d of a job of %d", node, rr.GetRank(), size)
@@ -106,13 +106,32 @@ func AppReplyFromProto(m *pb.AppReplyMsg) (snapc.AppReply, error) {
 
 // EventToProto converts a phase's end.
 func EventToProto(e snapc.Event) *pb.CheckpointEvent {
-	return &pb.CheckpointEvent{Phase: string(e.Phase), Node: e.Node, Seq: int32(e.Seq), Detail: e.Detail, UnixNano: e.Time.UnixNano()}
+	return &pb.CheckpointEvent{Phase: string(e.Phase), Node: e.Node, Seq: int32(e.Seq), Detail: e.Detail, UnixNano: e.Time.UnixNano(),
+		Progress: ProgressToProto(e.Progress)}
+}
+
+// ProgressToProto converts a drain's progress (nil stays nil).
+func ProgressToProto(p *sstore.Progress) *pb.DrainProgress {
+	if p == nil {
+		return nil
+	}
+	return &pb.DrainProgress{Files: int32(p.Files), FilesDone: int32(p.FilesDone), Bytes: p.Bytes, BytesDone: p.BytesDone,
+		Stored: p.Stored, ElapsedNano: int64(p.Elapsed)}
+}
+
+// ProgressFromProto converts a drain's progress (nil stays nil).
+func ProgressFromProto(m *pb.DrainProgress) *sstore.Progress {
+	if m == nil {
+		return nil
+	}
+	return &sstore.Progress{Files: int(m.GetFiles()), FilesDone: int(m.GetFilesDone()), Bytes: m.GetBytes(), BytesDone: m.GetBytesDone(),
+		Stored: m.GetStored(), Elapsed: time.Duration(m.GetElapsedNano())}
 }
 
 // EventFromProto converts a phase's end.
 func EventFromProto(m *pb.CheckpointEvent) snapc.Event {
 	return snapc.Event{Phase: snapc.Phase(m.GetPhase()), Node: m.GetNode(), Seq: int(m.GetSeq()), Detail: m.GetDetail(),
-		Time: time.Unix(0, m.GetUnixNano())}
+		Time: time.Unix(0, m.GetUnixNano()), Progress: ProgressFromProto(m.GetProgress())}
 }
 
 // ResultFromProto reads the outcome of a checkpoint from its last event.

@@ -127,7 +127,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gompid: job parameters: %w", err)
 	}
 	defer p.Close()
-	cr, err := selectCR(ctx, p)
+	cr, err := selectCR(ctx, p, opts.Node)
 	if err != nil {
 		return err
 	}

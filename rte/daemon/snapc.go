@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"gompi/boot"
+	"gompi/frameworks/filem"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
@@ -39,11 +40,21 @@ type crState struct {
 	nextCkpt uint64
 }
 
-// selectCR picks the node's SStore and SnapC modules.
-func selectCR(ctx context.Context, p *boot.Process) (*crState, error) {
+// selectCR picks the node's SStore and SnapC modules; an SStore module
+// that moves files (stage) gets the node's name and its FileM module.
+func selectCR(ctx context.Context, p *boot.Process, node string) (*crState, error) {
 	st, err := p.Frameworks.SStore.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(sstore.Name))
 	if err != nil {
 		return nil, fmt.Errorf("gompid: choose the stable storage: %w", err)
+	}
+	if b, ok := st.Module.(sstore.Binder); ok {
+		fm, err := p.Frameworks.FileM.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(filem.Name))
+		if err != nil {
+			return nil, fmt.Errorf("gompid: choose the file mover for sstore %s: %w", st.Info.Name, err)
+		}
+		if err := b.Bind(sstore.Env{Node: node, FileM: fm.Module, Log: p.FrameworkLogger(sstore.Name)}); err != nil {
+			return nil, fmt.Errorf("gompid: sstore %s: %w", st.Info.Name, err)
+		}
 	}
 	sc, err := p.Frameworks.SnapC.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(snapc.Name))
 	if err != nil {
@@ -63,7 +74,10 @@ func (d *daemon) startLocal(l *pb.Launch) error {
 	for i, r := range l.Ranks {
 		ranks[i] = int(r)
 	}
-	loc, err := d.cr.coord.NewLocal(snapc.NodeSpec{Node: d.node, Ranks: ranks, Store: d.cr.store, Values: d.vals, Log: d.cr.log}, (*appPort)(d))
+	notify := func(r snapc.LocalReply) {
+		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
+	}
+	loc, err := d.cr.coord.NewLocal(snapc.NodeSpec{Node: d.node, Ranks: ranks, Store: d.cr.store, Notify: notify, Values: d.vals, Log: d.cr.log}, (*appPort)(d))
 	if err != nil {
 		return err
 	}

@@ -157,6 +157,14 @@ func (fr *fakeRank) handle(t *testing.T, l *local, req snapc.AppRequest) {
 
 func newCluster(t *testing.T, nodeOf []string, settings ...string) *cluster {
 	t.Helper()
+	return newClusterWith(t, nodeOf, nil, settings...)
+}
+
+// newClusterWith is newCluster whose nodes use wrap(central) as their
+// SStore (nil: central) and send progress replies to the global
+// coordinator, as gompid does.
+func newClusterWith(t *testing.T, nodeOf []string, wrap func(sstore.Module) sstore.Module, settings ...string) *cluster {
+	t.Helper()
 	vals := values(t, append([]string{"ft_cr_enabled=1"}, settings...)...)
 	c := &cluster{t: t, locals: map[string]*local{}, nodeOf: nodeOf, sendErr: map[string]error{},
 		ref: sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("feed0001")}}
@@ -166,8 +174,12 @@ func newCluster(t *testing.T, nodeOf []string, settings ...string) *cluster {
 		nodeRanks[n] = append(nodeRanks[n], r)
 	}
 	store := storeOf(t, vals)
+	if wrap != nil {
+		store = wrap(store)
+	}
 	for n, rs := range nodeRanks {
-		l, err := newLocal(snapc.NodeSpec{Node: n, Ranks: rs, Store: store, Values: vals}, port{c, n})
+		notify := func(r snapc.LocalReply) { c.g.Deliver(r) }
+		l, err := newLocal(snapc.NodeSpec{Node: n, Ranks: rs, Store: store, Notify: notify, Values: vals}, port{c, n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -628,5 +640,72 @@ func TestComponent(t *testing.T) {
 	}
 	if _, err := newLocal(snapc.NodeSpec{Node: "n"}, nil); err == nil {
 		t.Error("local coordinator without storage")
+	}
+}
+
+// drainingStore is central whose Sync reports a drain of three files, as
+// stage does, each report sent at once.
+type drainingStore struct{ sstore.Module }
+
+func (d drainingStore) Sync(ctx context.Context, ref sstore.Ref, seq int, locals []sstore.Local) error {
+	for i := 0; i <= 3; i++ {
+		sstore.ReportProgress(ctx, sstore.Progress{Files: 3, FilesDone: i, Bytes: 3 << 20, BytesDone: int64(i) << 20, Elapsed: time.Duration(i+1) * time.Second})
+	}
+	return d.Module.Sync(ctx, ref, seq, locals)
+}
+
+func TestDrainProgress(t *testing.T) {
+	c := newClusterWith(t, twoNodes, func(m sstore.Module) sstore.Module { return drainingStore{m} })
+	var drains []snapc.Event
+	var sawSync bool
+	_, err := c.g.Checkpoint(t.Context(), snapc.Request{}, func(e snapc.Event) {
+		switch e.Phase {
+		case snapc.PhaseDrain:
+			if sawSync {
+				t.Errorf("drain progress after the sync ended: %+v", e)
+			}
+			drains = append(drains, e)
+		case snapc.PhaseSync:
+			sawSync = true
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each node passes its first report and its last (every file done);
+	// those in between fall within progressEvery of the first.
+	last := map[string]sstore.Progress{}
+	for _, e := range drains {
+		if e.Progress == nil || e.Node == "" || e.Progress.Node != e.Node || e.Seq != 0 {
+			t.Fatalf("drain event %+v", e)
+		}
+		last[e.Node] = *e.Progress
+	}
+	if len(drains) != 4 || len(last) != 2 {
+		t.Fatalf("%d drain events from %d nodes, want 2 from each of 2: %+v", len(drains), len(last), drains)
+	}
+	for n, p := range last {
+		if p.FilesDone != 3 || p.BytesDone != 3<<20 {
+			t.Errorf("node %s: last progress %+v", n, p)
+		}
+	}
+	if got, want := describeProgress(last["n1"]), "3/3 files, 3.0/3.0 MiB, 0.8 MiB/s"; got != want {
+		t.Errorf("describeProgress = %q, want %q", got, want)
+	}
+}
+
+func TestDescribeProgress(t *testing.T) {
+	tests := []struct {
+		p    sstore.Progress
+		want string
+	}{
+		{sstore.Progress{Files: 4, Bytes: 8 << 20}, "0/4 files, 0.0/8.0 MiB, 0.0 MiB/s"},
+		{sstore.Progress{Files: 4, FilesDone: 1, Bytes: 8 << 20, BytesDone: 2 << 20, Stored: 1 << 20, Elapsed: time.Second},
+			"1/4 files, 2.0/8.0 MiB, 2.0 MiB/s, stored 1.0 MiB (50 %), ETA 3.0 s"},
+	}
+	for _, tt := range tests {
+		if got := describeProgress(tt.p); got != tt.want {
+			t.Errorf("describeProgress(%+v) = %q, want %q", tt.p, got, tt.want)
+		}
 	}
 }

@@ -91,6 +91,9 @@ type request struct {
 	asked map[int]bool // the ranks that asked (app); it runs once all have
 
 	inbox chan snapc.LocalReply
+	// progress holds LocalProgress replies apart, so that a flood of them
+	// can never crowd out a node's real reply; when full, they are dropped.
+	progress chan snapc.LocalReply
 
 	mu        sync.Mutex
 	target    uint64 // chosen target, 0 until the query is done
@@ -108,7 +111,7 @@ type request struct {
 
 func (g *global) newRequest(opts crs.Options) *request {
 	g.nextID++
-	return &request{id: g.nextID, opts: opts, inbox: make(chan snapc.LocalReply, 8*len(g.nodes)+8),
+	return &request{id: g.nextID, opts: opts, inbox: make(chan snapc.LocalReply, 8*len(g.nodes)+8), progress: make(chan snapc.LocalReply, 4*len(g.nodes)+4),
 		changed: make(chan struct{}), unwatched: make(chan struct{}), abort: make(chan struct{})}
 }
 
@@ -266,10 +269,16 @@ func (g *global) Deliver(rep snapc.LocalReply) {
 		g.log.Debug("reply to a request that is over", "node", rep.Node, "request", rep.ID, "kind", rep.Kind)
 		return
 	}
+	box := r.inbox
+	if rep.Kind == snapc.LocalProgress {
+		box = r.progress
+	}
 	select {
-	case r.inbox <- rep:
+	case box <- rep:
 	default:
-		g.log.Warn("dropped a node's reply: too many for one request", "node", rep.Node, "request", rep.ID, "kind", rep.Kind)
+		if rep.Kind != snapc.LocalProgress {
+			g.log.Warn("dropped a node's reply: too many for one request", "node", rep.Node, "request", rep.ID, "kind", rep.Kind)
+		}
 	}
 }
 
@@ -552,9 +561,27 @@ func (g *global) round(r *request, req snapc.LocalRequest, each func(node string
 	if sent != nil {
 		sent()
 	}
+	showProgress := func(rep snapc.LocalReply) {
+		if rep.ID == req.ID && req.Kind == snapc.LocalSync && pending[rep.Node] && rep.Progress != nil {
+			r.emit(snapc.Event{Phase: snapc.PhaseDrain, Node: rep.Node, Seq: req.Seq, Detail: describeProgress(*rep.Progress),
+				Time: time.Now(), Progress: rep.Progress})
+		}
+	}
 	for len(pending) > 0 {
 		select {
+		case rep := <-r.progress:
+			showProgress(rep)
 		case rep := <-r.inbox:
+			// A node's progress reaches Deliver before its reply does;
+			// show it before the reply ends the node's part.
+			for more := true; more; {
+				select {
+				case p := <-r.progress:
+					showProgress(p)
+				default:
+					more = false
+				}
+			}
 			if rep.ID != req.ID || rep.Kind != req.Kind || !pending[rep.Node] {
 				continue
 			}
@@ -662,3 +689,16 @@ func storedSettings(in []mca.Setting) []mca.Setting {
 }
 
 var _ snapc.Global = (*global)(nil)
+
+// describeProgress is a drain's progress as a status line shows it.
+func describeProgress(p sstore.Progress) string {
+	const mib = 1 << 20
+	s := fmt.Sprintf("%d/%d files, %.1f/%.1f MiB, %.1f MiB/s", p.FilesDone, p.Files, float64(p.BytesDone)/mib, float64(p.Bytes)/mib, p.Rate()/mib)
+	if p.Stored > 0 && p.BytesDone > 0 && p.Stored != p.BytesDone {
+		s += fmt.Sprintf(", stored %.1f MiB (%.0f %%)", float64(p.Stored)/mib, float64(p.Stored)/float64(p.BytesDone)*100)
+	}
+	if eta := p.ETA(); eta > 0 {
+		s += fmt.Sprintf(", ETA %.1f s", eta.Seconds())
+	}
+	return s
+}

@@ -252,6 +252,9 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, cancel <-chan 
 		}
 		locals = append(locals, sstore.Local{Rank: r, Dir: d})
 	}
+	if notify := l.spec.Notify; notify != nil {
+		ctx = sstore.WithProgress(ctx, l.progressSender(req, notify))
+	}
 	if err := l.spec.Store.Sync(ctx, req.Ref, req.Seq, locals); err != nil {
 		return nil, err.Error()
 	}
@@ -266,6 +269,31 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, cancel <-chan 
 		out = append(out, rr)
 	}
 	return out, ""
+}
+
+// progressEvery bounds how often a node reports its drain's progress: a
+// status line a second is plenty, and the control stream stays quiet.
+const progressEvery = 500 * time.Millisecond
+
+// progressSender returns a progress callback for the sync of req that
+// passes on the first report, the last (every file done) and at most one
+// in between per progressEvery.
+func (l *local) progressSender(req snapc.LocalRequest, notify func(snapc.LocalReply)) func(sstore.Progress) {
+	var mu sync.Mutex
+	var last time.Time
+	return func(p sstore.Progress) {
+		mu.Lock()
+		now := time.Now()
+		send := last.IsZero() || p.FilesDone == p.Files || now.Sub(last) >= progressEvery
+		if send {
+			last = now
+		}
+		mu.Unlock()
+		if send {
+			p.Node = l.spec.Node
+			notify(snapc.LocalReply{ID: req.ID, Kind: snapc.LocalProgress, Node: l.spec.Node, Progress: &p})
+		}
+	}
 }
 
 func inOrder(ranks []int, m map[int]snapc.RankReply) []snapc.RankReply {
