@@ -42,16 +42,35 @@ func (r Ref) SeqDir(seq int) string { return filepath.Join(r.Path(), fmt.Sprint(
 // LocalPath is rank's local snapshot of seq on global storage.
 func (r Ref) LocalPath(seq, rank int) string { return filepath.Join(r.SeqDir(seq), LocalName(rank)) }
 
-func (r Ref) String() string { return r.Path() }
+// String is the reference as ParseRef reads it back: its path on this
+// node, or its remote location (sftp://user@host:port/dir/name).
+func (r Ref) String() string {
+	l, err := r.Location()
+	if err != nil || l.Host == "" {
+		return r.Path()
+	}
+	l.Path = path.Join(l.Path, r.Name)
+	return l.String()
+}
 
 // ParseRef reads what a user names a snapshot with: a bare reference name
-// (found in defaultDir, the global snapshot directory parameter) or a path
-// to the reference directory, absolute or relative. A trailing slash is
-// fine. It does not check that the reference exists.
+// (found in defaultDir, the global snapshot directory parameter), a path
+// to the reference directory, absolute or relative, or a remote location
+// of it (host:/dir/name, sftp://[user@]host[:port]/dir/name). A trailing
+// slash is fine. It does not check that the reference exists.
 func ParseRef(arg, defaultDir string) (Ref, error) {
 	arg = strings.TrimSpace(arg)
 	if arg == "" {
 		return Ref{}, fmt.Errorf("sstore: empty snapshot reference; give the name printed as \"Snapshot Ref.\" or its path")
+	}
+	if l, err := filem.ParseLocation(arg); err == nil && l.Host != "" {
+		p := strings.TrimRight(l.Path, "/")
+		name := path.Base(p)
+		if p == "" || name == "." || name == "/" || name == "~" {
+			return Ref{}, fmt.Errorf("sstore: snapshot reference %q names no reference folder; give .../gompi_global_snapshot_<job>.ckpt", arg)
+		}
+		l.Path = path.Dir(p)
+		return Ref{Dir: l.String(), Name: name}, nil
 	}
 	clean := filepath.Clean(arg)
 	if !strings.ContainsRune(arg, filepath.Separator) {

@@ -1,6 +1,7 @@
 package sstore
 
 import (
+	"strings"
 	"testing"
 
 	"gompi/frameworks/filem"
@@ -29,5 +30,52 @@ func TestRefGlobal(t *testing.T) {
 	}
 	if _, err := (Ref{Dir: "", Name: "r.ckpt"}).Global(); err == nil {
 		t.Error("an empty directory gave no error")
+	}
+}
+
+func TestParseRefRemote(t *testing.T) {
+	tests := []struct {
+		arg     string
+		want    Ref
+		wantErr string
+	}{
+		{"sftp://ann@node7:2222/scratch/gompi_global_snapshot_1.ckpt", Ref{Dir: "sftp://ann@node7:2222/scratch", Name: "gompi_global_snapshot_1.ckpt"}, ""},
+		{"node7:/scratch/gompi_global_snapshot_1.ckpt/", Ref{Dir: "node7:/scratch", Name: "gompi_global_snapshot_1.ckpt"}, ""},
+		{"sftp://node7/", Ref{}, "names no reference folder"},
+	}
+	for _, tt := range tests {
+		got, err := ParseRef(tt.arg, "")
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseRef(%q) = %+v, %v; want error %q", tt.arg, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want || !got.IsRemote() {
+			t.Errorf("ParseRef(%q) = %+v, %v; want %+v", tt.arg, got, err, tt.want)
+			continue
+		}
+		if back, err := ParseRef(got.String(), ""); err != nil || back != got {
+			t.Errorf("ParseRef(%q.String() = %q) = %+v, %v", tt.arg, got.String(), back, err)
+		}
+	}
+}
+
+func TestMetaStore(t *testing.T) {
+	ref := Ref{Dir: t.TempDir(), Name: RefName("abc")}
+	ms, err := MetaStoreFor(ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &GlobalMeta{Job: "abc", Ranks: 2}
+	if err := ms.WriteGlobal(t.Context(), ref, g); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ms.ReadGlobal(t.Context(), ref)
+	if err != nil || back.Job != "abc" || back.Ranks != 2 {
+		t.Fatalf("read back %+v, %v", back, err)
+	}
+	if _, err := MetaStoreFor(Ref{Dir: "sftp://h/x", Name: "r.ckpt"}, nil); err == nil || !strings.Contains(err.Error(), "--mca filem sftp") {
+		t.Errorf("a remote reference without FileM: %v", err)
 	}
 }

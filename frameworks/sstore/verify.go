@@ -164,6 +164,12 @@ func ChooseSeq(ref Ref, g *GlobalMeta, seq int) (RestartPoint, error) {
 // VerifyAll checks every rank's local snapshot of the restart point on
 // global storage, and on failure suggests the previous committed sequence.
 func (p RestartPoint) VerifyAll() error {
+	return p.VerifyAllWith(func(dir string, l *LocalMeta) error { return l.Verify(dir) })
+}
+
+// VerifyAllWith is VerifyAll checking each rank's local snapshot with
+// verify (compress.Verify also reads files stored compressed).
+func (p RestartPoint) VerifyAllWith(verify func(dir string, l *LocalMeta) error) error {
 	var errs []error
 	for rank := 0; rank < p.Meta.Ranks; rank++ {
 		dir := p.Ref.LocalPath(p.Seq.Seq, rank)
@@ -172,7 +178,7 @@ func (p RestartPoint) VerifyAll() error {
 			err = fmt.Errorf("sstore: %w: %s records rank %d", ErrCorrupt, dir, l.Rank)
 		}
 		if err == nil {
-			err = l.Verify(dir)
+			err = verify(dir, l)
 		}
 		if err != nil {
 			errs = append(errs, err)

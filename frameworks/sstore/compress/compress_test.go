@@ -263,7 +263,13 @@ func TestFileCorruption(t *testing.T) {
 					t.Fatal(err)
 				}
 				storedPath := filepath.Join(stored, f.Name+Suffix(alg))
+				if err := Verify(t.Context(), stored, &sstore.LocalMeta{Files: []sstore.FileRecord{f.FileRecord}}); err != nil {
+					t.Fatalf("Verify before damage: %v", err)
+				}
 				d.do(t, storedPath, &f)
+				if err := VerifyFile(t.Context(), stored, f.FileRecord); !errors.Is(err, sstore.ErrCorrupt) || !strings.Contains(err.Error(), storedPath) {
+					t.Errorf("VerifyFile: %v, want an error wrapping sstore.ErrCorrupt naming %s", err, storedPath)
+				}
 				err = DecompressFile(t.Context(), stored, f.FileRecord, restored)
 				if !errors.Is(err, sstore.ErrCorrupt) {
 					t.Fatalf("%v, want an error wrapping sstore.ErrCorrupt", err)

@@ -66,6 +66,41 @@ func CompressFile(ctx context.Context, srcPath, dstDir, alg string, level int) (
 // and names the stored file. A stored file that does not decode is
 // corrupt too; failing to read or write (a full disk) is not.
 func DecompressFile(ctx context.Context, srcDir string, rec sstore.FileRecord, dstDir string) error {
+	w, err := sstore.CreateFile(dstDir, rec.Name)
+	if err != nil {
+		return fmt.Errorf("decompress: %s: %w", filepath.Join(srcDir, rec.Name), err)
+	}
+	if err := decodeChecked(ctx, srcDir, rec, w); err != nil {
+		w.Abort()
+		return err
+	}
+	if _, err := w.Close(); err != nil {
+		return fmt.Errorf("decompress: %s: %w", filepath.Join(dstDir, rec.Name), err)
+	}
+	return nil
+}
+
+// VerifyFile checks the file rec describes, stored in srcDir compressed
+// or not, against rec's size and CRC-32C without writing anything; its
+// errors are DecompressFile's.
+func VerifyFile(ctx context.Context, srcDir string, rec sstore.FileRecord) error {
+	return decodeChecked(ctx, srcDir, rec, io.Discard)
+}
+
+// Verify checks every file of the local snapshot l in dir, whether stored
+// compressed or not (sstore.RestartPoint.VerifyAllWith takes it).
+func Verify(ctx context.Context, dir string, l *sstore.LocalMeta) error {
+	for _, rec := range l.Files {
+		if err := VerifyFile(ctx, dir, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeChecked decodes the stored file of rec into out, counting and
+// checksumming the bytes, and fails unless they match rec.
+func decodeChecked(ctx context.Context, srcDir string, rec sstore.FileRecord, out io.Writer) error {
 	alg, storedName := rec.Compression, rec.Stored
 	if alg == "" {
 		alg, storedName = None, rec.Name
@@ -79,30 +114,19 @@ func DecompressFile(ctx context.Context, srcDir string, rec sstore.FileRecord, d
 		return fmt.Errorf("decompress: %w", err)
 	}
 	defer in.Close()
-	w, err := sstore.CreateFile(dstDir, rec.Name)
-	if err != nil {
-		return fmt.Errorf("decompress: %s: %w", path, err)
-	}
 	src := &errReader{r: in}
-	dst := &checkWriter{w: w, sum: sstore.NewChecksum()}
+	dst := &checkWriter{w: out, sum: sstore.NewChecksum()}
 	_, err = Decompress(ctx, dst, src, alg)
 	switch {
 	case err != nil && (src.err != nil || dst.err != nil || ctx.Err() != nil):
-		w.Abort()
 		return fmt.Errorf("decompress: %s: %w", path, err)
 	case err != nil:
-		w.Abort()
 		return fmt.Errorf("decompress: %w: %s does not decode: %w", sstore.ErrCorrupt, path, err)
 	case dst.n != rec.Size:
-		w.Abort()
 		return fmt.Errorf("decompress: %w: %s holds %d bytes of %s, %d were recorded (truncated or overwritten)", sstore.ErrCorrupt, path, dst.n, rec.Name, rec.Size)
 	}
 	if got := sstore.FormatChecksum(dst.sum.Sum32()); got != rec.Checksum {
-		w.Abort()
 		return fmt.Errorf("decompress: %w: %s decodes to checksum %s, %s was recorded for %s", sstore.ErrCorrupt, path, got, rec.Checksum, rec.Name)
-	}
-	if _, err := w.Close(); err != nil {
-		return fmt.Errorf("decompress: %s: %w", path, err)
 	}
 	return nil
 }

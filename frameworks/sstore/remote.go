@@ -1,0 +1,107 @@
+package sstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"gompi/frameworks/filem"
+)
+
+// MetaStore reads and writes a reference's global metadata wherever the
+// reference lives. The global coordinator, gompi-restart and
+// gompi-checkpoint --list use it, so a remote global snapshot folder
+// (snapc_base_global_snapshot_dir = sftp://...) works like a local one.
+type MetaStore interface {
+	// ReadGlobal reads the global metadata of ref.
+	ReadGlobal(ctx context.Context, ref Ref) (*GlobalMeta, error)
+	// WriteGlobal creates ref's folder if needed and replaces its global
+	// metadata atomically.
+	WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) error
+}
+
+// MetaStoreFor returns the MetaStore of ref: the local file system, or,
+// for a remote reference, fm (which must reach its host; nil is an error
+// that says which FileM to choose).
+func MetaStoreFor(ref Ref, fm filem.Module) (MetaStore, error) {
+	if !ref.IsRemote() {
+		return localMeta{}, nil
+	}
+	if fm == nil {
+		return nil, fmt.Errorf("sstore: snapshot reference %s is remote: it needs a FileM that reaches its host (--mca filem sftp or rsh)", ref)
+	}
+	return remoteMeta{fm: fm}, nil
+}
+
+type localMeta struct{}
+
+func (localMeta) ReadGlobal(ctx context.Context, ref Ref) (*GlobalMeta, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return ReadGlobal(ref)
+}
+
+func (localMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(ref.Path(), 0o755); err != nil {
+		return fmt.Errorf("sstore: create the snapshot reference %s: %w", ref.Path(), err)
+	}
+	return WriteGlobal(ref, g)
+}
+
+// remoteMeta moves the metadata file through FileM, whose Put writes a
+// temporary name and renames it into place: the commit stays atomic.
+type remoteMeta struct{ fm filem.Module }
+
+func (m remoteMeta) ReadGlobal(ctx context.Context, ref Ref) (*GlobalMeta, error) {
+	src, err := ref.Global(GlobalMetaFile)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "gompi-meta-")
+	if err != nil {
+		return nil, fmt.Errorf("sstore: read %s: %w", ref, err)
+	}
+	defer os.RemoveAll(tmp)
+	local := Ref{Dir: tmp, Name: ref.Name}
+	if err := m.fm.Get(ctx, []filem.Transfer{{Local: local.MetaPath(), Remote: src}}); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("sstore: no snapshot reference %s (or it has no %s): %w", ref, GlobalMetaFile, err)
+		}
+		return nil, fmt.Errorf("sstore: read %s: %w", src, err)
+	}
+	g, err := ReadGlobal(local)
+	if err != nil {
+		return nil, fmt.Errorf("sstore: %s: %w", src, err)
+	}
+	return g, nil
+}
+
+func (m remoteMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) error {
+	dst, err := ref.Global(GlobalMetaFile)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "gompi-meta-")
+	if err != nil {
+		return fmt.Errorf("sstore: write %s: %w", ref, err)
+	}
+	defer os.RemoveAll(tmp)
+	local := Ref{Dir: tmp, Name: ref.Name}
+	if err := os.Mkdir(local.Path(), 0o755); err != nil {
+		return fmt.Errorf("sstore: write %s: %w", ref, err)
+	}
+	if err := WriteGlobal(local, g); err != nil {
+		return err
+	}
+	if err := m.fm.Put(ctx, []filem.Transfer{{Local: filepath.Join(local.Path(), GlobalMetaFile), Remote: dst}}); err != nil {
+		return fmt.Errorf("sstore: write %s: %w", dst, err)
+	}
+	return nil
+}
