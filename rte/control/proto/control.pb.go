@@ -958,6 +958,7 @@ type HNPMessage struct {
 	//	*HNPMessage_Shutdown
 	//	*HNPMessage_SnapcRequest
 	//	*HNPMessage_RankCheckpointDone
+	//	*HNPMessage_ProcFailed
 	Body          isHNPMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1072,6 +1073,15 @@ func (x *HNPMessage) GetRankCheckpointDone() *RankCheckpointDone {
 	return nil
 }
 
+func (x *HNPMessage) GetProcFailed() *ProcFailed {
+	if x != nil {
+		if x, ok := x.Body.(*HNPMessage_ProcFailed); ok {
+			return x.ProcFailed
+		}
+	}
+	return nil
+}
+
 type isHNPMessage_Body interface {
 	isHNPMessage_Body()
 }
@@ -1108,6 +1118,10 @@ type HNPMessage_RankCheckpointDone struct {
 	RankCheckpointDone *RankCheckpointDone `protobuf:"bytes,8,opt,name=rank_checkpoint_done,json=rankCheckpointDone,proto3,oneof"`
 }
 
+type HNPMessage_ProcFailed struct {
+	ProcFailed *ProcFailed `protobuf:"bytes,9,opt,name=proc_failed,json=procFailed,proto3,oneof"`
+}
+
 func (*HNPMessage_Welcome) isHNPMessage_Body() {}
 
 func (*HNPMessage_Launch) isHNPMessage_Body() {}
@@ -1124,6 +1138,63 @@ func (*HNPMessage_SnapcRequest) isHNPMessage_Body() {}
 
 func (*HNPMessage_RankCheckpointDone) isHNPMessage_Body() {}
 
+func (*HNPMessage_ProcFailed) isHNPMessage_Body() {}
+
+// ProcFailed declares ranks of the job failed for good while the job runs
+// on (errmgr sustain): daemons tell their ranks (Daemon.Events) and no
+// longer wait for them in fences.
+type ProcFailed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ranks         []int32                `protobuf:"varint,1,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
+	Why           string                 `protobuf:"bytes,2,opt,name=why,proto3" json:"why,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcFailed) Reset() {
+	*x = ProcFailed{}
+	mi := &file_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcFailed) ProtoMessage() {}
+
+func (x *ProcFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcFailed.ProtoReflect.Descriptor instead.
+func (*ProcFailed) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ProcFailed) GetRanks() []int32 {
+	if x != nil {
+		return x.Ranks
+	}
+	return nil
+}
+
+func (x *ProcFailed) GetWhy() string {
+	if x != nil {
+		return x.Why
+	}
+	return ""
+}
+
 // Welcome answers a DaemonHello: the job's parameters.
 type Welcome struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1135,7 +1206,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1218,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1231,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Welcome) GetJob() string {
@@ -1194,7 +1265,7 @@ type Launch struct {
 
 func (x *Launch) Reset() {
 	*x = Launch{}
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1277,7 @@ func (x *Launch) String() string {
 func (*Launch) ProtoMessage() {}
 
 func (x *Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1290,7 @@ func (x *Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Launch.ProtoReflect.Descriptor instead.
 func (*Launch) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Launch) GetProgram() string {
@@ -1291,7 +1362,7 @@ type RestartSpec struct {
 
 func (x *RestartSpec) Reset() {
 	*x = RestartSpec{}
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1374,7 @@ func (x *RestartSpec) String() string {
 func (*RestartSpec) ProtoMessage() {}
 
 func (x *RestartSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1387,7 @@ func (x *RestartSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSpec.ProtoReflect.Descriptor instead.
 func (*RestartSpec) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RestartSpec) GetRefDir() string {
@@ -1343,14 +1414,15 @@ func (x *RestartSpec) GetSeq() int32 {
 type FenceComplete struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Entries       []*RankData            `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"` // every rank, by rank
+	Entries       []*RankData            `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`       // every rank, by rank (but failed ones)
+	Failed        []int32                `protobuf:"varint,3,rep,packed,name=failed,proto3" json:"failed,omitempty"` // ranks declared failed, without an entry
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FenceComplete) Reset() {
 	*x = FenceComplete{}
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1434,7 @@ func (x *FenceComplete) String() string {
 func (*FenceComplete) ProtoMessage() {}
 
 func (x *FenceComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1447,7 @@ func (x *FenceComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceComplete.ProtoReflect.Descriptor instead.
 func (*FenceComplete) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{15}
+	return file_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FenceComplete) GetSeq() uint64 {
@@ -1392,6 +1464,13 @@ func (x *FenceComplete) GetEntries() []*RankData {
 	return nil
 }
 
+func (x *FenceComplete) GetFailed() []int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
 // SignalRanks sends a signal to every rank of the node (forwarded from
 // gompirun).
 type SignalRanks struct {
@@ -1403,7 +1482,7 @@ type SignalRanks struct {
 
 func (x *SignalRanks) Reset() {
 	*x = SignalRanks{}
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1494,7 @@ func (x *SignalRanks) String() string {
 func (*SignalRanks) ProtoMessage() {}
 
 func (x *SignalRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1507,7 @@ func (x *SignalRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRanks.ProtoReflect.Descriptor instead.
 func (*SignalRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{16}
+	return file_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SignalRanks) GetSignal() int32 {
@@ -1448,7 +1527,7 @@ type KillRanks struct {
 
 func (x *KillRanks) Reset() {
 	*x = KillRanks{}
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1539,7 @@ func (x *KillRanks) String() string {
 func (*KillRanks) ProtoMessage() {}
 
 func (x *KillRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1552,7 @@ func (x *KillRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRanks.ProtoReflect.Descriptor instead.
 func (*KillRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{17}
+	return file_control_proto_rawDescGZIP(), []int{18}
 }
 
 // Shutdown tells a daemon the job is over: it kills what is left, cleans
@@ -1486,7 +1565,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1577,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1590,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{18}
+	return file_control_proto_rawDescGZIP(), []int{19}
 }
 
 type HelloRequest struct {
@@ -1524,7 +1603,7 @@ type HelloRequest struct {
 
 func (x *HelloRequest) Reset() {
 	*x = HelloRequest{}
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1615,7 @@ func (x *HelloRequest) String() string {
 func (*HelloRequest) ProtoMessage() {}
 
 func (x *HelloRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1628,7 @@ func (x *HelloRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloRequest.ProtoReflect.Descriptor instead.
 func (*HelloRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{19}
+	return file_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HelloRequest) GetRank() int32 {
@@ -1581,7 +1660,7 @@ type HelloResponse struct {
 
 func (x *HelloResponse) Reset() {
 	*x = HelloResponse{}
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1593,7 +1672,7 @@ func (x *HelloResponse) String() string {
 func (*HelloResponse) ProtoMessage() {}
 
 func (x *HelloResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1606,7 +1685,7 @@ func (x *HelloResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloResponse.ProtoReflect.Descriptor instead.
 func (*HelloResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{20}
+	return file_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HelloResponse) GetJob() string {
@@ -1669,7 +1748,7 @@ type FenceRequest struct {
 
 func (x *FenceRequest) Reset() {
 	*x = FenceRequest{}
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1760,7 @@ func (x *FenceRequest) String() string {
 func (*FenceRequest) ProtoMessage() {}
 
 func (x *FenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1773,7 @@ func (x *FenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceRequest.ProtoReflect.Descriptor instead.
 func (*FenceRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{21}
+	return file_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FenceRequest) GetRank() int32 {
@@ -1719,15 +1798,18 @@ func (x *FenceRequest) GetData() map[string]string {
 }
 
 type FenceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Entries       []*RankData            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Entries []*RankData            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// failed lists ranks declared failed that have no entry: the fence
+	// completed without them.
+	Failed        []int32 `protobuf:"varint,2,rep,packed,name=failed,proto3" json:"failed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FenceResponse) Reset() {
 	*x = FenceResponse{}
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1821,7 @@ func (x *FenceResponse) String() string {
 func (*FenceResponse) ProtoMessage() {}
 
 func (x *FenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,12 +1834,19 @@ func (x *FenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceResponse.ProtoReflect.Descriptor instead.
 func (*FenceResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{22}
+	return file_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FenceResponse) GetEntries() []*RankData {
 	if x != nil {
 		return x.Entries
+	}
+	return nil
+}
+
+func (x *FenceResponse) GetFailed() []int32 {
+	if x != nil {
+		return x.Failed
 	}
 	return nil
 }
@@ -1771,7 +1860,7 @@ type FinalizeRequest struct {
 
 func (x *FinalizeRequest) Reset() {
 	*x = FinalizeRequest{}
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1872,7 @@ func (x *FinalizeRequest) String() string {
 func (*FinalizeRequest) ProtoMessage() {}
 
 func (x *FinalizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +1885,7 @@ func (x *FinalizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinalizeRequest.ProtoReflect.Descriptor instead.
 func (*FinalizeRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{23}
+	return file_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FinalizeRequest) GetRank() int32 {
@@ -1814,7 +1903,7 @@ type FinalizeResponse struct {
 
 func (x *FinalizeResponse) Reset() {
 	*x = FinalizeResponse{}
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1915,7 @@ func (x *FinalizeResponse) String() string {
 func (*FinalizeResponse) ProtoMessage() {}
 
 func (x *FinalizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1928,7 @@ func (x *FinalizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinalizeResponse.ProtoReflect.Descriptor instead.
 func (*FinalizeResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{24}
+	return file_control_proto_rawDescGZIP(), []int{25}
 }
 
 type AbortRequest struct {
@@ -1853,7 +1942,7 @@ type AbortRequest struct {
 
 func (x *AbortRequest) Reset() {
 	*x = AbortRequest{}
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1954,7 @@ func (x *AbortRequest) String() string {
 func (*AbortRequest) ProtoMessage() {}
 
 func (x *AbortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1967,7 @@ func (x *AbortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRequest.ProtoReflect.Descriptor instead.
 func (*AbortRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{25}
+	return file_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AbortRequest) GetRank() int32 {
@@ -1910,7 +1999,7 @@ type AbortResponse struct {
 
 func (x *AbortResponse) Reset() {
 	*x = AbortResponse{}
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +2011,7 @@ func (x *AbortResponse) String() string {
 func (*AbortResponse) ProtoMessage() {}
 
 func (x *AbortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2024,104 @@ func (x *AbortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortResponse.ProtoReflect.Descriptor instead.
 func (*AbortResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{26}
+	return file_control_proto_rawDescGZIP(), []int{27}
+}
+
+type EventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rank          int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventsRequest) Reset() {
+	*x = EventsRequest{}
+	mi := &file_control_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventsRequest) ProtoMessage() {}
+
+func (x *EventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
+func (*EventsRequest) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *EventsRequest) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+// RankEvent is one notice to a rank: failed ranks, and why.
+type RankEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Failed        []int32                `protobuf:"varint,1,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	Why           string                 `protobuf:"bytes,2,opt,name=why,proto3" json:"why,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankEvent) Reset() {
+	*x = RankEvent{}
+	mi := &file_control_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankEvent) ProtoMessage() {}
+
+func (x *RankEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankEvent.ProtoReflect.Descriptor instead.
+func (*RankEvent) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RankEvent) GetFailed() []int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+func (x *RankEvent) GetWhy() string {
+	if x != nil {
+		return x.Why
+	}
+	return ""
 }
 
 type StatusRequest struct {
@@ -1946,7 +2132,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2144,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2157,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{27}
+	return file_control_proto_rawDescGZIP(), []int{30}
 }
 
 type StatusResponse struct {
@@ -1990,7 +2176,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2002,7 +2188,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2015,7 +2201,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{28}
+	return file_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *StatusResponse) GetJob() string {
@@ -2086,7 +2272,7 @@ type DaemonStatus struct {
 
 func (x *DaemonStatus) Reset() {
 	*x = DaemonStatus{}
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2284,7 @@ func (x *DaemonStatus) String() string {
 func (*DaemonStatus) ProtoMessage() {}
 
 func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2297,7 @@ func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonStatus.ProtoReflect.Descriptor instead.
 func (*DaemonStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{29}
+	return file_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DaemonStatus) GetNode() string {
@@ -2156,7 +2342,7 @@ type RankStatus struct {
 
 func (x *RankStatus) Reset() {
 	*x = RankStatus{}
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2168,7 +2354,7 @@ func (x *RankStatus) String() string {
 func (*RankStatus) ProtoMessage() {}
 
 func (x *RankStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2181,7 +2367,7 @@ func (x *RankStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankStatus.ProtoReflect.Descriptor instead.
 func (*RankStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{30}
+	return file_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RankStatus) GetRank() int32 {
@@ -2237,7 +2423,7 @@ type CROptions struct {
 
 func (x *CROptions) Reset() {
 	*x = CROptions{}
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2249,7 +2435,7 @@ func (x *CROptions) String() string {
 func (*CROptions) ProtoMessage() {}
 
 func (x *CROptions) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2262,7 +2448,7 @@ func (x *CROptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CROptions.ProtoReflect.Descriptor instead.
 func (*CROptions) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{31}
+	return file_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CROptions) GetTerm() bool {
@@ -2288,7 +2474,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2486,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2499,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{32}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CheckpointRequest) GetOptions() *CROptions {
@@ -2344,7 +2530,7 @@ type CheckpointEvent struct {
 
 func (x *CheckpointEvent) Reset() {
 	*x = CheckpointEvent{}
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2542,7 @@ func (x *CheckpointEvent) String() string {
 func (*CheckpointEvent) ProtoMessage() {}
 
 func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2555,7 @@ func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointEvent.ProtoReflect.Descriptor instead.
 func (*CheckpointEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{33}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointEvent) GetPhase() string {
@@ -2464,7 +2650,7 @@ type DrainProgress struct {
 
 func (x *DrainProgress) Reset() {
 	*x = DrainProgress{}
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +2662,7 @@ func (x *DrainProgress) String() string {
 func (*DrainProgress) ProtoMessage() {}
 
 func (x *DrainProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +2675,7 @@ func (x *DrainProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainProgress.ProtoReflect.Descriptor instead.
 func (*DrainProgress) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DrainProgress) GetFiles() int32 {
@@ -2542,7 +2728,7 @@ type SnapshotsRequest struct {
 
 func (x *SnapshotsRequest) Reset() {
 	*x = SnapshotsRequest{}
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2740,7 @@ func (x *SnapshotsRequest) String() string {
 func (*SnapshotsRequest) ProtoMessage() {}
 
 func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2753,7 @@ func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 type SnapshotsResponse struct {
@@ -2580,7 +2766,7 @@ type SnapshotsResponse struct {
 
 func (x *SnapshotsResponse) Reset() {
 	*x = SnapshotsResponse{}
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2592,7 +2778,7 @@ func (x *SnapshotsResponse) String() string {
 func (*SnapshotsResponse) ProtoMessage() {}
 
 func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2605,7 +2791,7 @@ func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SnapshotsResponse) GetDir() string {
@@ -2639,7 +2825,7 @@ type SnapcRequest struct {
 
 func (x *SnapcRequest) Reset() {
 	*x = SnapcRequest{}
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2651,7 +2837,7 @@ func (x *SnapcRequest) String() string {
 func (*SnapcRequest) ProtoMessage() {}
 
 func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2664,7 +2850,7 @@ func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRequest.ProtoReflect.Descriptor instead.
 func (*SnapcRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SnapcRequest) GetId() uint64 {
@@ -2731,7 +2917,7 @@ type SnapcReply struct {
 
 func (x *SnapcReply) Reset() {
 	*x = SnapcReply{}
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +2929,7 @@ func (x *SnapcReply) String() string {
 func (*SnapcReply) ProtoMessage() {}
 
 func (x *SnapcReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +2942,7 @@ func (x *SnapcReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcReply.ProtoReflect.Descriptor instead.
 func (*SnapcReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SnapcReply) GetId() uint64 {
@@ -2816,7 +3002,7 @@ type SnapcRankReply struct {
 
 func (x *SnapcRankReply) Reset() {
 	*x = SnapcRankReply{}
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +3014,7 @@ func (x *SnapcRankReply) String() string {
 func (*SnapcRankReply) ProtoMessage() {}
 
 func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +3027,7 @@ func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRankReply.ProtoReflect.Descriptor instead.
 func (*SnapcRankReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SnapcRankReply) GetRank() int32 {
@@ -2907,7 +3093,7 @@ type RankCheckpoint struct {
 
 func (x *RankCheckpoint) Reset() {
 	*x = RankCheckpoint{}
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2919,7 +3105,7 @@ func (x *RankCheckpoint) String() string {
 func (*RankCheckpoint) ProtoMessage() {}
 
 func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2932,7 +3118,7 @@ func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpoint.ProtoReflect.Descriptor instead.
 func (*RankCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RankCheckpoint) GetId() uint64 {
@@ -2977,7 +3163,7 @@ type RankCheckpointDone struct {
 
 func (x *RankCheckpointDone) Reset() {
 	*x = RankCheckpointDone{}
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2989,7 +3175,7 @@ func (x *RankCheckpointDone) String() string {
 func (*RankCheckpointDone) ProtoMessage() {}
 
 func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3002,7 +3188,7 @@ func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointDone.ProtoReflect.Descriptor instead.
 func (*RankCheckpointDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RankCheckpointDone) GetId() uint64 {
@@ -3056,7 +3242,7 @@ type AppRequestsRequest struct {
 
 func (x *AppRequestsRequest) Reset() {
 	*x = AppRequestsRequest{}
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3068,7 +3254,7 @@ func (x *AppRequestsRequest) String() string {
 func (*AppRequestsRequest) ProtoMessage() {}
 
 func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3081,7 +3267,7 @@ func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestsRequest.ProtoReflect.Descriptor instead.
 func (*AppRequestsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AppRequestsRequest) GetRank() int32 {
@@ -3108,7 +3294,7 @@ type AppRequestMsg struct {
 
 func (x *AppRequestMsg) Reset() {
 	*x = AppRequestMsg{}
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3120,7 +3306,7 @@ func (x *AppRequestMsg) String() string {
 func (*AppRequestMsg) ProtoMessage() {}
 
 func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3133,7 +3319,7 @@ func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestMsg.ProtoReflect.Descriptor instead.
 func (*AppRequestMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AppRequestMsg) GetReady() bool {
@@ -3201,7 +3387,7 @@ type AppReplyMsg struct {
 
 func (x *AppReplyMsg) Reset() {
 	*x = AppReplyMsg{}
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3213,7 +3399,7 @@ func (x *AppReplyMsg) String() string {
 func (*AppReplyMsg) ProtoMessage() {}
 
 func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3226,7 +3412,7 @@ func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyMsg.ProtoReflect.Descriptor instead.
 func (*AppReplyMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AppReplyMsg) GetRank() int32 {
@@ -3286,7 +3472,7 @@ type AppReplyResponse struct {
 
 func (x *AppReplyResponse) Reset() {
 	*x = AppReplyResponse{}
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3484,7 @@ func (x *AppReplyResponse) String() string {
 func (*AppReplyResponse) ProtoMessage() {}
 
 func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3497,7 @@ func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyResponse.ProtoReflect.Descriptor instead.
 func (*AppReplyResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{48}
 }
 
 type RankCheckpointRequest struct {
@@ -3325,7 +3511,7 @@ type RankCheckpointRequest struct {
 
 func (x *RankCheckpointRequest) Reset() {
 	*x = RankCheckpointRequest{}
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3337,7 +3523,7 @@ func (x *RankCheckpointRequest) String() string {
 func (*RankCheckpointRequest) ProtoMessage() {}
 
 func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3350,7 +3536,7 @@ func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*RankCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RankCheckpointRequest) GetRank() int32 {
@@ -3387,7 +3573,7 @@ type RankCheckpointResponse struct {
 
 func (x *RankCheckpointResponse) Reset() {
 	*x = RankCheckpointResponse{}
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3585,7 @@ func (x *RankCheckpointResponse) String() string {
 func (*RankCheckpointResponse) ProtoMessage() {}
 
 func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3598,7 @@ func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*RankCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{47}
+	return file_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RankCheckpointResponse) GetSeq() int32 {
@@ -3512,7 +3698,7 @@ const file_control_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"J\n" +
 	"\tRankPhase\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12)\n" +
-	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\xdf\x03\n" +
+	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\x9c\x04\n" +
 	"\n" +
 	"HNPMessage\x121\n" +
 	"\awelcome\x18\x01 \x01(\v2\x15.gompi.rte.v1.WelcomeH\x00R\awelcome\x12.\n" +
@@ -3522,8 +3708,14 @@ const file_control_proto_rawDesc = "" +
 	"\x04kill\x18\x05 \x01(\v2\x17.gompi.rte.v1.KillRanksH\x00R\x04kill\x124\n" +
 	"\bshutdown\x18\x06 \x01(\v2\x16.gompi.rte.v1.ShutdownH\x00R\bshutdown\x12A\n" +
 	"\rsnapc_request\x18\a \x01(\v2\x1a.gompi.rte.v1.SnapcRequestH\x00R\fsnapcRequest\x12T\n" +
-	"\x14rank_checkpoint_done\x18\b \x01(\v2 .gompi.rte.v1.RankCheckpointDoneH\x00R\x12rankCheckpointDoneB\x06\n" +
-	"\x04body\"N\n" +
+	"\x14rank_checkpoint_done\x18\b \x01(\v2 .gompi.rte.v1.RankCheckpointDoneH\x00R\x12rankCheckpointDone\x12;\n" +
+	"\vproc_failed\x18\t \x01(\v2\x18.gompi.rte.v1.ProcFailedH\x00R\n" +
+	"procFailedB\x06\n" +
+	"\x04body\"4\n" +
+	"\n" +
+	"ProcFailed\x12\x14\n" +
+	"\x05ranks\x18\x01 \x03(\x05R\x05ranks\x12\x10\n" +
+	"\x03why\x18\x02 \x01(\tR\x03why\"N\n" +
 	"\aWelcome\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x121\n" +
 	"\bsettings\x18\x02 \x03(\v2\x15.gompi.rte.v1.SettingR\bsettings\"\xd8\x01\n" +
@@ -3540,10 +3732,11 @@ const file_control_proto_rawDesc = "" +
 	"\vRestartSpec\x12\x17\n" +
 	"\aref_dir\x18\x01 \x01(\tR\x06refDir\x12\x19\n" +
 	"\bref_name\x18\x02 \x01(\tR\arefName\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x05R\x03seq\"S\n" +
+	"\x03seq\x18\x03 \x01(\x05R\x03seq\"k\n" +
 	"\rFenceComplete\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x120\n" +
-	"\aentries\x18\x02 \x03(\v2\x16.gompi.rte.v1.RankDataR\aentries\"%\n" +
+	"\aentries\x18\x02 \x03(\v2\x16.gompi.rte.v1.RankDataR\aentries\x12\x16\n" +
+	"\x06failed\x18\x03 \x03(\x05R\x06failed\"%\n" +
 	"\vSignalRanks\x12\x16\n" +
 	"\x06signal\x18\x01 \x01(\x05R\x06signal\"\v\n" +
 	"\tKillRanks\"\n" +
@@ -3567,9 +3760,10 @@ const file_control_proto_rawDesc = "" +
 	"\x04data\x18\x03 \x03(\v2$.gompi.rte.v1.FenceRequest.DataEntryR\x04data\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"A\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
 	"\rFenceResponse\x120\n" +
-	"\aentries\x18\x01 \x03(\v2\x16.gompi.rte.v1.RankDataR\aentries\"%\n" +
+	"\aentries\x18\x01 \x03(\v2\x16.gompi.rte.v1.RankDataR\aentries\x12\x16\n" +
+	"\x06failed\x18\x02 \x03(\x05R\x06failed\"%\n" +
 	"\x0fFinalizeRequest\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\"\x12\n" +
 	"\x10FinalizeResponse\"P\n" +
@@ -3577,7 +3771,12 @@ const file_control_proto_rawDesc = "" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\x0f\n" +
-	"\rAbortResponse\"\x0f\n" +
+	"\rAbortResponse\"#\n" +
+	"\rEventsRequest\x12\x12\n" +
+	"\x04rank\x18\x01 \x01(\x05R\x04rank\"5\n" +
+	"\tRankEvent\x12\x16\n" +
+	"\x06failed\x18\x01 \x03(\x05R\x06failed\x12\x10\n" +
+	"\x03why\x18\x02 \x01(\tR\x03why\"\x0f\n" +
 	"\rStatusRequest\"\x89\x02\n" +
 	"\x0eStatusResponse\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x12\x17\n" +
@@ -3711,7 +3910,7 @@ const file_control_proto_rawDesc = "" +
 	"\x06Status\x12\x1b.gompi.rte.v1.StatusRequest\x1a\x1c.gompi.rte.v1.StatusResponse\x12N\n" +
 	"\n" +
 	"Checkpoint\x12\x1f.gompi.rte.v1.CheckpointRequest\x1a\x1d.gompi.rte.v1.CheckpointEvent0\x01\x12L\n" +
-	"\tSnapshots\x12\x1e.gompi.rte.v1.SnapshotsRequest\x1a\x1f.gompi.rte.v1.SnapshotsResponse2\x83\x04\n" +
+	"\tSnapshots\x12\x1e.gompi.rte.v1.SnapshotsRequest\x1a\x1f.gompi.rte.v1.SnapshotsResponse2\xc5\x04\n" +
 	"\x06Daemon\x12@\n" +
 	"\x05Hello\x12\x1a.gompi.rte.v1.HelloRequest\x1a\x1b.gompi.rte.v1.HelloResponse\x12@\n" +
 	"\x05Fence\x12\x1a.gompi.rte.v1.FenceRequest\x1a\x1b.gompi.rte.v1.FenceResponse\x12I\n" +
@@ -3720,7 +3919,8 @@ const file_control_proto_rawDesc = "" +
 	"\bRequests\x12 .gompi.rte.v1.AppRequestsRequest\x1a\x1b.gompi.rte.v1.AppRequestMsg0\x01\x12B\n" +
 	"\x05Reply\x12\x19.gompi.rte.v1.AppReplyMsg\x1a\x1e.gompi.rte.v1.AppReplyResponse\x12W\n" +
 	"\n" +
-	"Checkpoint\x12#.gompi.rte.v1.RankCheckpointRequest\x1a$.gompi.rte.v1.RankCheckpointResponseB#Z!gompi/rte/control/proto;controlpbb\x06proto3"
+	"Checkpoint\x12#.gompi.rte.v1.RankCheckpointRequest\x1a$.gompi.rte.v1.RankCheckpointResponse\x12@\n" +
+	"\x06Events\x12\x1b.gompi.rte.v1.EventsRequest\x1a\x17.gompi.rte.v1.RankEvent0\x01B#Z!gompi/rte/control/proto;controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
@@ -3735,7 +3935,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_control_proto_goTypes = []any{
 	(Stream)(0),                    // 0: gompi.rte.v1.Stream
 	(Phase)(0),                     // 1: gompi.rte.v1.Phase
@@ -3751,47 +3951,50 @@ var file_control_proto_goTypes = []any{
 	(*RankAbort)(nil),              // 11: gompi.rte.v1.RankAbort
 	(*RankPhase)(nil),              // 12: gompi.rte.v1.RankPhase
 	(*HNPMessage)(nil),             // 13: gompi.rte.v1.HNPMessage
-	(*Welcome)(nil),                // 14: gompi.rte.v1.Welcome
-	(*Launch)(nil),                 // 15: gompi.rte.v1.Launch
-	(*RestartSpec)(nil),            // 16: gompi.rte.v1.RestartSpec
-	(*FenceComplete)(nil),          // 17: gompi.rte.v1.FenceComplete
-	(*SignalRanks)(nil),            // 18: gompi.rte.v1.SignalRanks
-	(*KillRanks)(nil),              // 19: gompi.rte.v1.KillRanks
-	(*Shutdown)(nil),               // 20: gompi.rte.v1.Shutdown
-	(*HelloRequest)(nil),           // 21: gompi.rte.v1.HelloRequest
-	(*HelloResponse)(nil),          // 22: gompi.rte.v1.HelloResponse
-	(*FenceRequest)(nil),           // 23: gompi.rte.v1.FenceRequest
-	(*FenceResponse)(nil),          // 24: gompi.rte.v1.FenceResponse
-	(*FinalizeRequest)(nil),        // 25: gompi.rte.v1.FinalizeRequest
-	(*FinalizeResponse)(nil),       // 26: gompi.rte.v1.FinalizeResponse
-	(*AbortRequest)(nil),           // 27: gompi.rte.v1.AbortRequest
-	(*AbortResponse)(nil),          // 28: gompi.rte.v1.AbortResponse
-	(*StatusRequest)(nil),          // 29: gompi.rte.v1.StatusRequest
-	(*StatusResponse)(nil),         // 30: gompi.rte.v1.StatusResponse
-	(*DaemonStatus)(nil),           // 31: gompi.rte.v1.DaemonStatus
-	(*RankStatus)(nil),             // 32: gompi.rte.v1.RankStatus
-	(*CROptions)(nil),              // 33: gompi.rte.v1.CROptions
-	(*CheckpointRequest)(nil),      // 34: gompi.rte.v1.CheckpointRequest
-	(*CheckpointEvent)(nil),        // 35: gompi.rte.v1.CheckpointEvent
-	(*DrainProgress)(nil),          // 36: gompi.rte.v1.DrainProgress
-	(*SnapshotsRequest)(nil),       // 37: gompi.rte.v1.SnapshotsRequest
-	(*SnapshotsResponse)(nil),      // 38: gompi.rte.v1.SnapshotsResponse
-	(*SnapcRequest)(nil),           // 39: gompi.rte.v1.SnapcRequest
-	(*SnapcReply)(nil),             // 40: gompi.rte.v1.SnapcReply
-	(*SnapcRankReply)(nil),         // 41: gompi.rte.v1.SnapcRankReply
-	(*RankCheckpoint)(nil),         // 42: gompi.rte.v1.RankCheckpoint
-	(*RankCheckpointDone)(nil),     // 43: gompi.rte.v1.RankCheckpointDone
-	(*AppRequestsRequest)(nil),     // 44: gompi.rte.v1.AppRequestsRequest
-	(*AppRequestMsg)(nil),          // 45: gompi.rte.v1.AppRequestMsg
-	(*AppReplyMsg)(nil),            // 46: gompi.rte.v1.AppReplyMsg
-	(*AppReplyResponse)(nil),       // 47: gompi.rte.v1.AppReplyResponse
-	(*RankCheckpointRequest)(nil),  // 48: gompi.rte.v1.RankCheckpointRequest
-	(*RankCheckpointResponse)(nil), // 49: gompi.rte.v1.RankCheckpointResponse
-	nil,                            // 50: gompi.rte.v1.RankData.DataEntry
-	nil,                            // 51: gompi.rte.v1.FenceRequest.DataEntry
+	(*ProcFailed)(nil),             // 14: gompi.rte.v1.ProcFailed
+	(*Welcome)(nil),                // 15: gompi.rte.v1.Welcome
+	(*Launch)(nil),                 // 16: gompi.rte.v1.Launch
+	(*RestartSpec)(nil),            // 17: gompi.rte.v1.RestartSpec
+	(*FenceComplete)(nil),          // 18: gompi.rte.v1.FenceComplete
+	(*SignalRanks)(nil),            // 19: gompi.rte.v1.SignalRanks
+	(*KillRanks)(nil),              // 20: gompi.rte.v1.KillRanks
+	(*Shutdown)(nil),               // 21: gompi.rte.v1.Shutdown
+	(*HelloRequest)(nil),           // 22: gompi.rte.v1.HelloRequest
+	(*HelloResponse)(nil),          // 23: gompi.rte.v1.HelloResponse
+	(*FenceRequest)(nil),           // 24: gompi.rte.v1.FenceRequest
+	(*FenceResponse)(nil),          // 25: gompi.rte.v1.FenceResponse
+	(*FinalizeRequest)(nil),        // 26: gompi.rte.v1.FinalizeRequest
+	(*FinalizeResponse)(nil),       // 27: gompi.rte.v1.FinalizeResponse
+	(*AbortRequest)(nil),           // 28: gompi.rte.v1.AbortRequest
+	(*AbortResponse)(nil),          // 29: gompi.rte.v1.AbortResponse
+	(*EventsRequest)(nil),          // 30: gompi.rte.v1.EventsRequest
+	(*RankEvent)(nil),              // 31: gompi.rte.v1.RankEvent
+	(*StatusRequest)(nil),          // 32: gompi.rte.v1.StatusRequest
+	(*StatusResponse)(nil),         // 33: gompi.rte.v1.StatusResponse
+	(*DaemonStatus)(nil),           // 34: gompi.rte.v1.DaemonStatus
+	(*RankStatus)(nil),             // 35: gompi.rte.v1.RankStatus
+	(*CROptions)(nil),              // 36: gompi.rte.v1.CROptions
+	(*CheckpointRequest)(nil),      // 37: gompi.rte.v1.CheckpointRequest
+	(*CheckpointEvent)(nil),        // 38: gompi.rte.v1.CheckpointEvent
+	(*DrainProgress)(nil),          // 39: gompi.rte.v1.DrainProgress
+	(*SnapshotsRequest)(nil),       // 40: gompi.rte.v1.SnapshotsRequest
+	(*SnapshotsResponse)(nil),      // 41: gompi.rte.v1.SnapshotsResponse
+	(*SnapcRequest)(nil),           // 42: gompi.rte.v1.SnapcRequest
+	(*SnapcReply)(nil),             // 43: gompi.rte.v1.SnapcReply
+	(*SnapcRankReply)(nil),         // 44: gompi.rte.v1.SnapcRankReply
+	(*RankCheckpoint)(nil),         // 45: gompi.rte.v1.RankCheckpoint
+	(*RankCheckpointDone)(nil),     // 46: gompi.rte.v1.RankCheckpointDone
+	(*AppRequestsRequest)(nil),     // 47: gompi.rte.v1.AppRequestsRequest
+	(*AppRequestMsg)(nil),          // 48: gompi.rte.v1.AppRequestMsg
+	(*AppReplyMsg)(nil),            // 49: gompi.rte.v1.AppReplyMsg
+	(*AppReplyResponse)(nil),       // 50: gompi.rte.v1.AppReplyResponse
+	(*RankCheckpointRequest)(nil),  // 51: gompi.rte.v1.RankCheckpointRequest
+	(*RankCheckpointResponse)(nil), // 52: gompi.rte.v1.RankCheckpointResponse
+	nil,                            // 53: gompi.rte.v1.RankData.DataEntry
+	nil,                            // 54: gompi.rte.v1.FenceRequest.DataEntry
 }
 var file_control_proto_depIdxs = []int32{
-	50, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
+	53, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
 	5,  // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
 	6,  // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
 	7,  // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
@@ -3800,62 +4003,65 @@ var file_control_proto_depIdxs = []int32{
 	10, // 6: gompi.rte.v1.DaemonMessage.fence:type_name -> gompi.rte.v1.FenceContribution
 	11, // 7: gompi.rte.v1.DaemonMessage.abort:type_name -> gompi.rte.v1.RankAbort
 	12, // 8: gompi.rte.v1.DaemonMessage.phase:type_name -> gompi.rte.v1.RankPhase
-	40, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
-	42, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
+	43, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
+	45, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
 	0,  // 11: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
 	3,  // 12: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
 	1,  // 13: gompi.rte.v1.RankPhase.phase:type_name -> gompi.rte.v1.Phase
-	14, // 14: gompi.rte.v1.HNPMessage.welcome:type_name -> gompi.rte.v1.Welcome
-	15, // 15: gompi.rte.v1.HNPMessage.launch:type_name -> gompi.rte.v1.Launch
-	17, // 16: gompi.rte.v1.HNPMessage.fence:type_name -> gompi.rte.v1.FenceComplete
-	18, // 17: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
-	19, // 18: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
-	20, // 19: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
-	39, // 20: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
-	43, // 21: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
-	2,  // 22: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
-	16, // 23: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
-	3,  // 24: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
-	2,  // 25: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	51, // 26: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
-	3,  // 27: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
-	31, // 28: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
-	32, // 29: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
-	33, // 30: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	36, // 31: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
-	33, // 32: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
-	41, // 33: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
-	36, // 34: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
-	33, // 35: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
-	33, // 36: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
-	33, // 37: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	4,  // 38: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
-	29, // 39: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
-	34, // 40: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
-	37, // 41: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
-	21, // 42: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
-	23, // 43: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
-	25, // 44: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
-	27, // 45: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	44, // 46: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
-	46, // 47: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
-	48, // 48: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
-	13, // 49: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	30, // 50: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	35, // 51: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
-	38, // 52: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
-	22, // 53: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	24, // 54: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	26, // 55: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	28, // 56: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	45, // 57: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
-	47, // 58: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
-	49, // 59: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
-	49, // [49:60] is the sub-list for method output_type
-	38, // [38:49] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	15, // 14: gompi.rte.v1.HNPMessage.welcome:type_name -> gompi.rte.v1.Welcome
+	16, // 15: gompi.rte.v1.HNPMessage.launch:type_name -> gompi.rte.v1.Launch
+	18, // 16: gompi.rte.v1.HNPMessage.fence:type_name -> gompi.rte.v1.FenceComplete
+	19, // 17: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
+	20, // 18: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
+	21, // 19: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
+	42, // 20: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
+	46, // 21: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
+	14, // 22: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
+	2,  // 23: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
+	17, // 24: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
+	3,  // 25: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
+	2,  // 26: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
+	54, // 27: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	3,  // 28: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
+	34, // 29: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
+	35, // 30: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
+	36, // 31: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	39, // 32: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
+	36, // 33: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
+	44, // 34: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
+	39, // 35: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
+	36, // 36: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
+	36, // 37: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
+	36, // 38: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	4,  // 39: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
+	32, // 40: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
+	37, // 41: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
+	40, // 42: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
+	22, // 43: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
+	24, // 44: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
+	26, // 45: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
+	28, // 46: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
+	47, // 47: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
+	49, // 48: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
+	51, // 49: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
+	30, // 50: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
+	13, // 51: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	33, // 52: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	38, // 53: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
+	41, // 54: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
+	23, // 55: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	25, // 56: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	27, // 57: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	29, // 58: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	48, // 59: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
+	50, // 60: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
+	52, // 61: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
+	31, // 62: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
+	51, // [51:63] is the sub-list for method output_type
+	39, // [39:51] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -3884,6 +4090,7 @@ func file_control_proto_init() {
 		(*HNPMessage_Shutdown)(nil),
 		(*HNPMessage_SnapcRequest)(nil),
 		(*HNPMessage_RankCheckpointDone)(nil),
+		(*HNPMessage_ProcFailed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3891,7 +4098,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   50,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

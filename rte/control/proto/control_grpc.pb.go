@@ -344,6 +344,7 @@ const (
 	Daemon_Requests_FullMethodName   = "/gompi.rte.v1.Daemon/Requests"
 	Daemon_Reply_FullMethodName      = "/gompi.rte.v1.Daemon/Reply"
 	Daemon_Checkpoint_FullMethodName = "/gompi.rte.v1.Daemon/Checkpoint"
+	Daemon_Events_FullMethodName     = "/gompi.rte.v1.Daemon/Events"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -372,6 +373,12 @@ type DaemonClient interface {
 	// Checkpoint is a rank's cr.Checkpoint: it returns once the job's
 	// checkpoint at the rank's safe point is committed or has failed.
 	Checkpoint(ctx context.Context, in *RankCheckpointRequest, opts ...grpc.CallOption) (*RankCheckpointResponse, error)
+	// Events is a rank's stream of what the runtime tells it unasked: its
+	// first message lists the ranks already failed (possibly none), each
+	// later one ranks newly declared failed (ProcFailed from gompirun, when
+	// the job runs on after a failure). It ends when the rank finalizes or
+	// the daemon leaves.
+	Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RankEvent], error)
 }
 
 type daemonClient struct {
@@ -461,6 +468,25 @@ func (c *daemonClient) Checkpoint(ctx context.Context, in *RankCheckpointRequest
 	return out, nil
 }
 
+func (c *daemonClient) Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RankEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Daemon_ServiceDesc.Streams[1], Daemon_Events_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[EventsRequest, RankEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_EventsClient = grpc.ServerStreamingClient[RankEvent]
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -487,6 +513,12 @@ type DaemonServer interface {
 	// Checkpoint is a rank's cr.Checkpoint: it returns once the job's
 	// checkpoint at the rank's safe point is committed or has failed.
 	Checkpoint(context.Context, *RankCheckpointRequest) (*RankCheckpointResponse, error)
+	// Events is a rank's stream of what the runtime tells it unasked: its
+	// first message lists the ranks already failed (possibly none), each
+	// later one ranks newly declared failed (ProcFailed from gompirun, when
+	// the job runs on after a failure). It ends when the rank finalizes or
+	// the daemon leaves.
+	Events(*EventsRequest, grpc.ServerStreamingServer[RankEvent]) error
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -517,6 +549,9 @@ func (UnimplementedDaemonServer) Reply(context.Context, *AppReplyMsg) (*AppReply
 }
 func (UnimplementedDaemonServer) Checkpoint(context.Context, *RankCheckpointRequest) (*RankCheckpointResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Checkpoint not implemented")
+}
+func (UnimplementedDaemonServer) Events(*EventsRequest, grpc.ServerStreamingServer[RankEvent]) error {
+	return status.Error(codes.Unimplemented, "method Events not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -658,6 +693,17 @@ func _Daemon_Checkpoint_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_Events_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(EventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(DaemonServer).Events(m, &grpc.GenericServerStream[EventsRequest, RankEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_EventsServer = grpc.ServerStreamingServer[RankEvent]
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -694,6 +740,11 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Requests",
 			Handler:       _Daemon_Requests_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Events",
+			Handler:       _Daemon_Events_Handler,
 			ServerStreams: true,
 		},
 	},
