@@ -59,6 +59,9 @@ type JobSpec struct {
 	Settings []mca.Setting
 	AMCA     []string
 	Launch   sstore.Launch
+	// Meta reads and writes the reference's global metadata (nil: on this
+	// node's file system; sstore.MetaStoreFor gives the one for Ref).
+	Meta sstore.MetaStore
 	// Values are the job's resolved parameters (components read their own).
 	Values *mca.Values
 	Log    *slog.Logger

@@ -28,13 +28,16 @@ type MetaStore interface {
 // that says which FileM to choose).
 func MetaStoreFor(ref Ref, fm filem.Module) (MetaStore, error) {
 	if !ref.IsRemote() {
-		return localMeta{}, nil
+		return ThisNode, nil
 	}
 	if fm == nil {
 		return nil, fmt.Errorf("sstore: snapshot reference %s is remote: it needs a FileM that reaches its host (--mca filem sftp or rsh)", ref)
 	}
 	return remoteMeta{fm: fm}, nil
 }
+
+// ThisNode is the MetaStore of references on this node's file system.
+var ThisNode MetaStore = localMeta{}
 
 type localMeta struct{}
 

@@ -278,5 +278,5 @@ func (d *daemon) restartEnv(ctx context.Context, spec *pb.RestartSpec, rank int)
 		}
 		return nil, fmt.Errorf("restart of rank %d: %w", rank, err)
 	}
-	return []string{rte.EnvRestartRef + "=" + ref.Path(), rte.EnvRestartSeq + "=" + fmt.Sprint(spec.Seq), rte.EnvRestartDir + "=" + dir}, nil
+	return []string{rte.EnvRestartRef + "=" + ref.String(), rte.EnvRestartSeq + "=" + fmt.Sprint(spec.Seq), rte.EnvRestartDir + "=" + dir}, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"gompi/boot"
 	"gompi/cli"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
 	"gompi/rte/hostfile"
@@ -36,6 +37,7 @@ type runOptions struct {
 	policy  mapping.Policy
 	xenv    []string
 	restart *Restart
+	meta    sstore.MetaStore
 }
 
 // NewCommand returns the gompirun command (also `gompi run`). Its flags
@@ -157,11 +159,29 @@ func (o *runOptions) run(c *cobra.Command, args []string) error {
 		return err
 	}
 	defer p.Close()
+	if o.restart != nil || isRemoteDir(p.Values) {
+		ref := sstore.Ref{}
+		if o.restart != nil {
+			ref = o.restart.Ref
+		} else {
+			dir, _ := snapc.GlobalDir(p.Values)
+			ref = sstore.Ref{Dir: dir, Name: "x"}
+		}
+		ms, closeMeta, err := p.MetaStore(ctx, ref)
+		if err != nil {
+			return err
+		}
+		defer closeMeta()
+		o.meta = ms
+		if o.restart != nil {
+			o.restart.Meta = ms
+		}
+	}
 	code, err := Run(ctx, Options{
 		NP: o.np, Nodes: o.nodes, MapBy: o.policy, Oversubscribe: o.oversubscribe,
 		Program: args[0], Args: args[1:], Env: o.xenv, Cwd: o.wdir, TagOutput: o.tagOutput,
 		Command: append([]string{"gompirun"}, os.Args[1:]...),
-		Proc:    p, Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Signals: sigs, Restart: o.restart,
+		Proc:    p, Stdout: c.OutOrStdout(), Stderr: c.ErrOrStderr(), Signals: sigs, Restart: o.restart, Meta: o.meta,
 	})
 	if err != nil || code != 0 {
 		if code == 0 {
@@ -215,4 +235,11 @@ func NormalizeArgs(args []string) []string {
 // Main runs gompirun with the process's arguments and returns its exit status.
 func Main() int {
 	return cli.Execute(context.Background(), NewCommand(), NormalizeArgs(os.Args[1:]), true)
+}
+
+// isRemoteDir reports whether the global snapshot folder is on another
+// host (snapc_base_global_snapshot_dir = sftp://... or host:/dir).
+func isRemoteDir(vals *mca.Values) bool {
+	dir, err := snapc.GlobalDir(vals)
+	return err == nil && dir != "" && (sstore.Ref{Dir: dir, Name: "x"}).IsRemote()
 }

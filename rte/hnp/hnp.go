@@ -30,6 +30,7 @@ import (
 	"gompi/boot"
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/plm"
+	"gompi/frameworks/sstore"
 	"gompi/mca"
 	"gompi/rte"
 	"gompi/rte/control"
@@ -68,6 +69,9 @@ type Options struct {
 	// Restart, when set, starts every rank from its local snapshot of a
 	// committed sequence; the job's checkpoints continue that reference.
 	Restart *Restart
+	// Meta reads and writes the job's global snapshot metadata (nil: this
+	// node's file system; a remote snapshot folder needs FileM).
+	Meta sstore.MetaStore
 }
 
 // ResolveProgram finds the program a job runs, as the shell would: a name

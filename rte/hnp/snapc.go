@@ -29,7 +29,13 @@ import (
 type Restart struct {
 	Ref sstore.Ref
 	Seq int
+	// Meta reads the reference's metadata (nil: this node's file system).
+	Meta sstore.MetaStore
 }
+
+// metaTimeout bounds reading a reference's metadata before a restart (a
+// remote one may sit behind an unresponsive server).
+const metaTimeout = time.Minute
 
 // termGrace is how long ranks have to end by themselves after a
 // checkpoint-and-terminate was committed, before gompirun ends them.
@@ -38,7 +44,13 @@ const termGrace = 30 * time.Second
 // checkRestart makes sure the snapshot exists, was committed, and holds
 // the job's rank count, before anything is launched.
 func checkRestart(r *Restart, np int) error {
-	meta, err := sstore.ReadGlobal(r.Ref)
+	ms := r.Meta
+	if ms == nil {
+		ms = sstore.ThisNode
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metaTimeout)
+	defer cancel()
+	meta, err := ms.ReadGlobal(ctx, r.Ref)
 	if err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
@@ -46,7 +58,7 @@ func checkRestart(r *Restart, np int) error {
 		return fmt.Errorf("restart: %w", err)
 	}
 	if meta.Ranks != np {
-		return fmt.Errorf("restart: %s holds a job of %d ranks, not %d: restart it with -np %d (gompi-restart does)", r.Ref.Path(), meta.Ranks, np, meta.Ranks)
+		return fmt.Errorf("restart: %s holds a job of %d ranks, not %d: restart it with -np %d (gompi-restart does)", r.Ref, meta.Ranks, np, meta.Ranks)
 	}
 	return nil
 }
@@ -72,10 +84,12 @@ func (j *job) startSnapC(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if dir, err = filepath.Abs(dir); err != nil {
-			return fmt.Errorf("%s: %w", snapc.ParamGlobalDir, err)
-		}
 		ref = sstore.Ref{Dir: dir, Name: sstore.RefName(j.id)}
+		if !ref.IsRemote() {
+			if ref.Dir, err = filepath.Abs(dir); err != nil {
+				return fmt.Errorf("%s: %w", snapc.ParamGlobalDir, err)
+			}
+		}
 	}
 	var amca []string
 	if p.Sources != nil {
@@ -84,7 +98,7 @@ func (j *job) startSnapC(ctx context.Context) error {
 	g, err := coord.NewGlobal(snapc.JobSpec{
 		Job: j.id, RankNodes: j.m.RankNode, Ref: ref, Settings: j.vals.Changed(), AMCA: amca,
 		Launch: sstore.Launch{Program: j.program, Args: j.o.Args, Cwd: j.cwd, Env: j.o.Env},
-		Values: j.vals, Log: p.FrameworkLogger(snapc.Name),
+		Meta:   j.o.Meta, Values: j.vals, Log: p.FrameworkLogger(snapc.Name),
 	}, snapcLink{j})
 	if err != nil {
 		return err

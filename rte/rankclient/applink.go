@@ -40,7 +40,8 @@ func restartFromEnv() (snapc.RestartInfo, bool, error) {
 		return snapc.RestartInfo{}, false, nil
 	}
 	seq, err := strconv.Atoi(seqText)
-	if err != nil || seq < 0 || !filepath.IsAbs(refPath) || !filepath.IsAbs(dir) {
+	remote := (sstore.Ref{Dir: refPath}).IsRemote()
+	if err != nil || seq < 0 || !(filepath.IsAbs(refPath) || remote) || !filepath.IsAbs(dir) {
 		return snapc.RestartInfo{}, false, fmt.Errorf("rankclient: malformed restart environment %s=%q %s=%q %s=%q",
 			rte.EnvRestartRef, refPath, rte.EnvRestartSeq, seqText, rte.EnvRestartDir, dir)
 	}

@@ -20,10 +20,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
+	"gompi/boot"
 	"gompi/cli"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
+	"gompi/mca"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/jobs"
@@ -196,7 +198,7 @@ func (o *options) run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "Snapshot Ref.: %3d %s\n", out.Seq, out.Ref)
 	if o.verbose {
-		fmt.Fprintf(w, "Snapshot Location: %s\n", sstore.Ref{Dir: out.Dir, Name: out.Ref}.Path())
+		fmt.Fprintf(w, "Snapshot Location: %s\n", sstore.Ref{Dir: out.Dir, Name: out.Ref})
 		fmt.Fprintf(w, "Checkpoint Time: %.2f s\n", out.Duration.Seconds())
 	}
 	return nil
@@ -253,7 +255,23 @@ func (o *options) runList(ctx context.Context, client pb.ToolClient, w io.Writer
 	}
 	ref := sstore.Ref{Dir: resp.Dir, Name: resp.Ref}
 	l := Listing{PID: o.pid, Ref: ref.Name, Dir: ref.Dir, Committed: []int{}}
-	meta, err := sstore.ReadGlobal(ref)
+	ms := sstore.ThisNode
+	if ref.IsRemote() {
+		// A remote reference is read through FileM, chosen by the same
+		// parameters (files, environment) as the job's.
+		p, err := boot.Load(ctx, boot.Options{Role: mca.RoleTool, LogOutput: io.Discard, NoPlugins: true})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		remote, closeMeta, err := p.MetaStore(ctx, ref)
+		if err != nil {
+			return err
+		}
+		defer closeMeta()
+		ms = remote
+	}
+	meta, err := ms.ReadGlobal(ctx, ref)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -279,7 +297,7 @@ func (o *options) runList(ctx context.Context, client pb.ToolClient, w io.Writer
 		fmt.Fprintf(w, "Snapshot Ref.: %s\t[%s]\n", l.Ref, strings.Join(seqs, ","))
 	}
 	if o.verbose {
-		fmt.Fprintf(w, "Snapshot Location: %s\n", ref.Path())
+		fmt.Fprintf(w, "Snapshot Location: %s\n", ref)
 		if meta != nil {
 			for _, s := range meta.Seqs {
 				state := "committed " + s.Finished.UTC().Format("2006-01-02 15:04:05.000 UTC")

@@ -29,6 +29,7 @@ import (
 	"gompi/cli"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/compress"
 	"gompi/mca"
 )
 
@@ -107,7 +108,12 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	if err != nil {
 		return err
 	}
-	meta, err := sstore.ReadGlobal(ref)
+	ms, closeMeta, err := p.MetaStore(ctx, ref)
+	if err != nil {
+		return err
+	}
+	defer closeMeta()
+	meta, err := ms.ReadGlobal(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -115,7 +121,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		in := Explain(ref, meta)
 		if o.seq >= 0 {
 			if _, ok := meta.Seq(o.seq); !ok {
-				return fmt.Errorf("%s has no sequence %d; it has %s", ref.Path(), o.seq, seqList(meta))
+				return fmt.Errorf("%s has no sequence %d; it has %s", ref, o.seq, seqList(meta))
 			}
 		}
 		if o.asJSON {
@@ -129,7 +135,11 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	if err != nil {
 		return fmt.Errorf("%w\n(gompi-restart -i %s explains the reference)", err, arg)
 	}
-	if err := point.VerifyAll(); err != nil {
+	if ref.IsRemote() {
+		// Reading every byte here would move the snapshot twice: each
+		// node verifies its ranks' files as it fetches them.
+		fmt.Fprintf(stderr, "gompi-restart: %s is remote; each node verifies its ranks' snapshots as it fetches them\n", ref)
+	} else if err := point.VerifyAllWith(func(dir string, l *sstore.LocalMeta) error { return compress.Verify(ctx, dir, l) }); err != nil {
 		return err
 	}
 	gompirun, prefix, err := findGompirun()
@@ -254,7 +264,7 @@ func Command(point sstore.RestartPoint, ov Overrides, known *mca.Params) (args, 
 	for _, e := range meta.Launch.Env {
 		args = append(args, "-x", e)
 	}
-	args = append(args, "--restart-ref", point.Ref.Path(), "--restart-seq", strconv.Itoa(point.Seq.Seq))
+	args = append(args, "--restart-ref", point.Ref.String(), "--restart-seq", strconv.Itoa(point.Seq.Seq))
 	if meta.Launch.Program == "" {
 		warnings = append(warnings, "the snapshot records no program (made by an older gompi?)")
 	}

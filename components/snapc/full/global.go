@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -372,6 +371,17 @@ func (g *global) event(r *request, p snapc.Phase, node string, seq int, detail s
 // run is one checkpoint, from query to commit.
 func (g *global) run(r *request) (snapc.Result, error) {
 	start := time.Now()
+	// Storage calls (a remote reference's metadata) end when the request
+	// is stopped.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-r.abort:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	ref := g.spec.Ref
 	seq := -1
 	fail := func(err error) (snapc.Result, error) {
@@ -398,7 +408,7 @@ func (g *global) run(r *request) (snapc.Result, error) {
 	}
 	g.mu.Unlock()
 
-	meta, err := g.readMeta()
+	meta, err := g.readMeta(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -441,13 +451,9 @@ func (g *global) run(r *request) (snapc.Result, error) {
 	// The sequence is recorded, uncommitted, before anything is written.
 	seq = meta.NextSeq()
 	meta.Seqs = append(meta.Seqs, sstore.SeqRecord{Seq: seq, Started: time.Now()})
-	if err := os.MkdirAll(ref.Path(), 0o755); err != nil {
+	if err := g.metaStore().WriteGlobal(ctx, ref, meta); err != nil {
 		seq = -1
-		return fail(fmt.Errorf("create the snapshot reference %s: %w (check %s)", ref.Path(), err, snapc.ParamGlobalDir))
-	}
-	if err := sstore.WriteGlobal(ref, meta); err != nil {
-		seq = -1
-		return fail(err)
+		return fail(fmt.Errorf("%w (check %s)", err, snapc.ParamGlobalDir))
 	}
 	if err := g.pauseAt(r, PauseSeq, seq); err != nil {
 		return fail(err)
@@ -508,12 +514,12 @@ func (g *global) run(r *request) (snapc.Result, error) {
 	// Commit: the ranks' records and the commit mark, last, atomically.
 	rec, _ := meta.Seq(seq)
 	rec.Procs, rec.Committed, rec.Finished = procs, true, time.Now()
-	if err := sstore.WriteGlobal(ref, meta); err != nil {
+	if err := g.metaStore().WriteGlobal(ctx, ref, meta); err != nil {
 		return fail(err)
 	}
 	res := snapc.Result{Ref: ref.Name, Dir: ref.Dir, Seq: seq, Duration: time.Since(start)}
-	g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed: %s", seq, ref.Path()))
-	g.log.Info("checkpoint committed", "ref", ref.Path(), "seq", seq, "took", res.Duration)
+	g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed: %s", seq, ref))
+	g.log.Info("checkpoint committed", "ref", ref.String(), "seq", seq, "took", res.Duration)
 	if err := g.pauseAt(r, PauseCommitted, seq); err != nil {
 		g.log.Warn("checkpoint committed, but the job is ending", "seq", seq, "err", err)
 	}
@@ -656,18 +662,26 @@ func (g *global) pauseAt(r *request, point string, seq int) error {
 	}
 }
 
+// metaStore is where the reference's metadata lives.
+func (g *global) metaStore() sstore.MetaStore {
+	if g.spec.Meta != nil {
+		return g.spec.Meta
+	}
+	return sstore.ThisNode
+}
+
 // readMeta reads the reference's metadata, or starts it, and records the
 // job as it runs now: a restarted job may run with other parameters.
-func (g *global) readMeta() (*sstore.GlobalMeta, error) {
+func (g *global) readMeta(ctx context.Context) (*sstore.GlobalMeta, error) {
 	ref := g.spec.Ref
-	meta, err := sstore.ReadGlobal(ref)
+	meta, err := g.metaStore().ReadGlobal(ctx, ref)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		meta = &sstore.GlobalMeta{Job: g.spec.Job}
 	case err != nil:
 		return nil, fmt.Errorf("%w; the reference's metadata is left as it is", err)
 	case meta.Ranks != g.ranks:
-		return nil, fmt.Errorf("%s holds a job of %d ranks; this job has %d", ref.Path(), meta.Ranks, g.ranks)
+		return nil, fmt.Errorf("%s holds a job of %d ranks; this job has %d", ref, meta.Ranks, g.ranks)
 	}
 	meta.Ranks = g.ranks
 	meta.AMCA = append([]string(nil), g.spec.AMCA...)

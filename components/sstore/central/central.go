@@ -80,6 +80,9 @@ func (module) LocalDir(ctx context.Context, ref sstore.Ref, seq, rank int) (stri
 	if seq < 0 || rank < 0 {
 		return "", fmt.Errorf("sstore/central: local directory: bad sequence %d or rank %d", seq, rank)
 	}
+	if ref.IsRemote() {
+		return "", fmt.Errorf("sstore/central: the global snapshot folder %s is remote, and central writes straight into it: run with --mca sstore stage (ranks write node-local snapshots that gompid moves there with FileM)", ref.Dir)
+	}
 	if _, err := os.Stat(ref.Path()); err != nil {
 		return "", fmt.Errorf("sstore/central: reference %s: %w (sstore central needs the global snapshot folder on every node: a shared file system, or one machine)", ref.Path(), err)
 	}

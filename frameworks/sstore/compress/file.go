@@ -91,7 +91,15 @@ func VerifyFile(ctx context.Context, srcDir string, rec sstore.FileRecord) error
 // compressed or not (sstore.RestartPoint.VerifyAllWith takes it).
 func Verify(ctx context.Context, dir string, l *sstore.LocalMeta) error {
 	for _, rec := range l.Files {
-		if err := VerifyFile(ctx, dir, rec); err != nil {
+		var err error
+		if rec.Compression == "" {
+			// sstore's own check, whose messages say what a user sees
+			// wrong with a plain file (its size, its checksum).
+			err = (&sstore.LocalMeta{Files: []sstore.FileRecord{rec}}).Verify(dir)
+		} else {
+			err = VerifyFile(ctx, dir, rec)
+		}
+		if err != nil {
 			return err
 		}
 	}
