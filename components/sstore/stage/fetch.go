@@ -1,0 +1,216 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"gompi/frameworks/filem"
+	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/compress"
+)
+
+// restartHint is what a restart can do when a snapshot on global storage
+// cannot be used.
+const restartHint = "restart from an earlier committed sequence (gompi-restart -s N; gompi-restart -i lists them)"
+
+// Fetch returns a folder holding rank's snapshot of seq as the rank wrote
+// it: this node's cached copy when it is there and every file verifies,
+// otherwise a copy fetched from global storage, decompressed and verified,
+// which then serves as the node's cached copy.
+func (m *module) Fetch(ctx context.Context, ref sstore.Ref, seq, rank int) (string, error) {
+	op := fmt.Sprintf("fetch rank %d of %s seq %d", rank, ref.Name, seq)
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	if rank < 0 {
+		return "", fmt.Errorf("sstore/stage: %s: bad rank", op)
+	}
+	env, nodeDir, log, err := m.prepare(op, ref, seq)
+	if err != nil {
+		return "", err
+	}
+	dir := localPath(nodeDir, ref, seq, rank)
+	switch err := checkCopy(dir, rank); {
+	case err == nil:
+		log.Info("restart reads this node's cached copy", "ref", ref.Name, "seq", seq, "rank", rank, "dir", dir)
+		return dir, nil
+	case errors.Is(err, fs.ErrNotExist):
+		log.Debug("no cached copy", "ref", ref.Name, "seq", seq, "rank", rank)
+	default:
+		log.Warn("cached copy unusable; fetching from global storage", "ref", ref.Name, "seq", seq, "rank", rank, "err", err)
+	}
+	if env.FileM == nil {
+		return "", fmt.Errorf("sstore/stage: %s: not in this node's cache and no FileM module was bound to fetch it (the daemon must bind its selected FileM)", op)
+	}
+	global, err := ref.GlobalLocal(seq, rank)
+	if err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	work, err := os.MkdirTemp(nodeDir, ".fetch-"+ref.Name+"-"+strconv.Itoa(seq)+"-"+strconv.Itoa(rank)+"-*")
+	if err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: temporary folder: %w", op, err)
+	}
+	defer os.RemoveAll(work)
+	in, out := filepath.Join(work, "in"), filepath.Join(work, "out")
+	for _, d := range []string{in, out} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return "", fmt.Errorf("sstore/stage: %s: temporary folder: %w", op, err)
+		}
+	}
+	meta, err := m.fetchMeta(ctx, env.FileM, ref, seq, rank, global, in)
+	if err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	if err := m.fetchFiles(ctx, env.FileM, ref, seq, rank, meta, in, out); err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	plain := *meta
+	plain.Files = make([]sstore.FileRecord, len(meta.Files))
+	for i, f := range meta.Files {
+		f.Compression, f.Stored = "", ""
+		plain.Files[i] = f
+	}
+	if err := sstore.WriteLocal(out, &plain); err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	if err := install(out, dir); err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	log.Info("restart reads a copy fetched from global storage", "ref", ref.Name, "seq", seq, "rank", rank, "from", global.String(), "dir", dir)
+	return dir, nil
+}
+
+// checkCopy verifies a local copy: rank's snapshot_meta and every file of
+// its size and checksum. A missing copy wraps fs.ErrNotExist.
+func checkCopy(dir string, rank int) error {
+	meta, err := sstore.ReadLocal(dir)
+	if err != nil {
+		return err
+	}
+	if meta.Rank != rank {
+		return fmt.Errorf("%w: %s records rank %d", sstore.ErrCorrupt, filepath.Join(dir, sstore.LocalMetaFile), meta.Rank)
+	}
+	return meta.Verify(dir)
+}
+
+// fetchMeta gets rank's snapshot_meta from global storage into in.
+func (m *module) fetchMeta(ctx context.Context, fm filem.Module, ref sstore.Ref, seq, rank int, global filem.Remote, in string) (*sstore.LocalMeta, error) {
+	src, err := ref.Global(strconv.Itoa(seq), sstore.LocalName(rank), sstore.LocalMetaFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := fm.Get(ctx, []filem.Transfer{{Local: filepath.Join(in, sstore.LocalMetaFile), Remote: src}}); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("not in this node's cache, and global storage holds no complete copy (%s has no %s): %w; %s, or check snapc_base_global_snapshot_dir",
+				global, sstore.LocalMetaFile, err, restartHint)
+		}
+		return nil, remoteHint(ref, err)
+	}
+	meta, err := sstore.ReadLocal(in)
+	if err != nil {
+		return nil, fmt.Errorf("%s on global storage: %w; %s", src, err, restartHint)
+	}
+	if meta.Rank != rank {
+		return nil, fmt.Errorf("%w: %s on global storage records rank %d; %s", sstore.ErrCorrupt, src, meta.Rank, restartHint)
+	}
+	return meta, nil
+}
+
+// fetchFiles gets every file of meta into in and restores it into out,
+// decompressed and verified, at most sstore_stage_max_inflight at once.
+func (m *module) fetchFiles(ctx context.Context, fm filem.Module, ref sstore.Ref, seq, rank int, meta *sstore.LocalMeta, in, out string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(meta.Files))
+	var wg sync.WaitGroup
+	for i, rec := range meta.Files {
+		if err := m.acquire(ctx); err != nil {
+			errs[i] = fmt.Errorf("file %s: %w", rec.Name, err)
+			break
+		}
+		wg.Go(func() {
+			defer m.release()
+			if err := m.fetchFile(ctx, fm, ref, seq, rank, rec, in, out); err != nil {
+				errs[i] = err
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return firstCause(errs)
+}
+
+func (m *module) fetchFile(ctx context.Context, fm filem.Module, ref sstore.Ref, seq, rank int, rec sstore.FileRecord, in, out string) error {
+	stored := rec.Name
+	if rec.Compression != "" {
+		stored = rec.Stored
+	}
+	src, err := ref.Global(strconv.Itoa(seq), sstore.LocalName(rank), stored)
+	if err != nil {
+		return fmt.Errorf("file %s: %w", rec.Name, err)
+	}
+	local := filepath.Join(in, stored)
+	if err := fm.Get(ctx, []filem.Transfer{{Local: local, Remote: src}}); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("file %s: %s is missing on global storage although its snapshot_meta records it: %w; %s", rec.Name, src, err, restartHint)
+		}
+		return fmt.Errorf("file %s: %w", rec.Name, remoteHint(ref, err))
+	}
+	defer os.Remove(local)
+	if rec.Compression != "" {
+		err = compress.DecompressFile(ctx, in, rec, out)
+	} else {
+		err = verifyPlain(local, rec)
+		if err == nil {
+			err = os.Rename(local, filepath.Join(out, rec.Name))
+		}
+	}
+	if errors.Is(err, sstore.ErrCorrupt) {
+		return fmt.Errorf("file %s: %s on global storage is damaged: %w; %s", rec.Name, src, err, restartHint)
+	}
+	if err != nil {
+		return fmt.Errorf("file %s (from %s): %w", rec.Name, src, err)
+	}
+	return nil
+}
+
+// verifyPlain checks a file stored as is against its record.
+func verifyPlain(path string, rec sstore.FileRecord) error {
+	size, sum, err := sstore.ChecksumFile(path)
+	switch {
+	case err != nil:
+		return err
+	case size != rec.Size:
+		return fmt.Errorf("%w: %d bytes, %d were recorded (truncated or overwritten)", sstore.ErrCorrupt, size, rec.Size)
+	case sum != rec.Checksum:
+		return fmt.Errorf("%w: checksum %s, %s was recorded", sstore.ErrCorrupt, sum, rec.Checksum)
+	}
+	return nil
+}
+
+// install moves the restored folder into place as the node's copy,
+// replacing a damaged one.
+func install(restored, dir string) error {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.Rename(restored, dir); err != nil {
+		return err
+	}
+	d, err := os.Open(parent)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,364 @@
+// Package stage is the SStore component that stages local snapshots on
+// node-local storage, as Open MPI's sstore/stage was designed to: each rank
+// writes its snapshot into a folder of its own node and goes back to work;
+// the node's daemon then drains the files (compressing them if asked) to
+// the global snapshot folder through FileM while the job runs, and keeps
+// the last few sequences as a cache that a restart on the same node reads
+// instead of global storage.
+//
+// On a node the layout is
+//
+//	<root>/<node>/<ref name>/<seq>/gompi_snapshot_<rank>.ckpt/
+//
+// where <root> is sstore_stage_local_snapshot_dir (default
+// <tmp>/gompi-stage-<uid>). The node's name is part of the path so that
+// several nodes sharing one machine (tests, the demo) or one folder never
+// see each other's copies.
+//
+// A rank's snapshot on global storage is complete once its snapshot_meta is
+// there: Sync puts it after every file it records. The sequence itself
+// counts only once the global coordinator commits it, after every node's
+// Sync returned.
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"gompi/frameworks/filem"
+	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/compress"
+	"gompi/mca"
+)
+
+// Name of the component.
+const Name = "stage"
+
+// Priority is the component's default priority: below central (20), as in
+// Open MPI, so stage runs only when sstore names it.
+const Priority = 10
+
+// The component's parameters.
+const (
+	prefix             = sstore.Name + "_" + Name + "_"
+	ParamLocalDir      = prefix + "local_snapshot_dir"
+	ParamMaxInflight   = prefix + "max_inflight"
+	ParamCompress      = prefix + "compress"
+	ParamCompressLevel = prefix + "compress_level"
+	ParamCache         = prefix + "cache"
+)
+
+type component struct{}
+
+// New returns the stage SStore component.
+func New() mca.Component[sstore.Module] { return component{} }
+
+func (component) Info() mca.ComponentInfo {
+	return mca.ComponentInfo{
+		Framework:   sstore.Name,
+		Name:        Name,
+		Description: "Local snapshots written to node-local storage, then compressed and moved to the global snapshot folder by each node's daemon while the job runs; the last sequences stay on the nodes as a cache for restart",
+		Version:     "1.0.0",
+		Priority:    Priority,
+		Origin:      "built-in",
+		Params: []mca.ParamSpec{
+			{Name: ParamLocalDir, Type: mca.String, Level: mca.LevelUser,
+				Help: "Node-local folder for staged snapshots (an absolute path; each node uses <dir>/<node>); empty: " + filepath.Join(os.TempDir(), "gompi-stage-<uid>")},
+			{Name: ParamMaxInflight, Type: mca.Int, Default: "10", Level: mca.LevelTuner,
+				Help: "Files a node compresses and moves to global storage at the same time (at least 1)"},
+			{Name: ParamCompress, Type: mca.String, Default: compress.None, Choices: compress.Algorithms, Level: mca.LevelUser,
+				Help: "Compression of snapshot files on their way to global storage: " + strings.Join(compress.Algorithms, ", ") + "; restart decompresses and verifies them"},
+			{Name: ParamCompressLevel, Type: mca.Int, Default: "0", Level: mca.LevelTuner,
+				Help: "Compression level (0 = the algorithm's default; zstd 1-22, s2 1-3, gzip 1-9)"},
+			{Name: ParamCache, Type: mca.Int, Default: "2", Level: mca.LevelUser,
+				Help: "Sequences of a snapshot reference each node keeps locally once drained, so a restart on the same node reads them instead of global storage (0 = none)"},
+		},
+	}
+}
+
+// config is what a module runs with.
+type config struct {
+	localRoot   string // "" = DefaultRoot()
+	maxInflight int
+	alg         string
+	level       int
+	cache       int
+}
+
+// Query answers when checkpoint/restart is on (ft_cr_enabled) or when
+// sstore names stage explicitly; bad parameter values fail it.
+func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
+	if !q.Values.Bool("ft_cr_enabled") && !named(q.Values, sstore.Name, Name) {
+		return nil, 0, fmt.Errorf("sstore/stage: checkpoint/restart is off (ft_cr_enabled=0): %w", mca.ErrSkip)
+	}
+	v := q.Values
+	c := config{
+		localRoot:   v.String(ParamLocalDir),
+		maxInflight: v.Int(ParamMaxInflight),
+		alg:         v.String(ParamCompress),
+		level:       v.Int(ParamCompressLevel),
+		cache:       v.Int(ParamCache),
+	}
+	var errs []error
+	if c.localRoot != "" && !filepath.IsAbs(c.localRoot) {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %q: must be an absolute path (each node's daemon resolves it, from its own working directory)", ParamLocalDir, c.localRoot))
+	}
+	if c.maxInflight < 1 {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be at least 1", ParamMaxInflight, c.maxInflight))
+	}
+	if c.cache < 0 {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be 0 or more", ParamCache, c.cache))
+	}
+	if _, err := compress.LevelsOf(c.alg); err != nil {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %q: %w", ParamCompress, c.alg, err))
+	} else if err := compress.Check(c.alg, c.level); err != nil {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: %w", ParamCompressLevel, c.level, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	return newModule(c), q.Priority, nil
+}
+
+// named reports whether the selection parameter of framework includes comp
+// by name (an include list, not an exclusion).
+func named(vals *mca.Values, framework, comp string) bool {
+	sel, err := mca.ParseSelector(vals.String(framework))
+	if err != nil || sel.Exclude {
+		return false
+	}
+	for _, n := range sel.Names {
+		if n == comp {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultRoot is the node-local root used when sstore_stage_local_snapshot_dir
+// is empty: <tmp>/gompi-stage-<uid>, one per user.
+func DefaultRoot() string {
+	return filepath.Join(os.TempDir(), "gompi-stage-"+strconv.Itoa(os.Getuid()))
+}
+
+// NodeDir is the folder of node's staged snapshots under localRoot (the
+// value of sstore_stage_local_snapshot_dir; "" = DefaultRoot()).
+func NodeDir(localRoot, node string) string {
+	if localRoot == "" {
+		localRoot = DefaultRoot()
+	}
+	return filepath.Join(localRoot, node)
+}
+
+// CachedDir says where node keeps its local copy of rank's snapshot of seq
+// under localRoot (as NodeDir takes it), and whether a copy is there: the
+// folder exists and holds a readable snapshot_meta of that rank. It does
+// not read the files' data (Fetch verifies them before using the copy), so
+// gompi-restart -i can ask it for every rank cheaply. Only a node whose
+// folder this process can see (its own, or any on one machine) is
+// answered truthfully.
+func CachedDir(localRoot, node string, ref sstore.Ref, seq, rank int) (string, bool) {
+	dir := localPath(NodeDir(localRoot, node), ref, seq, rank)
+	meta, err := sstore.ReadLocal(dir)
+	return dir, err == nil && meta.Rank == rank
+}
+
+// localPath is rank's local copy of seq under nodeDir.
+func localPath(nodeDir string, ref sstore.Ref, seq, rank int) string {
+	return filepath.Join(seqPath(nodeDir, ref, seq), sstore.LocalName(rank))
+}
+
+func seqPath(nodeDir string, ref sstore.Ref, seq int) string {
+	return filepath.Join(nodeDir, ref.Name, strconv.Itoa(seq))
+}
+
+// checkName refuses what cannot be one element of a local path.
+func checkName(what, s string) error {
+	if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\x00") {
+		return fmt.Errorf("%s %q cannot name a folder", what, s)
+	}
+	return nil
+}
+
+// module is one process's stage. Its files-in-flight bound is shared by
+// every Sync and Fetch of the node.
+type module struct {
+	cfg config
+	sem chan struct{}
+
+	mu      sync.Mutex
+	bound   bool
+	env     sstore.Env
+	log     *slog.Logger
+	nodeDir string
+	active  map[syncKey]int // sequences being drained, which eviction spares
+}
+
+type syncKey struct {
+	ref string
+	seq int
+}
+
+func newModule(c config) *module {
+	return &module{cfg: c, sem: make(chan struct{}, c.maxInflight), active: map[syncKey]int{}}
+}
+
+// Bind gives the module its node and FileM. A tool (node "") stages under
+// the host's name. FileM may be nil in a process that only writes local
+// snapshots; Sync and Fetch then fail.
+func (m *module) Bind(env sstore.Env) error {
+	node := env.Node
+	if node == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("sstore/stage: bind: no node name given and the host name is unknown: %w", err)
+		}
+		node = h
+	}
+	if err := checkName("node name", node); err != nil {
+		return fmt.Errorf("sstore/stage: bind: %w", err)
+	}
+	log := env.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.bound, m.env, m.log = true, env, log.With("sstore", Name, "node", node)
+	m.nodeDir = NodeDir(m.cfg.localRoot, node)
+	return nil
+}
+
+// binding returns the module's Env and node folder, or an error when the
+// process never bound it.
+func (m *module) binding(op string) (sstore.Env, string, *slog.Logger, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.bound {
+		return sstore.Env{}, "", nil, fmt.Errorf("sstore/stage: %s: the module was not bound to its node (the hosting process must call Bind with the node's name and FileM after selection)", op)
+	}
+	return m.env, m.nodeDir, m.log, nil
+}
+
+// prepare checks a call's reference and sequence and makes sure the node
+// folder exists and is this user's.
+func (m *module) prepare(op string, ref sstore.Ref, seq int) (sstore.Env, string, *slog.Logger, error) {
+	env, nodeDir, log, err := m.binding(op)
+	if err != nil {
+		return env, "", nil, err
+	}
+	if err := checkName("snapshot reference", ref.Name); err != nil {
+		return env, "", nil, fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	if seq < 0 {
+		return env, "", nil, fmt.Errorf("sstore/stage: %s: bad sequence %d", op, seq)
+	}
+	if err := m.ensureNodeDir(nodeDir); err != nil {
+		return env, "", nil, fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	return env, nodeDir, log, nil
+}
+
+// ensureNodeDir creates the node's folder. The shared default root in the
+// temporary directory must be a directory of this user, so that nobody
+// else can plant a link or read the snapshots there.
+func (m *module) ensureNodeDir(nodeDir string) error {
+	if err := os.MkdirAll(nodeDir, 0o700); err != nil {
+		return fmt.Errorf("create node-local folder: %w (set %s to a writable node-local folder)", err, ParamLocalDir)
+	}
+	if m.cfg.localRoot != "" {
+		return nil
+	}
+	root := DefaultRoot()
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s is not a directory of this user; remove it or set %s", root, ParamLocalDir)
+	}
+	return nil
+}
+
+// LocalDir creates rank's node-local snapshot folder of seq, empty: what an
+// attempt that never drained left there is replaced.
+func (m *module) LocalDir(ctx context.Context, ref sstore.Ref, seq, rank int) (string, error) {
+	op := fmt.Sprintf("local folder of rank %d of %s seq %d", rank, ref.Name, seq)
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	if rank < 0 {
+		return "", fmt.Errorf("sstore/stage: %s: bad rank", op)
+	}
+	_, nodeDir, _, err := m.prepare(op, ref, seq)
+	if err != nil {
+		return "", err
+	}
+	dir := localPath(nodeDir, ref, seq, rank)
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("sstore/stage: clear %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("sstore/stage: create %s: %w (set %s to a node-local folder with room)", dir, err, ParamLocalDir)
+	}
+	return dir, nil
+}
+
+// Remove deletes this node's local copies of seq; global storage is the
+// coordinator's.
+func (m *module) Remove(ctx context.Context, ref sstore.Ref, seq int) error {
+	op := fmt.Sprintf("remove local copies of %s seq %d", ref.Name, seq)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	_, nodeDir, _, err := m.prepare(op, ref, seq)
+	if err != nil {
+		return err
+	}
+	dir := seqPath(nodeDir, ref, seq)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	// The reference's folder goes with its last sequence.
+	if err := os.Remove(filepath.Dir(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+		return fmt.Errorf("sstore/stage: %s: %w", op, err)
+	}
+	return nil
+}
+
+// acquire takes one of the node's in-flight slots.
+func (m *module) acquire(ctx context.Context) error {
+	select {
+	case m.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *module) release() { <-m.sem }
+
+// remoteHint explains a FileM error that shows the global folder cannot
+// be reached: with raw selected, a remote folder never can.
+func remoteHint(ref sstore.Ref, err error) error {
+	if err == nil || !ref.IsRemote() || !errors.Is(err, filem.ErrUnreachable) {
+		return err
+	}
+	return fmt.Errorf("global snapshot folder %s is remote: run with --mca filem sftp (or rsh) if filem is raw, else check that the host is up and reachable: %w", ref.Dir, err)
+}
+
+var (
+	_ mca.Component[sstore.Module] = component{}
+	_ sstore.Module                = (*module)(nil)
+	_ sstore.Binder                = (*module)(nil)
+)
