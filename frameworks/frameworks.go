@@ -41,7 +41,7 @@ func New(params *mca.Params) *Set {
 		SStore: mca.NewFramework[sstore.Module](params, sstore.Name, "Stable Storage: where local snapshots go and when they are stable"),
 		FileM:  mca.NewFramework[filem.Module](params, filem.Name, "File Management: moving files across node boundaries"),
 		SnapC:  mca.NewFramework[snapc.Module](params, snapc.Name, "Snapshot Coordination: the life cycle of a global checkpoint", mca.WithParams(snapc.FrameworkParams()...)),
-		ErrMgr: mca.NewFramework[errmgr.Module](params, errmgr.Name, "Error Manager: the stack of fault policies", mca.Stacked()),
+		ErrMgr: mca.NewFramework[errmgr.Module](params, errmgr.Name, "Error Manager: the stack of fault policies", mca.Stacked(), mca.WithParams(errmgr.FrameworkParams()...)),
 		BTL:    mca.NewFramework[btl.Module](params, btl.Name, "Byte Transfer Layer: the transports between ranks; every allowed one is kept and each peer uses the best that reaches it", mca.Stacked()),
 		PLM:    plm.NewFramework(params),
 	}

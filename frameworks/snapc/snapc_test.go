@@ -3,6 +3,7 @@ package snapc
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"gompi/mca"
 )
@@ -45,6 +46,23 @@ func TestNames(t *testing.T) {
 	for p, want := range map[Phase]string{PhaseLocalWrite: "Local Write", PhaseFailed: "Error", "new": "new"} {
 		if p.Title() != want {
 			t.Errorf("%s: %q", p, p.Title())
+		}
+	}
+}
+
+func TestSuggestedInterval(t *testing.T) {
+	tests := []struct {
+		mtbf, c, want time.Duration
+	}{
+		{24 * time.Hour, 2 * time.Second, 588 * time.Second}, // sqrt(2*86400*2) = 587.9 s
+		{time.Hour, 18 * time.Second, 360 * time.Second},
+		{0, time.Second, 0},
+		{time.Hour, 0, 0},
+	}
+	for _, tt := range tests {
+		got := SuggestedInterval(tt.mtbf, tt.c).Round(time.Second)
+		if got != tt.want {
+			t.Errorf("SuggestedInterval(%v, %v) = %v, want %v", tt.mtbf, tt.c, got, tt.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -104,8 +105,48 @@ func (j *job) startSnapC(ctx context.Context) error {
 		return err
 	}
 	j.global = g
+	if every := j.vals.Duration(snapc.ParamPeriodic); every > 0 {
+		go j.periodic(g, every, p.FrameworkLogger(snapc.Name))
+	}
 	return nil
 }
+
+// periodic checkpoints the job every interval (snapc_base_periodic) until
+// it ends. The interval runs from the end of one checkpoint to the start
+// of the next, so a slow checkpoint never queues up behind another.
+func (j *job) periodic(g snapc.Global, every time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-j.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := g.Checkpoint(ctx, snapc.Request{}, nil)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && errors.Is(err, snapc.ErrDisabled):
+			return
+		case err != nil:
+			log.Warn("periodic checkpoint failed", "every", every, "err", err)
+		default:
+			log.Info("periodic checkpoint committed", "ref", res.Ref, "seq", res.Seq, "took", res.Duration)
+		}
+		t.Reset(every)
+	}
+}
+
 
 // snapcLink is the global coordinator's way to the daemons.
 type snapcLink struct{ j *job }

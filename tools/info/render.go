@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // levelNames are Open MPI's names for the nine parameter levels.
@@ -29,6 +30,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(b, "AMCA sets: %s (leftmost wins)\n", strings.Join(r.AMCASets, ", "))
 	}
 	fmt.Fprintf(b, "Selection probed as: %s\n", r.Role)
+	if r.Interval != nil {
+		fmt.Fprintln(b, r.Interval.text())
+	}
 	for _, f := range r.Frameworks {
 		fmt.Fprintf(b, "\nMCA %s: %s\n", f.Name, f.Description)
 		fmt.Fprintf(b, "  selection: %s = %q (%s)\n", f.Name, f.Selection.Value, f.Selection.Origin)
@@ -118,6 +122,14 @@ func (r *Report) WriteParsable(w io.Writer) error {
 		fmt.Fprintf(b, "amca:set:%s\n", oneLine(s))
 	}
 	fmt.Fprintf(b, "probe:role:%s\n", r.Role)
+	if iv := r.Interval; iv != nil {
+		fmt.Fprintf(b, "checkpoint_interval:mtbf:%d\n", int64(iv.MTBF.Seconds()))
+		if iv.Suggested > 0 {
+			fmt.Fprintf(b, "checkpoint_interval:checkpoint:%.3f\ncheckpoint_interval:suggested:%d\n", iv.C.Seconds(), int64(iv.Suggested.Round(time.Second).Seconds()))
+		} else {
+			fmt.Fprintf(b, "checkpoint_interval:note:%s\n", oneLine(iv.Note))
+		}
+	}
 	for _, f := range r.Frameworks {
 		pre := "mca:" + f.Name + ":base:framework:"
 		fmt.Fprintf(b, "%sdescription:%s\n", pre, oneLine(f.Description))

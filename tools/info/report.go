@@ -45,6 +45,9 @@ type Report struct {
 	// Params are the base parameters (not of any framework), with --all,
 	// --param all and --param mca.
 	Params []Param `json:"params,omitempty"`
+	// Interval is the suggested checkpoint interval, once errmgr_base_mtbf
+	// is set.
+	Interval *Interval `json:"checkpoint_interval,omitempty"`
 }
 
 // Framework is one framework and what selection would make of it.
@@ -149,7 +152,8 @@ func Collect(ctx context.Context, in Input, q Query) (*Report, error) {
 	for i, f := range fws {
 		fwNames[i] = f.Name()
 	}
-	rep := &Report{Version: in.Version, AMCASets: append([]string{}, in.AMCASets...), Role: q.Role.String(), Level: int(q.Level), Frameworks: []Framework{}}
+	rep := &Report{Version: in.Version, AMCASets: append([]string{}, in.AMCASets...), Role: q.Role.String(), Level: int(q.Level), Frameworks: []Framework{},
+		Interval: suggestInterval(in.Values)}
 
 	wantParams := q.All || q.Framework != ""
 	comp := q.Component
