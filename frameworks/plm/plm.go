@@ -169,7 +169,9 @@ func StartProcess(node, what string, cmd *exec.Cmd, handshake []byte, stderr io.
 	// on a daemon that is slow to read. stdin stays open until the process
 	// ends: closing it is how a daemon learns gompirun has gone.
 	line := append(bytes.TrimRight(handshake, "\n"), '\n')
-	if _, err := stdin.Write(line); err != nil {
+	// A process that ended before reading it (EPIPE) says why it ended
+	// better than the write does: its status reaches Wait as usual.
+	if _, err := stdin.Write(line); err != nil && !errors.Is(err, syscall.EPIPE) {
 		_ = proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("plm: node %s: %w: write handshake to %s: %w", node, ErrLaunch, what, err)
