@@ -261,7 +261,15 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref sstore.Ref,
 	dstOf := func(name string) (filem.Remote, error) {
 		return ref.Global(strconv.Itoa(seq), sstore.LocalName(p.local.Rank), name)
 	}
-	if m.cfg.alg != compress.None {
+	counted := false // source bytes already counted while compressing
+	worth := m.cfg.alg != compress.None
+	if worth {
+		if worth, err = worthCompressing(ctx, src, rec.Size, m.cfg.alg, m.cfg.level); err != nil {
+			return rec, err
+		}
+	}
+	if worth {
+		counted = true
 		stored := p.stored[i]
 		tmp := filepath.Join(p.tmp, stored)
 		in, sum, out, err := compressTo(ctx, src, tmp, m.cfg.alg, m.cfg.level, &prog.bytesDone)
@@ -297,12 +305,55 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref sstore.Ref,
 	if err != nil {
 		return rec, err
 	}
-	if m.cfg.alg == compress.None {
+	if !counted {
 		prog.bytesDone.Add(rec.Size)
 	}
 	prog.stored.Add(rec.Size)
 	prog.fileDone(ctx)
 	return rec, nil
+}
+
+// Sampling: a file larger than sampleMin is compressed only when samples
+// of it shrink below sampleRatio. Incompressible state (random, or already
+// compressed) then costs no compression time on the way out and no decode
+// at restart; a file that shrinks a little gains less on the wire than its
+// compression costs on this project's 2-core nodes.
+const (
+	sampleSize  = 128 << 10
+	samples     = 4
+	sampleMin   = 2 * samples * sampleSize
+	sampleRatio = 0.95
+)
+
+// worthCompressing compresses samples spread over the file (of size
+// bytes) with alg and says whether they shrank enough.
+func worthCompressing(ctx context.Context, src string, size int64, alg string, level int) (bool, error) {
+	if size < sampleMin {
+		return true, nil
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, sampleSize)
+	var in, out int64
+	for i := range int64(samples) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		n, err := f.ReadAt(buf, size*i/samples)
+		if err != nil && err != io.EOF {
+			return false, err
+		}
+		// In memory and quick: not cancelled midway (see compressTo).
+		st, err := compress.Compress(context.WithoutCancel(ctx), io.Discard, bytes.NewReader(buf[:n]), alg, level)
+		if err != nil {
+			return false, err
+		}
+		in, out = in+st.In, out+st.Out
+	}
+	return float64(out) < sampleRatio*float64(in), nil
 }
 
 // put moves one file to global storage.
@@ -313,6 +364,11 @@ func put(ctx context.Context, fm filem.Module, ref sstore.Ref, src string, dst f
 // compressTo compresses src into the new file dst, counting the source
 // bytes it reads into read, and returns the source's size and checksum and
 // the compressed size. dst is a private temporary: it is not synced.
+//
+// The compressor never sees a failing read: the zstd encoder (klauspost
+// v1.20) returns from Close after a read error while a block may still be
+// being written to dst. So a cancellation or read error ends the source
+// early, as if at its end, and is returned once the compressor is done.
 func compressTo(ctx context.Context, src, dst, alg string, level int, read *atomic.Int64) (in int64, sum string, out int64, err error) {
 	f, err := os.Open(src)
 	if err != nil {
@@ -324,9 +380,13 @@ func compressTo(ctx context.Context, src, dst, alg string, level int, read *atom
 		return 0, "", 0, fmt.Errorf("compress into %s: %w", dst, err)
 	}
 	h := sstore.NewChecksum()
-	st, err := compress.Compress(ctx, w, io.TeeReader(&countReader{r: f, n: read}, h), alg, level)
+	sr := &sourceReader{r: f, n: read, stop: ctx.Err}
+	st, err := compress.Compress(context.WithoutCancel(ctx), w, io.TeeReader(sr, h), alg, level)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = cerr
+	}
+	if err == nil {
+		err = sr.err
 	}
 	if err != nil {
 		return 0, "", 0, fmt.Errorf("compress into %s: %w", dst, err)
@@ -334,15 +394,29 @@ func compressTo(ctx context.Context, src, dst, alg string, level int, read *atom
 	return st.In, sstore.FormatChecksum(h.Sum32()), st.Out, nil
 }
 
-// countReader adds what it reads to a progress counter.
-type countReader struct {
-	r io.Reader
-	n *atomic.Int64
+// sourceReader adds what it reads to a progress counter, and turns a
+// cancellation (stop) or read error into the end of the input, kept in err.
+type sourceReader struct {
+	r    io.Reader
+	n    *atomic.Int64
+	stop func() error
+	err  error
 }
 
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
+func (s *sourceReader) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, io.EOF
+	}
+	if err := s.stop(); err != nil {
+		s.err = err
+		return 0, io.EOF
+	}
+	n, err := s.r.Read(p)
+	s.n.Add(int64(n))
+	if err != nil && err != io.EOF {
+		s.err = err
+		err = io.EOF
+	}
 	return n, err
 }
 

@@ -175,7 +175,7 @@ func TestDiskFull(t *testing.T) {
 				f.write(t, 1, 1, snapshot{"state": random(100<<10, 3)}),
 			}
 			err := f.m.Sync(context.Background(), f.ref, 1, seq1)
-			if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "file state") {
+			if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "seq 1: rank ") || !strings.Contains(err.Error(), ": file ") {
 				t.Fatalf("Sync onto a full disk: %v", err)
 			}
 			noTemporaries(t, f.nodeDir())

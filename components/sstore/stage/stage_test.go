@@ -185,7 +185,7 @@ func TestDefaultRoot(t *testing.T) {
 // global storage is refused.
 func TestRoundTrip(t *testing.T) {
 	snaps := []snapshot{
-		{"app.state": compressible(3<<20+17, 1), "library.state": []byte("lib"), "noise": random(300<<10, 1), "empty": nil},
+		{"app.state": compressible(3<<20+17, 1), "library.state": []byte("lib"), "noise": random(300<<10, 1), "noise2": random(3<<20, 2), "empty": nil},
 		// app.state.zst etc. are names a rank may write too: stored names must not collide.
 		{"app.state": compressible(1<<20, 2), "app.state.zst": compressible(200<<10, 3), "app.state.s2": compressible(100<<10, 4), "app.state.gz": compressible(100<<10, 5)},
 	}
