@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +46,8 @@ type rankPlan struct {
 // on any failure it removes its temporaries and what it put of seq for
 // these ranks, and leaves earlier sequences and the local copies alone.
 // After a successful drain the local copies stay as the node's cache, and
-// older sequences beyond sstore_stage_cache are evicted.
+// older sequences beyond sstore_stage_cache are evicted. Temporary folders
+// of the reference that a killed daemon left on the node are removed first.
 func (m *module) Sync(ctx context.Context, ref sstore.Ref, seq int, locals []sstore.Local) error {
 	op := fmt.Sprintf("drain %s seq %d", ref.Name, seq)
 	if err := ctx.Err(); err != nil {
@@ -65,11 +67,12 @@ func (m *module) Sync(ctx context.Context, ref sstore.Ref, seq int, locals []sst
 	m.begin(key)
 	defer m.end(key)
 
-	tmp, err := os.MkdirTemp(nodeDir, ".drain-"+ref.Name+"-"+strconv.Itoa(seq)+"-*")
+	m.sweep(nodeDir, ref, log)
+	tmp, done, err := m.tempDir(nodeDir, ".drain-"+ref.Name+"-"+strconv.Itoa(seq)+"-*")
 	if err != nil {
 		return fmt.Errorf("sstore/stage: %s: temporary folder: %w", op, err)
 	}
-	defer os.RemoveAll(tmp)
+	defer done()
 	plans, files, total, err := m.plan(ref, seq, locals, tmp)
 	if err != nil {
 		return err
@@ -113,7 +116,7 @@ func (m *module) plan(ref sstore.Ref, seq int, locals []sstore.Local, tmp string
 	seen := map[int]bool{}
 	for _, l := range locals {
 		fail := func(format string, a ...any) ([]*rankPlan, int, int64, error) {
-			return nil, 0, 0, fmt.Errorf("sstore/stage: drain %s seq %d: rank %d: %s", ref.Name, seq, l.Rank, fmt.Sprintf(format, a...))
+			return nil, 0, 0, fmt.Errorf("sstore/stage: drain %s seq %d: rank %d: "+format, append([]any{ref.Name, seq, l.Rank}, a...)...)
 		}
 		if l.Rank < 0 || seen[l.Rank] {
 			return fail("bad or repeated rank")
@@ -121,10 +124,10 @@ func (m *module) plan(ref sstore.Ref, seq int, locals []sstore.Local, tmp string
 		seen[l.Rank] = true
 		meta, err := sstore.ReadLocal(l.Dir)
 		if err != nil {
-			return fail("%v", err)
+			return fail("%w", err)
 		}
 		if meta.Rank != l.Rank {
-			return fail("%v: %s records rank %d", sstore.ErrCorrupt, filepath.Join(l.Dir, sstore.LocalMetaFile), meta.Rank)
+			return fail("%w: %s records rank %d", sstore.ErrCorrupt, filepath.Join(l.Dir, sstore.LocalMetaFile), meta.Rank)
 		}
 		taken := map[string]bool{sstore.LocalMetaFile: true}
 		for _, f := range meta.Files {
@@ -146,10 +149,10 @@ func (m *module) plan(ref sstore.Ref, seq int, locals []sstore.Local, tmp string
 		}
 		files += len(meta.Files)
 		if p.global, err = ref.GlobalLocal(seq, l.Rank); err != nil {
-			return fail("%v", err)
+			return fail("%w", err)
 		}
 		if err := os.Mkdir(p.tmp, 0o700); err != nil {
-			return fail("temporary folder: %v", err)
+			return fail("temporary folder: %w", err)
 		}
 		plans = append(plans, p)
 	}
@@ -471,6 +474,59 @@ func (p *progress) tick(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// tempDir makes a temporary folder in nodeDir that sweep leaves alone
+// until done removes it.
+func (m *module) tempDir(nodeDir, pattern string) (dir string, done func(), err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	dir, err = os.MkdirTemp(nodeDir, pattern)
+	if err != nil {
+		return "", nil, err
+	}
+	m.temps[dir] = true
+	return dir, func() {
+		os.RemoveAll(dir)
+		m.mu.Lock()
+		delete(m.temps, dir)
+		m.mu.Unlock()
+	}, nil
+}
+
+// sweep removes the temporary folders of ref on this node that no call of
+// this process is using: what a killed daemon left behind. Reference
+// names are per job, so another job's drain is never swept.
+func (m *module) sweep(nodeDir string, ref sstore.Ref, log *slog.Logger) {
+	var stale []string
+	for _, kind := range []string{".drain-", ".fetch-"} {
+		found, _ := filepath.Glob(filepath.Join(nodeDir, kind+globEscape(ref.Name)+"-*"))
+		stale = append(stale, found...)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range stale {
+		if m.temps[d] {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			log.Warn("cannot remove a stale temporary folder", "dir", d, "err", err)
+			continue
+		}
+		log.Info("removed the temporary folder of an interrupted drain or fetch", "dir", d)
+	}
+}
+
+// globEscape quotes the pattern characters of a file name.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func (m *module) begin(k syncKey) {

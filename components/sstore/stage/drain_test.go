@@ -380,9 +380,41 @@ func TestChangedLocalFile(t *testing.T) {
 			}
 			// A rank whose snapshot_meta is missing.
 			os.Remove(filepath.Join(l.Dir, sstore.LocalMetaFile))
-			if err := f.m.Sync(context.Background(), f.ref, 0, []sstore.Local{l}); err == nil || !strings.Contains(err.Error(), "rank 0") {
+			if err := f.m.Sync(context.Background(), f.ref, 0, []sstore.Local{l}); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "rank 0") {
 				t.Errorf("Sync without snapshot_meta: %v", err)
 			}
 		})
+	}
+}
+
+// TestSweep: what a killed daemon left of its drains and fetches of the
+// reference is removed by the next drain; another reference's is not.
+func TestSweep(t *testing.T) {
+	f := newFixture(t, nil)
+	l := f.write(t, 0, 0, manyFiles(2, 1))
+	other := sstore.RefName("99")
+	var stale, kept []string
+	for _, d := range []string{".drain-" + f.ref.Name + "-7-123", ".fetch-" + f.ref.Name + "-3-0-456"} {
+		stale = append(stale, filepath.Join(f.nodeDir(), d))
+	}
+	kept = append(kept, filepath.Join(f.nodeDir(), ".drain-"+other+"-1-789"))
+	for _, d := range append(append([]string{}, stale...), kept...) {
+		if err := os.MkdirAll(filepath.Join(d, "0"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "0", "state.zst"), []byte("partial"), 0o600)
+	}
+	if err := f.m.Sync(context.Background(), f.ref, 0, []sstore.Local{l}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range stale {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stale %s kept: %v", d, err)
+		}
+	}
+	for _, d := range kept {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("another reference's %s removed: %v", d, err)
+		}
 	}
 }

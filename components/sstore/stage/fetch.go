@@ -52,11 +52,11 @@ func (m *module) Fetch(ctx context.Context, ref sstore.Ref, seq, rank int) (stri
 	if err != nil {
 		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
 	}
-	work, err := os.MkdirTemp(nodeDir, ".fetch-"+ref.Name+"-"+strconv.Itoa(seq)+"-"+strconv.Itoa(rank)+"-*")
+	work, done, err := m.tempDir(nodeDir, ".fetch-"+ref.Name+"-"+strconv.Itoa(seq)+"-"+strconv.Itoa(rank)+"-*")
 	if err != nil {
 		return "", fmt.Errorf("sstore/stage: %s: temporary folder: %w", op, err)
 	}
-	defer os.RemoveAll(work)
+	defer done()
 	in, out := filepath.Join(work, "in"), filepath.Join(work, "out")
 	for _, d := range []string{in, out} {
 		if err := os.Mkdir(d, 0o700); err != nil {

@@ -72,7 +72,7 @@ func (component) Info() mca.ComponentInfo {
 		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamLocalDir, Type: mca.String, Level: mca.LevelUser,
-				Help: "Node-local folder for staged snapshots (an absolute path; each node uses <dir>/<node>); empty: " + filepath.Join(os.TempDir(), "gompi-stage-<uid>")},
+				Help: "Node-local folder for staged snapshots (an absolute path; each node uses <dir>/<node>); empty: $TMPDIR/gompi-stage-<uid> (/tmp when TMPDIR is unset)"},
 			{Name: ParamMaxInflight, Type: mca.Int, Default: "10", Level: mca.LevelTuner,
 				Help: "Files a node compresses and moves to global storage at the same time (at least 1)"},
 			{Name: ParamCompress, Type: mca.String, Default: compress.None, Choices: compress.Algorithms, Level: mca.LevelUser,
@@ -201,6 +201,7 @@ type module struct {
 	log     *slog.Logger
 	nodeDir string
 	active  map[syncKey]int // sequences being drained, which eviction spares
+	temps   map[string]bool // temporary folders in use, which sweep spares
 }
 
 type syncKey struct {
@@ -209,7 +210,7 @@ type syncKey struct {
 }
 
 func newModule(c config) *module {
-	return &module{cfg: c, sem: make(chan struct{}, c.maxInflight), active: map[syncKey]int{}}
+	return &module{cfg: c, sem: make(chan struct{}, c.maxInflight), active: map[syncKey]int{}, temps: map[string]bool{}}
 }
 
 // Bind gives the module its node and FileM. A tool (node "") stages under
