@@ -9,6 +9,7 @@ import (
 	crcpnone "gompi/components/crcp/none"
 	crsnone "gompi/components/crs/none"
 	crsself "gompi/components/crs/self"
+	errmgrautor "gompi/components/errmgr/autor"
 	errmgrdefault "gompi/components/errmgr/default"
 	filemraw "gompi/components/filem/raw"
 	filemrsh "gompi/components/filem/rsh"
@@ -19,6 +20,7 @@ import (
 	snapcfull "gompi/components/snapc/full"
 	snapcnone "gompi/components/snapc/none"
 	sstorecentral "gompi/components/sstore/central"
+	sstorestage "gompi/components/sstore/stage"
 	sstorenone "gompi/components/sstore/none"
 	"gompi/frameworks"
 )
@@ -32,10 +34,12 @@ func Register(set *frameworks.Set) {
 	set.INC.Register(incdefault.New())
 	set.SStore.Register(sstorenone.New())
 	set.SStore.Register(sstorecentral.New())
+	set.SStore.Register(sstorestage.New())
 	set.FileM.Register(filemraw.New())
 	set.SnapC.Register(snapcnone.New())
 	set.SnapC.Register(snapcfull.New())
 	set.ErrMgr.Register(errmgrdefault.New())
+	set.ErrMgr.Register(errmgrautor.New())
 	set.BTL.Register(btltcp.New())
 	set.BTL.Register(btluds.New())
 	set.PLM.Register(plmlocal.New())

@@ -252,12 +252,8 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, cancel <-chan 
 		}
 		locals = append(locals, sstore.Local{Rank: r, Dir: d})
 	}
-	if notify := l.spec.Notify; notify != nil {
-		ctx = sstore.WithProgress(ctx, l.progressSender(req, notify))
-	}
-	if err := l.spec.Store.Sync(ctx, req.Ref, req.Seq, locals); err != nil {
-		return nil, err.Error()
-	}
+	// The CRS of each rank is read before the sync: a store that moves the
+	// local snapshots (stage with no cache) may not keep them after.
 	out := make([]snapc.RankReply, 0, len(locals))
 	for _, lc := range locals {
 		rr := snapc.RankReply{Rank: lc.Rank, Dir: lc.Dir}
@@ -267,6 +263,12 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, cancel <-chan 
 			rr.CRS = m.CRS
 		}
 		out = append(out, rr)
+	}
+	if notify := l.spec.Notify; notify != nil {
+		ctx = sstore.WithProgress(ctx, l.progressSender(req, notify))
+	}
+	if err := l.spec.Store.Sync(ctx, req.Ref, req.Seq, locals); err != nil {
+		return nil, err.Error()
 	}
 	return out, ""
 }

@@ -106,7 +106,7 @@ func Compress(ctx context.Context, dst io.Writer, src io.Reader, alg string, lev
 	if level == 0 {
 		level = levels[alg].Default
 	}
-	in := &ctxReader{ctx: ctx, r: src}
+	in := &ctxReader{ctx: ctx, r: src, soft: true}
 	out := &countWriter{w: dst}
 	var err error
 	switch alg {
@@ -136,6 +136,9 @@ func Compress(ctx context.Context, dst io.Writer, src io.Reader, alg string, lev
 			// keeps "empty file" apart from "lost file".
 			_, err = io.WriteString(out, s2StreamIdentifier)
 		}
+	}
+	if in.err != nil {
+		err = in.err // the input failed: what was written is not the file
 	}
 	st := Stats{In: in.n, Out: out.n}
 	if err != nil {
@@ -349,14 +352,31 @@ type ctxReader struct {
 	ctx context.Context
 	r   io.Reader
 	n   int64
+	// soft: a cancel or read error ends the input with io.EOF and is kept
+	// in err. The compressors get a clean end of input that way: the zstd
+	// encoder, handed an error instead, returns from Close before its
+	// block writer has stopped writing to the destination.
+	soft bool
+	err  error
 }
 
 func (c *ctxReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, io.EOF
+	}
 	if err := c.ctx.Err(); err != nil {
+		if c.soft {
+			c.err = err
+			return 0, io.EOF
+		}
 		return 0, err
 	}
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if c.soft && err != nil && !errors.Is(err, io.EOF) {
+		c.err = err
+		return n, io.EOF
+	}
 	return n, err
 }
 
