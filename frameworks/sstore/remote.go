@@ -21,6 +21,9 @@ type MetaStore interface {
 	// WriteGlobal creates ref's folder if needed and replaces its global
 	// metadata atomically.
 	WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) error
+	// ReadLocal reads the snapshot_meta of rank's local snapshot of seq
+	// as global storage holds it.
+	ReadLocal(ctx context.Context, ref Ref, seq, rank int) (*LocalMeta, error)
 }
 
 // MetaStoreFor returns the MetaStore of ref: the local file system, or,
@@ -56,6 +59,13 @@ func (localMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) error 
 		return fmt.Errorf("sstore: create the snapshot reference %s: %w", ref.Path(), err)
 	}
 	return WriteGlobal(ref, g)
+}
+
+func (localMeta) ReadLocal(ctx context.Context, ref Ref, seq, rank int) (*LocalMeta, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return ReadLocal(ref.LocalPath(seq, rank))
 }
 
 // remoteMeta moves the metadata file through FileM, whose Put writes a
@@ -107,4 +117,24 @@ func (m remoteMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) err
 		return fmt.Errorf("sstore: write %s: %w", dst, err)
 	}
 	return nil
+}
+
+func (m remoteMeta) ReadLocal(ctx context.Context, ref Ref, seq, rank int) (*LocalMeta, error) {
+	src, err := ref.Global(fmt.Sprint(seq), LocalName(rank), LocalMetaFile)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "gompi-meta-")
+	if err != nil {
+		return nil, fmt.Errorf("sstore: read %s: %w", src, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := m.fm.Get(ctx, []filem.Transfer{{Local: filepath.Join(tmp, LocalMetaFile), Remote: src}}); err != nil {
+		return nil, fmt.Errorf("sstore: read %s: %w", src, err)
+	}
+	l, err := ReadLocal(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("sstore: %s: %w", src, err)
+	}
+	return l, nil
 }

@@ -72,7 +72,7 @@ func refOf(t *testing.T, j *job, dir string) sstore.Ref {
 // info is gompi-restart -i --json of ref.
 func info(t *testing.T, ref sstore.Ref) restart.Info {
 	t.Helper()
-	code, out, errs := tool(t, "gompi-restart", "-i", "--json", ref.Path())
+	code, out, errs := tool(t, "gompi-restart", "-i", "--json", ref.String())
 	if code != 0 {
 		t.Fatalf("gompi-restart -i: status %d: %s", code, errs)
 	}

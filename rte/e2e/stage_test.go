@@ -66,6 +66,17 @@ func stageRun(t *testing.T, globalDir string, ref func(job string) sstore.Ref, e
 	if code, _, errs := res.wait(); code != 0 {
 		t.Errorf("restarted job: status %d\n%s", code, errs)
 	}
+	// gompi-restart -i says where each local snapshot is and which node
+	// caches it.
+	in := info(t, r)
+	if len(in.Seqs) != 3 {
+		t.Fatalf("gompi-restart -i: %+v", in)
+	}
+	for _, p := range in.Seqs[2].Procs {
+		if p.Node != "n1" || p.Cached == "" || !strings.HasSuffix(p.Location, fmt.Sprintf("/2/gompi_snapshot_%d.ckpt", p.Rank)) {
+			t.Errorf("seq 2, rank %d: %+v", p.Rank, p)
+		}
+	}
 	// The node-local copies: n1 keeps at most sstore_stage_cache (2)
 	// sequences of the reference; n2's last two stay as they were.
 	for node, want := range map[string][]string{"n1": {"1", "2"}, "n2": {"0", "1"}} {

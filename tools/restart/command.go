@@ -27,6 +27,7 @@ import (
 
 	"gompi/boot"
 	"gompi/cli"
+	"gompi/components/sstore/stage"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
@@ -118,7 +119,15 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		return err
 	}
 	if o.info {
-		in := Explain(ref, meta)
+		root := p.Values.String(stage.ParamLocalDir)
+		for _, s := range meta.Params { // where the job kept its copies
+			if s.Name == stage.ParamLocalDir {
+				root = s.Value
+			}
+		}
+		in := Explain(ctx, ref, meta, ms, func(node string, seq, rank int) (string, bool) {
+			return stage.CachedDir(root, node, ref, seq, rank)
+		})
 		if o.seq >= 0 {
 			if _, ok := meta.Seq(o.seq); !ok {
 				return fmt.Errorf("%s has no sequence %d; it has %s", ref, o.seq, seqList(meta))

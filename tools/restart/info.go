@@ -1,6 +1,7 @@
 package restart
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -41,14 +42,21 @@ type ProcInfo struct {
 	Node  string              `json:"node"`
 	CRS   string              `json:"crs"`
 	Files []sstore.FileRecord `json:"files,omitempty"`
+	// Location is where global storage holds it.
+	Location string `json:"location"`
+	// Cached is the node-local copy sstore stage keeps of it on its node,
+	// when this machine can see one ("" = none seen).
+	Cached string `json:"cached,omitempty"`
 	// Error says why its snapshot_meta could not be read.
 	Error string `json:"error,omitempty"`
 }
 
 // Explain reads what a reference holds. The local metadata of each
-// committed sequence is read for its files; a damaged one is reported in
-// place, not as an error (that is what -i is for).
-func Explain(ref sstore.Ref, g *sstore.GlobalMeta) Info {
+// committed sequence is read (through ms, wherever the reference lives)
+// for its files; a damaged one is reported in place, not as an error
+// (that is what -i is for). cached says where a rank's node keeps a local
+// copy, if any (nil: none looked for).
+func Explain(ctx context.Context, ref sstore.Ref, g *sstore.GlobalMeta, ms sstore.MetaStore, cached func(node string, seq, rank int) (string, bool)) Info {
 	in := Info{Ref: ref.Name, Dir: ref.Dir, Job: g.Job, Ranks: g.Ranks, AMCA: g.AMCA, Launch: g.Launch, Params: g.Params, Restart: -1}
 	if c := g.Committed(); len(c) > 0 {
 		in.Restart = c[len(c)-1]
@@ -63,7 +71,15 @@ func Explain(ref sstore.Ref, g *sstore.GlobalMeta) Info {
 		}
 		for _, p := range s.Procs {
 			pi := ProcInfo{Rank: p.Rank, Node: p.Node, CRS: p.CRS}
-			if l, err := sstore.ReadLocal(ref.LocalPath(s.Seq, p.Rank)); err != nil {
+			if loc, err := ref.GlobalLocal(s.Seq, p.Rank); err == nil {
+				pi.Location = loc.String()
+			}
+			if cached != nil {
+				if dir, ok := cached(p.Node, s.Seq, p.Rank); ok {
+					pi.Cached = dir
+				}
+			}
+			if l, err := ms.ReadLocal(ctx, ref, s.Seq, p.Rank); err != nil {
 				pi.Error = err.Error()
 			} else {
 				pi.Files = l.Files
@@ -142,6 +158,12 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 		p("\tProcesses: %d\n", len(s.Procs))
 		for _, pr := range s.Procs {
 			p("\t\tProcess: %d \t Node: %s \t CRS: %s\n", pr.Rank, pr.Node, pr.CRS)
+			if verbose && pr.Location != "" {
+				p("\t\t\tLocation: %s\n", pr.Location)
+			}
+			if pr.Cached != "" {
+				p("\t\t\tCached on node %s: %s\n", pr.Node, pr.Cached)
+			}
 			if pr.Error != "" {
 				p("\t\t\tcannot read its snapshot: %s\n", pr.Error)
 				continue
