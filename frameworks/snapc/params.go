@@ -37,7 +37,7 @@ func SuggestedInterval(mtbf, c time.Duration) time.Duration {
 	if mtbf <= 0 || c <= 0 {
 		return 0
 	}
-	return time.Duration(math.Sqrt(2 * mtbf.Seconds() * c.Seconds()) * float64(time.Second))
+	return time.Duration(math.Sqrt(2*mtbf.Seconds()*c.Seconds()) * float64(time.Second))
 }
 
 // GlobalDir returns the global snapshot folder the parameters name: the

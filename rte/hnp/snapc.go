@@ -147,7 +147,6 @@ func (j *job) periodic(g snapc.Global, every time.Duration, log *slog.Logger) {
 	}
 }
 
-
 // snapcLink is the global coordinator's way to the daemons.
 type snapcLink struct{ j *job }
 

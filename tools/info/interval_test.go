@@ -31,7 +31,7 @@ func TestSuggestInterval(t *testing.T) {
 	if err := sstore.ThisNode.WriteGlobal(t.Context(), ref, &sstore.GlobalMeta{Job: "aa11", Ranks: 2, Seqs: []sstore.SeqRecord{
 		{Seq: 0, Started: t0, Finished: t0.Add(9 * time.Second), Committed: true},
 		{Seq: 1, Started: t0.Add(time.Minute), Finished: t0.Add(time.Minute + 2*time.Second), Committed: true}, // the newest: C = 2 s
-		{Seq: 2, Started: t0.Add(2 * time.Minute)},                                                            // never committed
+		{Seq: 2, Started: t0.Add(2 * time.Minute)},                                                             // never committed
 	}}); err != nil {
 		t.Fatal(err)
 	}
