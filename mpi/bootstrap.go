@@ -36,6 +36,15 @@ type Bootstrap interface {
 	Abort(code int, msg string)
 }
 
+// FailureNotifier is implemented by a Bootstrap whose runtime reports
+// failed ranks unasked (gompirun's rank client, when the job runs on
+// after a failure with errmgr sustain). Init registers the Proc's
+// MarkFailed with it, so a rank learns of a failure even when none of its
+// operations waits on the failed rank; fn is called once per rank.
+type FailureNotifier interface {
+	OnFailed(fn func(rank int, why string))
+}
+
 // Restorer is implemented by a Bootstrap that restarts a rank from a
 // checkpoint: RestoreState returns the bytes SaveState produced (nil when
 // this start is not a restart).
@@ -74,6 +83,9 @@ func Init(ctx context.Context) error {
 	p, err := InitWith(ctx, b)
 	if err != nil {
 		return err
+	}
+	if n, ok := b.(FailureNotifier); ok {
+		n.OnFailed(func(rank int, why string) { p.MarkFailed(rank, errors.New(why)) })
 	}
 	defaultProc = p
 	return nil
@@ -118,4 +130,7 @@ func Abort(code int, msg string) { mustDefault().Abort(code, msg) }
 // singleton is the Bootstrap of a program started without a launcher.
 // The runtime's rank client is the Bootstrap of every rank gompirun starts
 // and of a lone program (a singleton reads parameters like any process).
-var _ Bootstrap = (*rankclient.Client)(nil)
+var (
+	_ Bootstrap       = (*rankclient.Client)(nil)
+	_ FailureNotifier = (*rankclient.Client)(nil)
+)

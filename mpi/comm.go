@@ -332,6 +332,8 @@ func (o LogOp) String() string {
 		return "split"
 	case OpFree:
 		return "free"
+	case OpShrink:
+		return "shrink"
 	}
 	return fmt.Sprintf("LogOp(%d)", uint8(o))
 }

@@ -553,6 +553,13 @@ func (p *Proc) transmit(pe *peer, kind uint8, ctx uint64, tag int, seq uint64, d
 			return &ProcFailedError{Rank: pe.rank, Cause: err}
 		}
 		pe.mu.Lock()
+		if e := pe.failErr.Load(); e != nil {
+			// Reported failed while dialing: failPeer found no connection
+			// to close, so this one must not stay open.
+			pe.mu.Unlock()
+			c.Close()
+			return e
+		}
 		pe.out = c
 		pe.mu.Unlock()
 	}
@@ -851,7 +858,11 @@ func (p *Proc) Finalize() error {
 	var errs []error
 	if p.isStopped() {
 		errs = append(errs, p.stopErr())
-	} else if err := p.world.Barrier(); err != nil {
+	} else if err := p.world.Barrier(); errors.Is(err, ErrProcFailed) {
+		// Ranks failed and the job ran on (errmgr sustain): finalizing is
+		// still right, the runtime's finalize fence waits for the others.
+		p.log.Debug("finalize: the world barrier met a failed rank", "err", err)
+	} else if err != nil {
 		errs = append(errs, fmt.Errorf("mpi: finalize: %w", err))
 	}
 	for _, pe := range p.peers {
