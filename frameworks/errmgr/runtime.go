@@ -27,10 +27,12 @@ type Runtime interface {
 	// failed rank then end with an error (mpi.ErrProcFailed) instead of
 	// waiting, and the job's runtime collectives (the barrier of
 	// mpi.Finalize) no longer wait for them. why says what happened, for
-	// the ranks' error messages. It returns once the job has recorded the
+	// the ranks' error messages. The ranks must have ended (or their node
+	// been lost): a failed rank is not stopped, and the survivors count on
+	// it never sending again. It returns once the job has recorded the
 	// failure and queued the notices to the daemons, not when every rank
 	// has read them; an error wrapping ErrJobOver means the job ended
-	// first.
+	// first. Naming a rank already declared failed is no error.
 	NotifyFailed(ctx context.Context, ranks []int, why string) error
 }
 

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -226,6 +227,11 @@ type daemon struct {
 	fences   map[uint64]*fence
 	running  sync.WaitGroup // rank waiters
 	killOnce sync.Once
+	// failed holds the ranks of the job gompirun declared failed while the
+	// job runs on (ProcFailed), with why; subs are the ranks' Events
+	// streams, told of each new one.
+	failed map[int32]string
+	subs   map[*eventSub]bool
 }
 
 type rank struct {
@@ -239,8 +245,10 @@ type rank struct {
 
 type fence struct {
 	contrib map[int32]map[string]string
+	sent    bool // the node's contribution went to gompirun
 	done    chan struct{}
 	result  []*pb.RankData
+	failed  []int32 // ranks the fence completed without
 	readers int
 }
 
@@ -259,6 +267,8 @@ func (d *daemon) recvLoop(ctx context.Context, stream grpc.BidiStreamingClient[p
 			d.rankCheckpointDone(b.RankCheckpointDone)
 		case *pb.HNPMessage_Fence:
 			d.fenceComplete(b.Fence)
+		case *pb.HNPMessage_ProcFailed:
+			d.procFailed(b.ProcFailed)
 		case *pb.HNPMessage_Signal:
 			d.signalAll(syscall.Signal(b.Signal.Signal))
 		case *pb.HNPMessage_Kill:
@@ -529,8 +539,108 @@ func (d *daemon) fenceComplete(fc *pb.FenceComplete) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	f := d.fenceLocked(fc.Seq)
-	f.result = fc.Entries
+	f.result, f.failed = fc.Entries, fc.Failed
+	f.sent = true // complete without this node's contribution: its ranks all failed
 	close(f.done)
+}
+
+// contributionLocked returns the node's contribution to f once every
+// local rank not declared failed has joined it, and nil before (or once
+// it was sent).
+func (d *daemon) contributionLocked(seq uint64, f *fence) *pb.FenceContribution {
+	if f.sent || d.launch == nil {
+		return nil
+	}
+	for _, r := range d.launch.Ranks {
+		if _, in := f.contrib[r]; !in && d.failed[r] == "" {
+			return nil
+		}
+	}
+	f.sent = true
+	send := &pb.FenceContribution{Seq: seq}
+	for r, m := range f.contrib {
+		send.Entries = append(send.Entries, &pb.RankData{Rank: r, Data: m})
+	}
+	sort.Slice(send.Entries, func(i, j int) bool { return send.Entries[i].Rank < send.Entries[j].Rank })
+	return send
+}
+
+// liveLocalLocked counts the node's ranks not declared failed.
+func (d *daemon) liveLocalLocked() int {
+	n := 0
+	for _, r := range d.launch.Ranks {
+		if d.failed[r] == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// procFailed records ranks gompirun declared failed, tells the node's
+// ranks, and sends the contributions of fences that waited only for
+// failed ranks of this node.
+func (d *daemon) procFailed(m *pb.ProcFailed) {
+	why := m.Why
+	if why == "" {
+		why = "reported failed by gompirun"
+	}
+	d.mu.Lock()
+	if d.failed == nil {
+		d.failed = map[int32]string{}
+	}
+	var fresh []int32
+	for _, r := range m.Ranks {
+		if d.failed[r] == "" {
+			d.failed[r] = why
+			fresh = append(fresh, r)
+		}
+	}
+	if len(fresh) > 0 {
+		ev := &pb.RankEvent{Failed: fresh, Why: why}
+		for s := range d.subs {
+			s.push(ev)
+		}
+	}
+	var sends []*pb.FenceContribution
+	for seq, f := range d.fences {
+		if c := d.contributionLocked(seq, f); c != nil {
+			sends = append(sends, c)
+		}
+	}
+	d.mu.Unlock()
+	d.log.Info("ranks declared failed; the job runs on", "ranks", fresh, "why", why)
+	sort.Slice(sends, func(i, j int) bool { return sends[i].Seq < sends[j].Seq })
+	for _, c := range sends {
+		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: c}})
+	}
+}
+
+// eventSub is one rank's Events stream: notices queue here (never
+// blocking the daemon) until the stream's goroutine sends them.
+type eventSub struct {
+	mu    sync.Mutex
+	queue []*pb.RankEvent
+	wake  chan struct{}
+}
+
+func newEventSub() *eventSub { return &eventSub{wake: make(chan struct{}, 1)} }
+
+func (s *eventSub) push(ev *pb.RankEvent) {
+	s.mu.Lock()
+	s.queue = append(s.queue, ev)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *eventSub) take() []*pb.RankEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue
+	s.queue = nil
+	return q
 }
 
 func (d *daemon) fenceLocked(seq uint64) *fence {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"maps"
 	"os/exec"
-	"sort"
+	"slices"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -77,14 +79,7 @@ func (s *rankService) Fence(ctx context.Context, req *pb.FenceRequest) (*pb.Fenc
 		data = map[string]string{}
 	}
 	f.contrib[req.Rank] = data
-	var send *pb.FenceContribution
-	if len(f.contrib) == len(d.launch.Ranks) {
-		send = &pb.FenceContribution{Seq: req.Seq}
-		for r, m := range f.contrib {
-			send.Entries = append(send.Entries, &pb.RankData{Rank: r, Data: m})
-		}
-		sort.Slice(send.Entries, func(i, j int) bool { return send.Entries[i].Rank < send.Entries[j].Rank })
-	}
+	send := d.contributionLocked(req.Seq, f)
 	d.mu.Unlock()
 	if send != nil {
 		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: send}})
@@ -96,11 +91,11 @@ func (s *rankService) Fence(ctx context.Context, req *pb.FenceRequest) (*pb.Fenc
 	}
 	d.mu.Lock()
 	f.readers++
-	if f.readers == len(d.launch.Ranks) {
+	if f.readers >= d.liveLocalLocked() {
 		delete(d.fences, req.Seq)
 	}
 	d.mu.Unlock()
-	return &pb.FenceResponse{Entries: f.result}, nil
+	return &pb.FenceResponse{Entries: f.result, Failed: f.failed}, nil
 }
 
 func (s *rankService) Finalize(_ context.Context, req *pb.FinalizeRequest) (*pb.FinalizeResponse, error) {
@@ -131,6 +126,51 @@ func (s *rankService) Abort(_ context.Context, req *pb.AbortRequest) (*pb.AbortR
 	d.log.Info("rank asks to abort the job", "rank", req.Rank, "code", req.Code, "message", req.Message)
 	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Abort{Abort: &pb.RankAbort{Rank: req.Rank, Code: req.Code, Message: req.Message}}})
 	return &pb.AbortResponse{}, nil
+}
+
+// Events is a rank's stream of notices: the ranks declared failed, those
+// declared before it opened first, until the rank or the daemon leaves.
+func (s *rankService) Events(req *pb.EventsRequest, stream grpc.ServerStreamingServer[pb.RankEvent]) error {
+	d := s.d
+	sub := newEventSub()
+	d.mu.Lock()
+	if _, err := s.ours(req.Rank); err != nil {
+		d.mu.Unlock()
+		return err
+	}
+	// Ranks declared failed before the stream opened come first, one
+	// notice per reason.
+	byWhy := map[string][]int32{}
+	for r, why := range d.failed {
+		byWhy[why] = append(byWhy[why], r)
+	}
+	for _, why := range slices.Sorted(maps.Keys(byWhy)) {
+		ranks := byWhy[why]
+		slices.Sort(ranks)
+		sub.push(&pb.RankEvent{Failed: ranks, Why: why})
+	}
+	if d.subs == nil {
+		d.subs = map[*eventSub]bool{}
+	}
+	d.subs[sub] = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.subs, sub)
+		d.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-sub.wake:
+			for _, ev := range sub.take() {
+				if err := stream.Send(ev); err != nil {
+					return err
+				}
+			}
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
 }
 
 var _ pb.DaemonServer = (*rankService)(nil)

@@ -3,11 +3,13 @@
 // PLM, serves the daemons (one control stream each) and the tools (an
 // owner-only Unix socket found from its PID), gathers the modex, prints
 // the ranks' output, forwards signals, watches daemons with heartbeats,
-// hands every failure to the ErrMgr stack, runs the job's global snapshot
-// coordinator (checkpoints asked for by gompi-checkpoint or by the ranks;
-// restarts from a snapshot), and ends with the job's exit status: 0, the
-// status of the first rank that failed (128+signal for a signal), or
-// 128+signal when gompirun itself was interrupted.
+// hands every failure to the ErrMgr stack (and serves its policies, such
+// as running on without failed ranks: errmgr.Runtime), runs the job's
+// global snapshot coordinator (checkpoints asked for by gompi-checkpoint
+// or by the ranks; restarts from a snapshot), and ends with the job's exit
+// status: 0 (also when every failure was run through), the status of the
+// first rank that failed (128+signal for a signal), or 128+signal when
+// gompirun itself was interrupted.
 package hnp
 
 import (
@@ -160,7 +162,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("choose how to start daemons: %w", err)
 	}
-	stack, err := selectErrMgr(ctx, o.Proc)
+	stack, binders, err := selectErrMgr(ctx, o.Proc)
 	if err != nil {
 		return 1, err
 	}
@@ -190,6 +192,9 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 
 	j := newJob(id, o, m, program, cwd, stack, o.Proc.FrameworkLogger(errmgr.Name), log)
+	for _, b := range binders {
+		b.Bind(jobRuntime{j})
+	}
 	if err := j.startSnapC(ctx); err != nil {
 		return 1, err
 	}
@@ -242,17 +247,25 @@ func Run(ctx context.Context, o Options) (int, error) {
 	return j.run(daemons)
 }
 
-// selectErrMgr builds the ErrMgr stack. With no component available the
-// stack's own fallback aborts on every fault, as default would.
-func selectErrMgr(ctx context.Context, p *boot.Process) (*errmgr.Stack, error) {
+// selectErrMgr builds the ErrMgr stack, and returns its modules that act
+// on the job (errmgr.Binder), to be bound to it before it starts. With no
+// component available the stack's own fallback aborts on every fault, as
+// default would.
+func selectErrMgr(ctx context.Context, p *boot.Process) (*errmgr.Stack, []errmgr.Binder, error) {
 	cands, err := p.Frameworks.ErrMgr.Select(ctx, p.Values, mca.RoleHNP, p.FrameworkLogger(errmgr.Name))
 	if errors.Is(err, mca.ErrNoComponent) {
-		return errmgr.NewStack(nil), nil
+		return errmgr.NewStack(nil), nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("choose the error policies: %w", err)
+		return nil, nil, fmt.Errorf("choose the error policies: %w", err)
 	}
-	return errmgr.FromCandidates(cands), nil
+	var binders []errmgr.Binder
+	for _, c := range cands {
+		if b, ok := c.Module.(errmgr.Binder); ok {
+			binders = append(binders, b)
+		}
+	}
+	return errmgr.FromCandidates(cands), binders, nil
 }
 
 // listenTCP opens the listener remote daemons dial and returns the

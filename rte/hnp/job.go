@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -66,7 +67,10 @@ type job struct {
 	daemons       map[string]*dconn
 	ranks         []*rankState
 	fences        map[uint64]map[int32]*pb.RankData
+	fenceDone     uint64 // the last fence completed (fences complete in order)
 	pendingFaults int
+	faultSeq      int
+	openFaults    []openFault // faults not run through, oldest first
 	exitCode      int
 	exitSet       bool
 	err           error
@@ -111,6 +115,9 @@ type rankState struct {
 	code  int
 	sig   int
 	done  bool
+	// failed: declared failed while the job runs on (errmgr.Runtime's
+	// NotifyFailed): fences complete without it.
+	failed bool
 	// termOK: asked to save and end (checkpoint-and-terminate), so its
 	// exit with status 0 is no fault even without finalizing.
 	termOK bool
@@ -136,9 +143,19 @@ type (
 		err  error
 	}
 	evFault struct {
+		id int
 		f  errmgr.Fault
 		d  errmgr.Decision
 		st errmgr.Status
+	}
+	evNotifyFailed struct {
+		ranks []int
+		why   string
+		reply chan error
+	}
+	evRanksOf struct {
+		node  string
+		reply chan []int
 	}
 	evStatus struct{ reply chan *pb.StatusResponse }
 	evBroken struct {
@@ -419,9 +436,20 @@ func (j *job) handle(e any) {
 	case evFault:
 		j.pendingFaults--
 		j.elog.Info("fault handled", "fault", e.f.Describe(), "decision", e.d, "actions", e.st.Actions)
-		if e.d == errmgr.Abort {
+		switch e.d {
+		case errmgr.Abort:
 			j.abort(e.st.Report, faultStatus(e.f))
+		case errmgr.Recovered:
+			j.ranThrough(e)
 		}
+	case evNotifyFailed:
+		e.reply <- j.notifyFailed(e.ranks, e.why)
+	case evRanksOf:
+		var out []int
+		if d := j.daemons[e.node]; d != nil {
+			out = slices.Clone(d.ranks)
+		}
+		e.reply <- out
 	case evStatus:
 		e.reply <- j.status()
 	case evSnapcSend:
@@ -539,18 +567,77 @@ func faultStatus(f errmgr.Fault) int {
 	return 1
 }
 
+// openFault is a fault the stack has not run through (yet): the job's
+// status, unless something else sets it, is the oldest one's.
+type openFault struct{ id, status int }
+
 func (j *job) fault(f errmgr.Fault) {
-	if !j.exitSet && f.Kind != errmgr.Predicted {
+	j.faultSeq++
+	id := j.faultSeq
+	if f.Kind != errmgr.Predicted {
 		// The job's status is the first failing rank's, whatever fault
-		// ends up aborting it.
-		j.exitCode = faultStatus(f)
+		// ends up aborting it; a fault the job runs through (sustain)
+		// leaves it (ranThrough).
+		j.openFaults = append(j.openFaults, openFault{id, faultStatus(f)})
+		if !j.exitSet {
+			j.exitCode = j.openFaults[0].status
+		}
 	}
 	j.pendingFaults++
 	j.elog.Info("fault", "fault", f.Describe())
 	go func() {
 		d, st := j.stack.Handle(context.Background(), f)
-		j.send(evFault{f: f, d: d, st: st})
+		j.send(evFault{id: id, f: f, d: d, st: st})
 	}()
+}
+
+// ranThrough ends a fault the stack recovered from: it no longer sets the
+// job's exit status, and the user reads what was done about it.
+func (j *job) ranThrough(e evFault) {
+	j.openFaults = slices.DeleteFunc(j.openFaults, func(o openFault) bool { return o.id == e.id })
+	if !j.exitSet {
+		j.exitCode = 0
+		if len(j.openFaults) > 0 {
+			j.exitCode = j.openFaults[0].status
+		}
+	}
+	if e.f.Kind == errmgr.Predicted {
+		return
+	}
+	what := "the job goes on"
+	if n := len(e.st.Actions); n > 0 {
+		what = e.st.Actions[n-1]
+	}
+	fmt.Fprintf(j.o.Stderr, "gompirun: %s; %s\n", e.f.Describe(), what)
+}
+
+// notifyFailed declares ranks failed while the job runs on: fences stop
+// waiting for them and every daemon tells its ranks.
+func (j *job) notifyFailed(ranks []int, why string) error {
+	if j.state != stateRunning {
+		return fmt.Errorf("hnp: declare ranks %v failed: %w (%s)", ranks, errmgr.ErrJobOver, j.state)
+	}
+	var fresh []int32
+	for _, r := range ranks {
+		if r < 0 || r >= len(j.ranks) {
+			return fmt.Errorf("hnp: declare rank %d failed: the job has ranks 0 to %d", r, len(j.ranks)-1)
+		}
+		if rs := j.ranks[r]; !rs.failed {
+			rs.failed = true
+			fresh = append(fresh, int32(r))
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	j.elog.Info("ranks declared failed; the job runs on", "ranks", fresh, "why", why)
+	// Daemons hear of the failure before any fence it completes, so
+	// their own fence records agree.
+	j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_ProcFailed{ProcFailed: &pb.ProcFailed{Ranks: fresh, Why: why}}})
+	for _, seq := range slices.Sorted(maps.Keys(j.fences)) {
+		j.completeFence(seq)
+	}
+	return nil
 }
 
 // nodeLost declares a daemon's node lost.
@@ -587,8 +674,14 @@ func (j *job) nodeLost(d *dconn, detail string) {
 }
 
 // fence gathers one node's contribution and, once every rank has
-// contributed, sends the table to every daemon.
+// contributed (but ranks declared failed), sends the table to every
+// daemon.
 func (j *job) fence(c *pb.FenceContribution) {
+	if c.Seq <= j.fenceDone {
+		// A node whose ranks failed sent what they gave before failing,
+		// after the fence completed without them.
+		return
+	}
 	got := j.fences[c.Seq]
 	if got == nil {
 		got = map[int32]*pb.RankData{}
@@ -597,16 +690,30 @@ func (j *job) fence(c *pb.FenceContribution) {
 	for _, e := range c.Entries {
 		got[e.Rank] = e
 	}
-	if len(got) < len(j.ranks) {
-		return
+	j.completeFence(c.Seq)
+}
+
+// completeFence sends fence seq's table once every rank not declared
+// failed has contributed.
+func (j *job) completeFence(seq uint64) {
+	got := j.fences[seq]
+	var failed []int32
+	for _, r := range j.ranks {
+		if _, in := got[int32(r.rank)]; !in {
+			if !r.failed {
+				return
+			}
+			failed = append(failed, int32(r.rank))
+		}
 	}
-	delete(j.fences, c.Seq)
+	delete(j.fences, seq)
+	j.fenceDone = max(j.fenceDone, seq)
 	entries := make([]*pb.RankData, 0, len(got))
 	for _, e := range got {
 		entries = append(entries, e)
 	}
 	sort.Slice(entries, func(a, b int) bool { return entries[a].Rank < entries[b].Rank })
-	msg := &pb.HNPMessage{Body: &pb.HNPMessage_Fence{Fence: &pb.FenceComplete{Seq: c.Seq, Entries: entries}}}
+	msg := &pb.HNPMessage{Body: &pb.HNPMessage_Fence{Fence: &pb.FenceComplete{Seq: seq, Entries: entries, Failed: failed}}}
 	for _, d := range j.daemons {
 		if len(d.ranks) > 0 && d.box != nil && d.state == "running" {
 			d.box.put(msg)
@@ -689,3 +796,34 @@ func (j *job) status() *pb.StatusResponse {
 	}
 	return st
 }
+
+// jobRuntime is the job as its ErrMgr policies see it (errmgr.Runtime). Its
+// methods run on the stack's goroutine and reach the job through events.
+type jobRuntime struct{ j *job }
+
+// Size implements errmgr.Runtime; the number of ranks never changes.
+func (rt jobRuntime) Size() int { return len(rt.j.ranks) }
+
+// RanksOf implements errmgr.Runtime.
+func (rt jobRuntime) RanksOf(node string) []int {
+	reply := make(chan []int, 1)
+	if !rt.j.send(evRanksOf{node: node, reply: reply}) {
+		return nil
+	}
+	return <-reply
+}
+
+// NotifyFailed implements errmgr.Runtime.
+func (rt jobRuntime) NotifyFailed(ctx context.Context, ranks []int, why string) error {
+	reply := make(chan error, 1)
+	select {
+	case rt.j.events <- evNotifyFailed{ranks: slices.Clone(ranks), why: why, reply: reply}:
+	case <-rt.j.done:
+		return fmt.Errorf("hnp: declare ranks %v failed: %w", ranks, errmgr.ErrJobOver)
+	case <-ctx.Done():
+		return fmt.Errorf("hnp: declare ranks %v failed: %w", ranks, ctx.Err())
+	}
+	return <-reply
+}
+
+var _ errmgr.Runtime = jobRuntime{}

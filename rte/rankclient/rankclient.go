@@ -2,7 +2,8 @@
 // gompid of its node (from the environment gompid started it with), learns
 // its job and the job's parameters, and offers what package mpi needs from
 // the runtime: the modex (an allgather of every rank's endpoint map), a
-// barrier, a finalize handshake and abort; and what package cr needs: the
+// barrier, a finalize handshake, abort, and the ranks the runtime declares
+// failed while the job runs on (events.go); and what package cr needs: the
 // checkpoint requests of the job's coordinators (snapc.AppLink, in
 // applink.go) and, for a restarted rank, where it restarts from.
 //
@@ -61,6 +62,10 @@ type Client struct {
 	reqCh     chan snapc.AppRequest
 	reqCancel context.CancelFunc // ends the requests stream
 	reqDone   chan struct{}      // closed when its goroutine is gone
+
+	failures  // ranks the runtime declared failed (events.go)
+	evCancel  context.CancelFunc // ends the events stream
+	evDone    chan struct{}      // closed when its goroutine is gone
 }
 
 // InJob reports whether the process was started by gompirun.
@@ -105,10 +110,12 @@ func Init(ctx context.Context) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("rankclient: job parameters: %w", err)
 	}
-	return &Client{
+	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
 		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting,
-	}, nil
+	}
+	c.startEvents()
+	return c, nil
 }
 
 // Singleton returns the client of a program run without gompirun: rank 0
@@ -174,9 +181,16 @@ func (c *Client) fence(ctx context.Context, data map[string]string) ([]map[strin
 	if err != nil {
 		return nil, fmt.Errorf("rankclient: fence %d: %w", seq, err)
 	}
-	out := make([]map[string]string, c.size)
+	return fenceTable(seq, c.size, resp)
+}
+
+// fenceTable checks a fence's result: one entry per rank, but for ranks
+// declared failed, which have none (nil in the table). A rank that failed
+// after contributing keeps its entry.
+func fenceTable(seq uint64, size int, resp *pb.FenceResponse) ([]map[string]string, error) {
+	out := make([]map[string]string, size)
 	for _, e := range resp.Entries {
-		if e.Rank < 0 || int(e.Rank) >= c.size || out[e.Rank] != nil {
+		if e.Rank < 0 || int(e.Rank) >= size || out[e.Rank] != nil {
 			return nil, fmt.Errorf("rankclient: fence %d: malformed table from gompid (rank %d)", seq, e.Rank)
 		}
 		out[e.Rank] = e.Data
@@ -184,8 +198,15 @@ func (c *Client) fence(ctx context.Context, data map[string]string) ([]map[strin
 			out[e.Rank] = map[string]string{}
 		}
 	}
+	failed := map[int32]bool{}
+	for _, r := range resp.Failed {
+		if r < 0 || int(r) >= size {
+			return nil, fmt.Errorf("rankclient: fence %d: malformed table from gompid (failed rank %d)", seq, r)
+		}
+		failed[r] = true
+	}
 	for r, m := range out {
-		if m == nil {
+		if m == nil && !failed[int32(r)] {
 			return nil, fmt.Errorf("rankclient: fence %d: no entry for rank %d", seq, r)
 		}
 	}
@@ -194,20 +215,23 @@ func (c *Client) fence(ctx context.Context, data map[string]string) ([]map[strin
 
 // Modex publishes this rank's map (its transport endpoints) and returns
 // every rank's, indexed by rank. It returns once all ranks have called it:
-// it is also the barrier saying every rank is initialized.
+// it is also the barrier saying every rank is initialized. A rank declared
+// failed before it published has a nil map.
 func (c *Client) Modex(ctx context.Context, mine map[string]string) ([]map[string]string, error) {
 	return c.fence(ctx, mine)
 }
 
-// Barrier returns once every rank has called it.
+// Barrier returns once every rank has called it, but for ranks declared
+// failed (see OnFailed).
 func (c *Client) Barrier(ctx context.Context) error {
 	_, err := c.fence(ctx, nil)
 	return err
 }
 
 // Finalize says the rank is ending normally and waits for every rank to
-// say so, so no rank exits while another may still talk to it. After it, an
-// exit with status 0 is not a fault. It closes the connection.
+// say so (but ranks declared failed), so no rank exits while another may
+// still talk to it. After it, an exit with status 0 is not a fault. It
+// closes the connection.
 func (c *Client) Finalize(ctx context.Context) error {
 	// A finalizing rank reaches no more safe points: its coordinator leaves
 	// first, so a checkpoint waiting for it fails at once.
@@ -248,6 +272,7 @@ func (c *Client) Abort(code int, msg string) {
 // what the rank's start-up started (plugin processes).
 func (c *Client) Close() error {
 	c.stopRequests()
+	c.stopEvents()
 	c.mu.Lock()
 	conn, proc := c.conn, c.proc
 	c.conn = nil // proc stays: Values and Frameworks remain readable after Close

@@ -373,11 +373,10 @@ type DaemonClient interface {
 	// Checkpoint is a rank's cr.Checkpoint: it returns once the job's
 	// checkpoint at the rank's safe point is committed or has failed.
 	Checkpoint(ctx context.Context, in *RankCheckpointRequest, opts ...grpc.CallOption) (*RankCheckpointResponse, error)
-	// Events is a rank's stream of what the runtime tells it unasked: its
-	// first message lists the ranks already failed (possibly none), each
-	// later one ranks newly declared failed (ProcFailed from gompirun, when
-	// the job runs on after a failure). It ends when the rank finalizes or
-	// the daemon leaves.
+	// Events is a rank's stream of what the runtime tells it unasked: ranks
+	// declared failed (ProcFailed from gompirun, when the job runs on after
+	// a failure), those declared before the stream opened first. It ends
+	// when the rank finalizes or the daemon leaves.
 	Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RankEvent], error)
 }
 
@@ -513,11 +512,10 @@ type DaemonServer interface {
 	// Checkpoint is a rank's cr.Checkpoint: it returns once the job's
 	// checkpoint at the rank's safe point is committed or has failed.
 	Checkpoint(context.Context, *RankCheckpointRequest) (*RankCheckpointResponse, error)
-	// Events is a rank's stream of what the runtime tells it unasked: its
-	// first message lists the ranks already failed (possibly none), each
-	// later one ranks newly declared failed (ProcFailed from gompirun, when
-	// the job runs on after a failure). It ends when the rank finalizes or
-	// the daemon leaves.
+	// Events is a rank's stream of what the runtime tells it unasked: ranks
+	// declared failed (ProcFailed from gompirun, when the job runs on after
+	// a failure), those declared before the stream opened first. It ends
+	// when the rank finalizes or the daemon leaves.
 	Events(*EventsRequest, grpc.ServerStreamingServer[RankEvent]) error
 	mustEmbedUnimplementedDaemonServer()
 }
