@@ -3,8 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"os"
 	"maps"
+	"os"
 	"os/exec"
 	"slices"
 

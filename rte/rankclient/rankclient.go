@@ -63,9 +63,9 @@ type Client struct {
 	reqCancel context.CancelFunc // ends the requests stream
 	reqDone   chan struct{}      // closed when its goroutine is gone
 
-	failures  // ranks the runtime declared failed (events.go)
-	evCancel  context.CancelFunc // ends the events stream
-	evDone    chan struct{}      // closed when its goroutine is gone
+	failures                    // ranks the runtime declared failed (events.go)
+	evCancel context.CancelFunc // ends the events stream
+	evDone   chan struct{}      // closed when its goroutine is gone
 }
 
 // InJob reports whether the process was started by gompirun.
