@@ -198,8 +198,8 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err := j.startSnapC(ctx); err != nil {
 		return 1, err
 	}
-	defer j.closeSnapC("the job is over")
-	svc := &service{j: j}
+	defer func() { j.closeSnapC("the job is over") }()
+	svc := newService(j)
 
 	sock := filepath.Join(dir, rte.ControlSocket)
 	ul, err := control.ListenUnix(sock)
@@ -236,15 +236,44 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return 1, err
 	}
 
-	log.Debug("launching daemons", "job", id, "plm", plmCand.Info.Name, "nodes", m.Nodes, "contact", contacts)
-	daemons, err := plmCand.Module.Launch(ctx, plm.Spec{
-		Job: id, Nodes: m.Nodes, Contact: contacts, Handshake: hs.Marshal(),
-		SessionDir: vals.String(plm.ParamSessionDir), Verbose: vals.Int(plm.Name + "_base_verbose"), Stderr: o.Stderr,
-	})
-	if err != nil {
-		return 1, fmt.Errorf("start the daemons: %w", err)
+	for {
+		log.Debug("launching daemons", "job", id, "plm", plmCand.Info.Name, "nodes", j.m.Nodes, "contact", contacts)
+		daemons, err := plmCand.Module.Launch(ctx, plm.Spec{
+			Job: id, Nodes: j.m.Nodes, Contact: contacts, Handshake: hs.Marshal(),
+			SessionDir: vals.String(plm.ParamSessionDir), Verbose: vals.Int(plm.Name + "_base_verbose"), Stderr: o.Stderr,
+		})
+		if err != nil {
+			return 1, fmt.Errorf("start the daemons: %w", err)
+		}
+		code, err := j.run(daemons)
+		rec := j.recovery
+		if rec == nil || err != nil {
+			return code, err
+		}
+		// A recovery (errmgr autor): the same job again, in this gompirun,
+		// from the last committed sequence, lost ranks moved.
+		next, err := replan(j.m, rec.plan)
+		if err != nil {
+			return 1, err
+		}
+		o.Restart = &Restart{Ref: rec.ref, Seq: rec.seq, Meta: o.Meta}
+		nj := newJob(id, o, next, program, cwd, stack, o.Proc.FrameworkLogger(errmgr.Name), log)
+		nj.recoveries, nj.recoveredFrom = rec.n, rec
+		for _, b := range binders {
+			b.Bind(jobRuntime{nj})
+		}
+		if err := nj.startSnapC(ctx); err != nil {
+			return 1, fmt.Errorf("recovery %d: %w", rec.n, err)
+		}
+		j.closeSnapC("the job is over")
+		j = nj
+		svc.cur.Store(j)
+		msg := fmt.Sprintf("gompirun: recovery %d: restarting %d ranks from sequence %d of %s", rec.n, len(next.RankNode), rec.seq, rec.ref.Name)
+		if mv := moves(rec.before, next); len(mv) > 0 {
+			msg += " (" + strings.Join(mv, ", ") + ")"
+		}
+		fmt.Fprintln(o.Stderr, msg)
 	}
-	return j.run(daemons)
 }
 
 // selectErrMgr builds the ErrMgr stack, and returns its modules that act

@@ -82,9 +82,16 @@ type job struct {
 	// termPending: a checkpoint-and-terminate asked the ranks to save and
 	// end, and is not committed yet: the job waits for it even once every
 	// rank has ended.
-	termPending  bool
-	finishKilled bool
-	lastTick     time.Time
+	termPending bool
+	// recovery is set once the job is ending its ranks for a recovery
+	// (errmgr autor); Run then starts the job again.
+	recovery *recovery
+	// recoveries counts the recoveries before this run; recoveredFrom is
+	// the last one, reported once the ranks run again.
+	recoveries    int
+	recoveredFrom *recovery
+	finishKilled  bool
+	lastTick      time.Time
 
 	// Set before the servers start, then read-only.
 	snapc  snapc.Module
@@ -442,6 +449,8 @@ func (j *job) handle(e any) {
 		case errmgr.Recovered:
 			j.ranThrough(e)
 		}
+	case evRecover:
+		e.reply <- j.startRecovery(e)
 	case evNotifyFailed:
 		e.reply <- j.notifyFailed(e.ranks, e.why)
 	case evRanksOf:
@@ -498,6 +507,7 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 			switch b.Phase.Phase {
 			case pb.Phase_PHASE_CONNECTED:
 				r.state = "connected"
+				j.resumed()
 			case pb.Phase_PHASE_FINALIZING:
 				r.state = "finalizing"
 			}

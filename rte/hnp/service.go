@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -18,13 +19,24 @@ import (
 type service struct {
 	pb.UnimplementedHNPServer
 	pb.UnimplementedToolServer
-	j *job
+	cur atomic.Pointer[job] // the job's current run (a recovery starts another)
 }
+
+func newService(j *job) *service {
+	s := &service{}
+	s.cur.Store(j)
+	return s
+}
+
+// job is the run calls go to; a daemon's session stays with the run it
+// attached to.
+func (s *service) job() *job { return s.cur.Load() }
 
 // Attach is one daemon's session. Output is printed right here, in the
 // order it arrives, before the daemon's next message (its exit report)
 // goes to the job: a rank's last words always come before its end.
 func (s *service) Attach(stream grpcStream) error {
+	j := s.job()
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -35,12 +47,12 @@ func (s *service) Attach(stream grpcStream) error {
 	}
 	box := newMailbox()
 	reply := make(chan *dconn, 1)
-	if !s.j.send(evAttach{hello: h, box: box, reply: reply}) {
+	if !j.send(evAttach{hello: h, box: box, reply: reply}) {
 		return status.Error(codes.Unavailable, "hnp: the job is over")
 	}
 	d := <-reply
 	if d == nil {
-		return status.Errorf(codes.FailedPrecondition, "hnp: node %q is not a node of job %s still waiting for its daemon", h.Node, s.j.id)
+		return status.Errorf(codes.FailedPrecondition, "hnp: node %q is not a node of job %s still waiting for its daemon", h.Node, j.id)
 	}
 	sent := make(chan struct{})
 	go func() {
@@ -52,7 +64,7 @@ func (s *service) Attach(stream grpcStream) error {
 		if err != nil {
 			box.close()
 			<-sent
-			s.j.send(evStreamEnd{node: d.node, err: err})
+			j.send(evStreamEnd{node: d.node, err: err})
 			return nil
 		}
 		d.lastSeen.Store(time.Now().UnixNano())
@@ -60,23 +72,23 @@ func (s *service) Attach(stream grpcStream) error {
 		case *pb.DaemonMessage_Heartbeat:
 		case *pb.DaemonMessage_Output:
 			d.busy.Store(true)
-			s.j.print(b.Output)
+			j.print(b.Output)
 			d.lastSeen.Store(time.Now().UnixNano())
 			d.busy.Store(false)
 		case *pb.DaemonMessage_SnapcReply:
-			if s.j.global == nil {
+			if j.global == nil {
 				continue
 			}
-			rep, err := control.LocalReplyFromProto(b.SnapcReply, d.node, len(s.j.m.RankNode))
+			rep, err := control.LocalReplyFromProto(b.SnapcReply, d.node, len(j.m.RankNode))
 			if err != nil {
-				s.j.log.Warn("bad checkpoint reply", "node", d.node, "err", err)
+				j.log.Warn("bad checkpoint reply", "node", d.node, "err", err)
 				continue
 			}
-			s.j.global.Deliver(rep)
+			j.global.Deliver(rep)
 		case *pb.DaemonMessage_RankCheckpoint:
-			go s.j.rankCheckpoint(d.node, box, b.RankCheckpoint)
+			go j.rankCheckpoint(d.node, box, b.RankCheckpoint)
 		default:
-			if !s.j.send(evMsg{node: d.node, m: m}) {
+			if !j.send(evMsg{node: d.node, m: m}) {
 				box.close()
 				<-sent
 				return nil
@@ -87,8 +99,9 @@ func (s *service) Attach(stream grpcStream) error {
 
 // Status answers gompi-ps.
 func (s *service) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
+	j := s.job()
 	reply := make(chan *pb.StatusResponse, 1)
-	if !s.j.send(evStatus{reply: reply}) {
+	if !j.send(evStatus{reply: reply}) {
 		return nil, status.Error(codes.Unavailable, "hnp: the job is over")
 	}
 	select {

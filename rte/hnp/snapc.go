@@ -230,14 +230,15 @@ func (j *job) closeSnapC(why string) {
 
 // Checkpoint serves gompi-checkpoint.
 func (s *service) Checkpoint(req *pb.CheckpointRequest, stream grpc.ServerStreamingServer[pb.CheckpointEvent]) error {
+	j := s.job()
 	ctx := stream.Context()
 	opts := control.OptionsFromProto(req.GetOptions())
 	var res snapc.Result
 	var err error
-	if s.j.global == nil {
-		res, err = s.j.snapc.Checkpoint(ctx, snapc.Request{Options: opts})
+	if j.global == nil {
+		res, err = j.snapc.Checkpoint(ctx, snapc.Request{Options: opts})
 	} else {
-		res, err = s.j.global.Checkpoint(ctx, snapc.Request{Options: opts}, func(e snapc.Event) {
+		res, err = j.global.Checkpoint(ctx, snapc.Request{Options: opts}, func(e snapc.Event) {
 			_ = stream.Send(control.EventToProto(e)) // a tool that went away misses the rest
 		})
 	}
@@ -251,14 +252,15 @@ func (s *service) Checkpoint(req *pb.CheckpointRequest, stream grpc.ServerStream
 
 // Snapshots names the job's reference.
 func (s *service) Snapshots(context.Context, *pb.SnapshotsRequest) (*pb.SnapshotsResponse, error) {
-	if s.j.global == nil {
-		_, err := s.j.snapc.Checkpoint(context.Background(), snapc.Request{})
+	j := s.job()
+	if j.global == nil {
+		_, err := j.snapc.Checkpoint(context.Background(), snapc.Request{})
 		if err == nil {
 			err = snapc.ErrDisabled
 		}
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
-	ref := s.j.global.Ref()
+	ref := j.global.Ref()
 	return &pb.SnapshotsResponse{Dir: ref.Dir, Ref: ref.Name}, nil
 }
 
