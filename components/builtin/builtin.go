@@ -11,6 +11,7 @@ import (
 	crsself "gompi/components/crs/self"
 	errmgrautor "gompi/components/errmgr/autor"
 	errmgrdefault "gompi/components/errmgr/default"
+	errmgrsustain "gompi/components/errmgr/sustain"
 	filemraw "gompi/components/filem/raw"
 	filemrsh "gompi/components/filem/rsh"
 	filemsftp "gompi/components/filem/sftp"
@@ -40,6 +41,7 @@ func Register(set *frameworks.Set) {
 	set.SnapC.Register(snapcfull.New())
 	set.ErrMgr.Register(errmgrdefault.New())
 	set.ErrMgr.Register(errmgrautor.New())
+	set.ErrMgr.Register(errmgrsustain.New())
 	set.BTL.Register(btltcp.New())
 	set.BTL.Register(btluds.New())
 	set.PLM.Register(plmlocal.New())
