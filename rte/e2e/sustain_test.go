@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// The sustain error manager keeps a job running after a rank or its node
+// fails; examples/mgrwork, a manager/worker program, finishes its work
+// with the survivors and prints the checksum of a failure-free run.
+
+// sustainBin holds gompirun, gompid and mgrwork built with the sustain
+// component in the built-in list: through a build overlay until
+// components/builtin registers it.
+var (
+	sustainOnce sync.Once
+	sustainBin  string
+	sustainErr  error
+)
+
+const sustainPath = "gompi/components/errmgr/sustain"
+
+func buildSustain(t *testing.T) {
+	t.Helper()
+	sustainOnce.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			sustainErr = err
+			return
+		}
+		modRoot := filepath.Dir(strings.TrimSpace(string(out)))
+		sustainBin = filepath.Join(root, "sustain-bin")
+		if sustainErr = os.MkdirAll(sustainBin, 0o700); sustainErr != nil {
+			return
+		}
+		args := []string{"build", "-o", sustainBin + "/"}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		overlay, err := sustainOverlay(modRoot, sustainBin)
+		if err != nil {
+			sustainErr = err
+			return
+		}
+		if overlay != "" {
+			args = append(args, "-overlay", overlay)
+		}
+		args = append(args, "./cmd/gompirun", "./cmd/gompid", "./examples/mgrwork")
+		cmd := exec.Command("go", args...)
+		cmd.Dir = modRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			sustainErr = fmt.Errorf("go %v: %v\n%s", args, err, out)
+		}
+	})
+	if sustainErr != nil {
+		t.Fatalf("build the sustain binaries: %v", sustainErr)
+	}
+}
+
+// sustainOverlay returns a go build -overlay file adding errmgr/sustain
+// to components/builtin, or "" when builtin.go registers it already.
+func sustainOverlay(modRoot, dir string) (string, error) {
+	path := filepath.Join(modRoot, "components", "builtin", "builtin.go")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	src := string(b)
+	if strings.Contains(src, `"`+sustainPath+`"`) {
+		return "", nil
+	}
+	const imp, fn = "import (\n", "func Register(set *frameworks.Set) {\n"
+	if !strings.Contains(src, imp) || !strings.Contains(src, fn) {
+		return "", fmt.Errorf("%s changed shape (no %q or %q): register %s there, or adapt sustainOverlay", path, imp, fn, sustainPath)
+	}
+	src = strings.Replace(src, imp, imp+"\terrmgrsustain \""+sustainPath+"\"\n", 1)
+	src = strings.Replace(src, fn, fn+"\tset.ErrMgr.Register(errmgrsustain.New())\n", 1)
+	repl := filepath.Join(dir, "builtin.go")
+	if err := os.WriteFile(repl, []byte(src), 0o600); err != nil {
+		return "", err
+	}
+	j, err := json.Marshal(map[string]map[string]string{"Replace": {path: repl}})
+	if err != nil {
+		return "", err
+	}
+	overlay := filepath.Join(dir, "overlay.json")
+	return overlay, os.WriteFile(overlay, j, 0o600)
+}
+
+// startSustain runs the sustain build's gompirun.
+func startSustain(t *testing.T, args ...string) *job {
+	t.Helper()
+	buildSustain(t)
+	rel, err := filepath.Rel(bin, filepath.Join(sustainBin, "gompirun"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startProg(t, rel, args...)
+}
+
+// mgrwork is the example's path; buildSustain must have run.
+func mgrwork() string { return filepath.Join(sustainBin, "mgrwork") }
+
+var checksumLine = regexp.MustCompile(`^mgrwork: done: (\d+) items, checksum ([0-9a-f]{16})$`)
+
+// checksumOf returns the checksum line's value, failing t without one.
+func checksumOf(t *testing.T, out []string, errs string) string {
+	t.Helper()
+	for _, l := range out {
+		if m := checksumLine.FindStringSubmatch(l); m != nil {
+			return m[2]
+		}
+	}
+	t.Fatalf("no checksum line in the output:\n%s\nstderr:\n%s", strings.Join(out, "\n"), errs)
+	return ""
+}
+
+var (
+	refOnce sync.Once
+	refSum  string
+)
+
+// reference is the checksum of a failure-free run of the work.
+func reference(t *testing.T, work []string) string {
+	t.Helper()
+	buildSustain(t)
+	refOnce.Do(func() {
+		j := startSustain(t, append([]string{"-np", "3", "--hostfile", hostfile(t, twoNodes), mgrwork()}, work...)...)
+		code, out, errs := j.wait()
+		if code != 0 {
+			t.Fatalf("failure-free run: exit status %d; stderr:\n%s", code, errs)
+		}
+		refSum = checksumOf(t, out, errs)
+	})
+	if refSum == "" {
+		t.Fatal("no reference checksum (the failure-free run failed)")
+	}
+	return refSum
+}
+
+// pausedPid waits for a worker's pause line and returns its pid.
+func (j *job) pausedPid(rank int) int {
+	j.t.Helper()
+	re := regexp.MustCompile(fmt.Sprintf(`^mgrwork: worker %d pid (\d+) paused at item \d+$`, rank))
+	var pid int
+	j.waitFor(fmt.Sprintf("worker %d to pause", rank), func(lines []string, _ string) bool {
+		for _, l := range lines {
+			if m := re.FindStringSubmatch(l); m != nil {
+				fmt.Sscan(m[1], &pid)
+				return true
+			}
+		}
+		return false
+	})
+	if pid == 0 {
+		j.t.Fatalf("worker %d never paused", rank)
+	}
+	return pid
+}
+
+// daemonPid returns the pid of the gompid of node.
+func (j *job) daemonPid(node string) int {
+	j.t.Helper()
+	st := ps(j.t, "--json", fmt.Sprint(j.cmd.Process.Pid))
+	for _, d := range st[0].Daemons {
+		if d.Node == node {
+			return d.PID
+		}
+	}
+	j.t.Fatalf("gompi-ps shows no daemon for %s: %+v", node, st)
+	return 0
+}
+
+var sustainWork = []string{"-items", "120", "-cost", "20000"}
+
+func TestSustain(t *testing.T) {
+	want := reference(t, sustainWork)
+	// 4 ranks on 2 nodes: manager 0 and worker 1 on n1, workers 2 and 3 on n2.
+	tests := []struct {
+		name  string
+		args  []string // mgrwork's failure flags
+		kill  func(j *job)
+		lines []*regexp.Regexp // on gompirun's stderr
+		out   []string         // on stdout
+	}{
+		{
+			// Worker 2 dies before it ever talked to the manager: only the
+			// runtime's notice tells the others.
+			name: "a worker crashes at its first item",
+			args: []string{"-crash-rank", "2", "-crash-at", "1"},
+			lines: []*regexp.Regexp{regexp.MustCompile(
+				`(?m)^gompirun: rank 2 on node n2 was killed by signal 9 \(killed\); sustain: the job runs on without rank 2 \(3 of 4 ranks left\)$`)},
+			out: []string{"mgrwork: worker 2 failed (", "mgrwork: shrank the communicator to 3 ranks (workers [1 3])"},
+		},
+		{
+			name: "a worker crashes, results collected one by one",
+			args: []string{"-crash-rank", "3", "-crash-at", "1", "-shrink=false"},
+			lines: []*regexp.Regexp{regexp.MustCompile(
+				`(?m)^gompirun: rank 3 on node n2 was killed by signal 9 \(killed\); sustain: the job runs on without rank 3 \(3 of 4 ranks left\)$`)},
+			out: []string{"mgrwork: worker 3 failed ("},
+		},
+		{
+			name: "a worker killed from outside",
+			args: []string{"-pause-rank", "1", "-pause-at", "1"},
+			kill: func(j *job) {
+				if err := syscall.Kill(j.pausedPid(1), syscall.SIGKILL); err != nil {
+					j.t.Fatal(err)
+				}
+			},
+			lines: []*regexp.Regexp{regexp.MustCompile(
+				`(?m)^gompirun: rank 1 on node n1 was killed by signal 9 \(killed\); sustain: the job runs on without rank 1 \(3 of 4 ranks left\)$`)},
+			out: []string{"mgrwork: worker 1 failed (", "mgrwork: shrank the communicator to 3 ranks (workers [2 3])"},
+		},
+		{
+			name: "a node lost",
+			args: []string{"-pause-rank", "2", "-pause-at", "1"},
+			kill: func(j *job) {
+				j.pausedPid(2)
+				if err := syscall.Kill(j.daemonPid("n2"), syscall.SIGKILL); err != nil {
+					j.t.Fatal(err)
+				}
+			},
+			lines: []*regexp.Regexp{regexp.MustCompile(
+				`(?m)^gompirun: node n2 was lost: .*; sustain: the job runs on without ranks 2, 3 \(2 of 4 ranks left\)$`)},
+			out: []string{"mgrwork: worker 2 failed (", "mgrwork: worker 3 failed ("},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"--mca", "errmgr", "sustain,default", "-np", "4", "--hostfile", hostfile(t, twoNodes), mgrwork()}
+			j := startSustain(t, append(append(args, sustainWork...), tt.args...)...)
+			if tt.kill != nil {
+				tt.kill(j)
+			}
+			code, out, errs := j.wait()
+			if code != 0 {
+				t.Fatalf("exit status %d, want 0; stdout:\n%s\nstderr:\n%s", code, strings.Join(out, "\n"), errs)
+			}
+			if got := checksumOf(t, out, errs); got != want {
+				t.Errorf("checksum %s, want %s (the failure-free run's); stdout:\n%s", got, want, strings.Join(out, "\n"))
+			}
+			for _, re := range tt.lines {
+				if !re.MatchString(errs) {
+					t.Errorf("stderr has no line matching %s:\n%s", re, errs)
+				}
+			}
+			for _, w := range tt.out {
+				if !slices.ContainsFunc(out, func(l string) bool { return strings.Contains(l, w) }) {
+					t.Errorf("stdout has no %q:\n%s", w, strings.Join(out, "\n"))
+				}
+			}
+			if strings.Contains(errs, "job aborted") {
+				t.Errorf("the job was aborted:\n%s", errs)
+			}
+			noSurvivors(t, "after "+tt.name, func() []int { return marked(j.mark) })
+		})
+	}
+}
+
+// Without sustain a failure aborts the job as before; past
+// errmgr_sustain_max_failures too, with what sustain said.
+func TestSustainNotAsked(t *testing.T) {
+	buildSustain(t)
+	tests := []struct {
+		name string
+		args []string
+		kill func(j *job)
+		code int
+		msg  *regexp.Regexp
+	}{
+		{
+			name: "default alone",
+			args: []string{"-crash-rank", "2", "-crash-at", "1"},
+			code: 128 + 9,
+			msg:  regexp.MustCompile(`(?m)^gompirun: job aborted: rank 2 on node n2 was killed by signal 9 \(killed\)$`),
+		},
+		{
+			name: "past the bound",
+			args: []string{"--mca", "errmgr", "sustain,default", "--mca", "errmgr_sustain_max_failures", "1", "-pause-rank", "3", "-pause-at", "1"},
+			kill: func(j *job) {
+				j.pausedPid(3)
+				if err := syscall.Kill(j.daemonPid("n2"), syscall.SIGKILL); err != nil {
+					j.t.Fatal(err)
+				}
+			},
+			code: 1,
+			msg: regexp.MustCompile(`(?m)^gompirun: job aborted: node n2 was lost: .*\n` +
+				`gompirun: tried before aborting: sustain: 2 ranks lost, more than errmgr_sustain_max_failures = 1; not running on$`),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// gompirun's options first, then the program and its flags.
+			var opts, prog []string
+			for i := 0; i < len(tt.args); i++ {
+				if tt.args[i] == "--mca" {
+					opts = append(opts, tt.args[i:i+3]...)
+					i += 2
+					continue
+				}
+				prog = append(prog, tt.args[i])
+			}
+			args := append(opts, "-np", "4", "--hostfile", hostfile(t, twoNodes), mgrwork())
+			j := startSustain(t, append(append(args, sustainWork...), prog...)...)
+			if tt.kill != nil {
+				tt.kill(j)
+			}
+			code, out, errs := j.wait()
+			if code != tt.code || !tt.msg.MatchString(errs) {
+				t.Errorf("exit status %d, stderr:\n%s\nwant %d and a line matching %s", code, errs, tt.code, tt.msg)
+			}
+			if slices.ContainsFunc(out, checksumLine.MatchString) {
+				t.Errorf("the aborted job finished its work:\n%s", strings.Join(out, "\n"))
+			}
+			noSurvivors(t, "after "+tt.name, func() []int { return marked(j.mark) })
+		})
+	}
+}
