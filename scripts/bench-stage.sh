@@ -12,7 +12,7 @@
 # checkpoint) and the medians are reported. Root and openssh-server are
 # needed (apt-get install -y openssh-server). Not part of CI.
 #
-#   bash scripts/bench-stage.sh [ROUNDS] [MIB]     (default 3 256)
+#   [STATES="compressible random"] bash scripts/bench-stage.sh [ROUNDS] [MIB]   (default 3 256)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rounds=${1:-3}
@@ -102,7 +102,7 @@ run() {
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 printf '%-12s %-13s %10s %12s %12s   (4 ranks x %d MiB, medians of %d)\n' config state "stall (s)" "latency (s)" "stored (MiB)" "$mib" "$rounds"
-for state in compressible random; do
+for state in ${STATES:-compressible random}; do
 	for name in central stage stage+zstd stage+s2; do
 		res=$(run "$name" "$state")
 		stall=$(cut -d' ' -f1 <<<"$res" | median)

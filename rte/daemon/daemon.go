@@ -272,7 +272,11 @@ func (d *daemon) recvLoop(ctx context.Context, stream grpc.BidiStreamingClient[p
 		case *pb.HNPMessage_Signal:
 			d.signalAll(syscall.Signal(b.Signal.Signal))
 		case *pb.HNPMessage_Kill:
-			d.terminate()
+			if b.Kill.GetNow() {
+				d.killAll(syscall.SIGKILL)
+			} else {
+				d.terminate()
+			}
 		case *pb.HNPMessage_Shutdown:
 			d.log.Debug("shutdown")
 			d.terminate()

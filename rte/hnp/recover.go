@@ -84,7 +84,7 @@ func (j *job) startRecovery(e evRecover) error {
 	}
 	j.recovery = &recovery{plan: e.plan, seq: e.seq, ref: e.ref, start: time.Now(), n: j.recoveries + 1, before: j.m}
 	j.closeSnapC("the job is recovering from a failure")
-	j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+	j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{Now: true}}})
 	return nil
 }
 

@@ -1520,7 +1520,10 @@ func (x *SignalRanks) GetSignal() int32 {
 // KillRanks ends every rank of the node: SIGTERM, then SIGKILL after the
 // kill grace.
 type KillRanks struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// now: SIGKILL at once, no grace (a recovery: the ranks' state is in
+	// the snapshot they restart from).
+	Now           bool `protobuf:"varint,1,opt,name=now,proto3" json:"now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1553,6 +1556,13 @@ func (x *KillRanks) ProtoReflect() protoreflect.Message {
 // Deprecated: Use KillRanks.ProtoReflect.Descriptor instead.
 func (*KillRanks) Descriptor() ([]byte, []int) {
 	return file_control_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *KillRanks) GetNow() bool {
+	if x != nil {
+		return x.Now
+	}
+	return false
 }
 
 // Shutdown tells a daemon the job is over: it kills what is left, cleans
@@ -3738,8 +3748,9 @@ const file_control_proto_rawDesc = "" +
 	"\aentries\x18\x02 \x03(\v2\x16.gompi.rte.v1.RankDataR\aentries\x12\x16\n" +
 	"\x06failed\x18\x03 \x03(\x05R\x06failed\"%\n" +
 	"\vSignalRanks\x12\x16\n" +
-	"\x06signal\x18\x01 \x01(\x05R\x06signal\"\v\n" +
-	"\tKillRanks\"\n" +
+	"\x06signal\x18\x01 \x01(\x05R\x06signal\"\x1d\n" +
+	"\tKillRanks\x12\x10\n" +
+	"\x03now\x18\x01 \x01(\bR\x03now\"\n" +
 	"\n" +
 	"\bShutdown\"4\n" +
 	"\fHelloRequest\x12\x12\n" +
