@@ -21,8 +21,8 @@ import (
 	snapcfull "gompi/components/snapc/full"
 	snapcnone "gompi/components/snapc/none"
 	sstorecentral "gompi/components/sstore/central"
-	sstorestage "gompi/components/sstore/stage"
 	sstorenone "gompi/components/sstore/none"
+	sstorestage "gompi/components/sstore/stage"
 	"gompi/frameworks"
 )
 
