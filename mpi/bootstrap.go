@@ -30,7 +30,9 @@ type Bootstrap interface {
 	Values() *mca.Values
 	// Modex publishes this rank's key/value pairs and returns every
 	// rank's, indexed by rank, once all ranks published. It is
-	// collective over the job: every rank calls it exactly once.
+	// collective over the job: every rank calls it exactly once. A rank
+	// the runtime declared failed before it published has a nil map (the
+	// job runs on without it).
 	Modex(ctx context.Context, mine map[string]string) ([]map[string]string, error)
 	// Abort ends the whole job with code, reporting msg.
 	Abort(code int, msg string)

@@ -318,6 +318,12 @@ func (p *Proc) openTransports(ctx context.Context) error {
 		if r == p.rank {
 			continue
 		}
+		if info == nil {
+			// The runtime declared it failed before it published (the job
+			// runs on without it, errmgr sustain).
+			p.failPeer(r, errors.New("it failed before the job started"))
+			continue
+		}
 		pe := p.peers[r]
 		for i, m := range p.mods {
 			ep := btl.Endpoint{Job: p.job, Rank: r, Node: info["node"], Addr: info["btl_"+p.modName[i]]}

@@ -304,3 +304,57 @@ func members(c *mpi.Comm) []int {
 	}
 	return out
 }
+
+// deadAtStart is the bootstrap of a runtime that declared rank dead
+// failed before it published its addresses.
+type deadAtStart struct {
+	mpi.Bootstrap
+	dead int
+}
+
+func (b deadAtStart) Modex(ctx context.Context, mine map[string]string) ([]map[string]string, error) {
+	all, err := b.Bootstrap.Modex(ctx, mine)
+	if err == nil {
+		all[b.dead] = nil
+	}
+	return all, err
+}
+
+// A rank that fails before the job starts is failed from the start in
+// the others, which shrink without it.
+func TestFailedBeforeStart(t *testing.T) {
+	const n, dead = 4, 1
+	var res results
+	cfg := mpitest.Config{N: n, BTL: "uds", AllowFailures: true,
+		Wrap: func(rank int, b mpi.Bootstrap) mpi.Bootstrap {
+			if rank == dead {
+				return b
+			}
+			return deadAtStart{b, dead}
+		}}
+	errs := mpitest.Start(cfg, func(p *mpi.Proc) error {
+		w := p.World()
+		if w.Rank() == dead {
+			mpi.Kill(p)
+			return nil
+		}
+		if err := w.Send(nil, dead, 0); !errors.Is(err, mpi.ErrProcFailed) {
+			return fmt.Errorf("send to the rank dead at start: %v, want ErrProcFailed", err)
+		}
+		nc, err := w.Shrink()
+		if err != nil {
+			return err
+		}
+		res.put(w.Rank(), nc)
+		return nc.Barrier()
+	})
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	if got := res.agreed(t, []int{0, 2, 3}); !slices.Equal(got.members, []int{0, 2, 3}) {
+		t.Errorf("members %v, want 0 2 3", got.members)
+	}
+}
