@@ -2,12 +2,15 @@
 // to gompirun (the HNP), receives the job, starts the node's ranks (each
 // in its own process group, with a parent-death signal), reaps them with
 // wait, forwards their output and exit statuses, serves the ranks' control
-// calls (hello, fence, finalize, abort, and the checkpoint calls of their
-// application coordinators) on a node-local Unix socket, runs the node's
-// local snapshot coordinator, and sends heartbeats. When the HNP goes away — its stream breaks, its
-// heartbeats stop, or the daemon's standard input (held open by the
-// launcher) reaches end of file — the daemon kills its ranks, removes its
-// node directory and exits, so a lost gompirun leaves nothing behind.
+// calls (hello, fence, finalize, abort, the checkpoint calls of their
+// application coordinators, and a stream of failure notices: ranks
+// gompirun declared failed while the job runs on, which fences then no
+// longer wait for) on a node-local Unix socket, runs the node's local
+// snapshot coordinator, and sends heartbeats. When the HNP goes away — its
+// stream breaks, its heartbeats stop, or the daemon's standard input (held
+// open by the launcher) reaches end of file — the daemon kills its ranks,
+// removes its node directory and exits, so a lost gompirun leaves nothing
+// behind.
 package daemon
 
 import (
