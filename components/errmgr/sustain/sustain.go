@@ -99,11 +99,13 @@ type Module struct {
 // must give it its job before it handles a fault.
 func NewModule(limit int) *Module { return &Module{limit: limit} }
 
-// Bind implements errmgr.Binder.
+// Bind implements errmgr.Binder. Binding to a new run of the job (after
+// a recovery restarted every rank) forgets the ranks lost before: they
+// run again. The bound on lost ranks counts per run.
 func (m *Module) Bind(rt errmgr.Runtime) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.rt = rt
+	m.rt, m.failed = rt, nil
 }
 
 // Failed returns the ranks declared failed so far, ascending.

@@ -150,6 +150,24 @@ func TestHandle(t *testing.T) {
 	}
 }
 
+// A new run of the job (a recovery restarted every rank) starts with no
+// rank lost.
+func TestRebind(t *testing.T) {
+	m := NewModule(1)
+	m.Bind(newJob())
+	var st errmgr.Status
+	if d, err := m.Handle(context.Background(), killed2, &st); d != errmgr.Recovered || err != nil {
+		t.Fatalf("first run: %v, %v", d, err)
+	}
+	m.Bind(newJob())
+	if f := m.Failed(); len(f) != 0 {
+		t.Fatalf("failed ranks %v carried into a new run", f)
+	}
+	if d, err := m.Handle(context.Background(), exited3, &st); d != errmgr.Recovered || err != nil {
+		t.Errorf("second run, first failure: %v, %v; want Recovered within the bound", d, err)
+	}
+}
+
 func TestUnbound(t *testing.T) {
 	var st errmgr.Status
 	d, err := NewModule(0).Handle(context.Background(), killed2, &st)
