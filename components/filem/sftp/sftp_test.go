@@ -2,6 +2,7 @@ package sftp
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -465,19 +466,33 @@ func xfer(b *testing.B, n int64, do func() error) {
 func TestNodeHangs(t *testing.T) {
 	s := filemtest.StartSSHD(t)
 	m := newModule(t, to(s, mca.Setting{Name: ParamKeepalive, Value: "300ms"})...)
-	local, remote := t.TempDir(), t.TempDir()
+	local := t.TempDir()
 	src := filepath.Join(local, "big")
 	bigFile(t, src, 256<<20)
-	stopped := make(chan int, 1)
-	go func() {
-		if _, err := filemtest.WaitWrite(t.Context(), remote, fscopy.TempMarker, 1<<20); err != nil {
-			t.Error(err)
+	// The sessions are stopped once the temporary file has 1 MiB. On a
+	// busy machine the whole transfer can end before the watcher looks:
+	// then it is tried again into a fresh folder.
+	var err error
+	var remote string
+	for attempt := 1; ; attempt++ {
+		remote = t.TempDir()
+		ctx, cancel := context.WithCancel(t.Context())
+		stopped := make(chan int, 1)
+		go func() {
+			n := 0
+			if _, werr := filemtest.WaitWrite(ctx, remote, fscopy.TempMarker, 1<<20); werr == nil {
+				n = s.SignalSessions(syscall.SIGSTOP)
+			}
+			stopped <- n
+		}()
+		err = m.Put(t.Context(), []filem.Transfer{{Local: src, Remote: filem.Remote{Host: s.Host(), Path: filepath.Join(remote, "big")}}})
+		cancel()
+		if n := <-stopped; n > 0 {
+			break
 		}
-		stopped <- s.SignalSessions(syscall.SIGSTOP)
-	}()
-	err := m.Put(t.Context(), []filem.Transfer{{Local: src, Remote: filem.Remote{Host: s.Host(), Path: filepath.Join(remote, "big")}}})
-	if n := <-stopped; n == 0 {
-		t.Fatal("no session was stopped")
+		if attempt == 5 {
+			t.Fatalf("the transfer finished %d times before a session could be stopped (last: %v)", attempt, err)
+		}
 	}
 	if !errors.Is(err, filem.ErrUnreachable) || !strings.Contains(err.Error(), "lost during the transfer") {
 		t.Fatalf("put to a node that stopped answering: %v, want ErrUnreachable", err)
