@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,16 +17,13 @@ import (
 // fails; examples/mgrwork, a manager/worker program, finishes its work
 // with the survivors and prints the checksum of a failure-free run.
 
-// sustainBin holds gompirun, gompid and mgrwork built with the sustain
-// component in the built-in list: through a build overlay until
-// components/builtin registers it.
+// sustainBin holds mgrwork, built on first use (the harness builds the
+// runtime's binaries; sustain is in the built-in list).
 var (
 	sustainOnce sync.Once
 	sustainBin  string
 	sustainErr  error
 )
-
-const sustainPath = "gompi/components/errmgr/sustain"
 
 func buildSustain(t *testing.T) {
 	t.Helper()
@@ -46,15 +42,7 @@ func buildSustain(t *testing.T) {
 		if raceBuild {
 			args = append(args, "-race")
 		}
-		overlay, err := sustainOverlay(modRoot, sustainBin)
-		if err != nil {
-			sustainErr = err
-			return
-		}
-		if overlay != "" {
-			args = append(args, "-overlay", overlay)
-		}
-		args = append(args, "./cmd/gompirun", "./cmd/gompid", "./examples/mgrwork")
+		args = append(args, "./examples/mgrwork")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = modRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -62,49 +50,15 @@ func buildSustain(t *testing.T) {
 		}
 	})
 	if sustainErr != nil {
-		t.Fatalf("build the sustain binaries: %v", sustainErr)
+		t.Fatalf("build examples/mgrwork: %v", sustainErr)
 	}
 }
 
-// sustainOverlay returns a go build -overlay file adding errmgr/sustain
-// to components/builtin, or "" when builtin.go registers it already.
-func sustainOverlay(modRoot, dir string) (string, error) {
-	path := filepath.Join(modRoot, "components", "builtin", "builtin.go")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	src := string(b)
-	if strings.Contains(src, `"`+sustainPath+`"`) {
-		return "", nil
-	}
-	const imp, fn = "import (\n", "func Register(set *frameworks.Set) {\n"
-	if !strings.Contains(src, imp) || !strings.Contains(src, fn) {
-		return "", fmt.Errorf("%s changed shape (no %q or %q): register %s there, or adapt sustainOverlay", path, imp, fn, sustainPath)
-	}
-	src = strings.Replace(src, imp, imp+"\terrmgrsustain \""+sustainPath+"\"\n", 1)
-	src = strings.Replace(src, fn, fn+"\tset.ErrMgr.Register(errmgrsustain.New())\n", 1)
-	repl := filepath.Join(dir, "builtin.go")
-	if err := os.WriteFile(repl, []byte(src), 0o600); err != nil {
-		return "", err
-	}
-	j, err := json.Marshal(map[string]map[string]string{"Replace": {path: repl}})
-	if err != nil {
-		return "", err
-	}
-	overlay := filepath.Join(dir, "overlay.json")
-	return overlay, os.WriteFile(overlay, j, 0o600)
-}
-
-// startSustain runs the sustain build's gompirun.
+// startSustain runs gompirun with mgrwork built.
 func startSustain(t *testing.T, args ...string) *job {
 	t.Helper()
 	buildSustain(t)
-	rel, err := filepath.Rel(bin, filepath.Join(sustainBin, "gompirun"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startProg(t, rel, args...)
+	return start(t, args...)
 }
 
 // mgrwork is the example's path; buildSustain must have run.
