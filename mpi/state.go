@@ -286,7 +286,7 @@ func decodeState(b []byte) (*savedState, error) {
 	n := d.count("creation log")
 	for i := 0; i < n && d.err == nil; i++ {
 		e := LogEntry{Op: LogOp(d.u()), Parent: d.u(), Color: d.int("color"), Key: d.int("key"), Handle: d.u(), NextCtx: d.u()}
-		if e.Op < OpDup || e.Op > OpFree {
+		if e.Op < OpDup || e.Op > OpShrink {
 			d.fail("creation log entry %d: unknown operation %d", i, e.Op)
 		}
 		m := d.count("members")
@@ -370,7 +370,7 @@ func (p *Proc) restoreState(b []byte, replay bool) error {
 	live := map[uint64]*Comm{}
 	for i, e := range st.log {
 		switch e.Op {
-		case OpDup, OpSplit:
+		case OpDup, OpSplit, OpShrink:
 			if e.Handle == 0 {
 				p.applyCreate(e)
 				continue

@@ -5,7 +5,7 @@
 // one (restart from the last checkpoint) only if needed. default, which
 // aborts the job with a report naming rank, node and cause, is always last.
 //
-// Components: default, later sustain, autor and crmig.
+// Components: default, sustain and autor; crmig is not built yet.
 package errmgr
 
 import (
