@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -285,6 +286,15 @@ func ParseSelector(v string) (Selector, error) {
 		s.Names = append(s.Names, n)
 	}
 	return s, nil
+}
+
+// Names reports whether the framework's selection value in vals names comp
+// in an include list ("a,b"): what a component that applies only when
+// asked for checks in its Query. An exclusion, an empty or a malformed
+// value names nothing.
+func Names(vals *Values, framework, comp string) bool {
+	sel, err := ParseSelector(vals.String(framework))
+	return err == nil && !sel.Exclude && slices.Contains(sel.Names, comp)
 }
 
 // selector reads and checks the framework's selection value; include lists

@@ -207,3 +207,22 @@ func FuzzParseSelector(f *testing.F) {
 		}
 	})
 }
+
+func TestNames(t *testing.T) {
+	_, p := fakeFramework(t, false, fakeComp{name: "a"}, fakeComp{name: "b"})
+	tests := []struct {
+		sel  string
+		want bool
+	}{
+		{"", false}, {"b", false}, {"a", true}, {"b,a", true}, {"^a", false}, {"^b", false},
+	}
+	for _, tt := range tests {
+		vals, err := p.ResolveSettings(settings("fake", tt.sel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Names(vals, "fake", "a"); got != tt.want {
+			t.Errorf("fake = %q: Names(a) = %v, want %v", tt.sel, got, tt.want)
+		}
+	}
+}

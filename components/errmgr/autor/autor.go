@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -67,7 +66,7 @@ func (component) Info() mca.ComponentInfo {
 
 // Query answers when autor was asked for and C/R is on.
 func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
-	if !q.Values.Bool(ParamEnable) && !named(q.Values.String(errmgr.Name)) {
+	if !q.Values.Bool(ParamEnable) && !mca.Names(q.Values, errmgr.Name, Name) {
 		return nil, 0, fmt.Errorf("errmgr/autor: not asked for (name it, --mca %s %s,%s, or set %s=1): %w",
 			errmgr.Name, Name, errmgr.DefaultName, ParamEnable, mca.ErrSkip)
 	}
@@ -79,11 +78,6 @@ func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, erro
 		return nil, 0, fmt.Errorf("errmgr/autor: %s = %d: want 0 or more", ParamMaxRecoveries, limit)
 	}
 	return NewModule(limit, q.Values.Bool(ParamSameNode)), q.Priority, nil
-}
-
-func named(sel string) bool {
-	s, err := mca.ParseSelector(sel)
-	return err == nil && !s.Exclude && slices.Contains(s.Names, Name)
 }
 
 // Module is the policy of one job.

@@ -69,7 +69,7 @@ func (component) Info() mca.ComponentInfo {
 // selection, or with errmgr_sustain_enable. Otherwise it skips, so an
 // application not written for failures is aborted as before.
 func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
-	if !q.Values.Bool(ParamEnable) && !named(q.Values.String(errmgr.Name)) {
+	if !q.Values.Bool(ParamEnable) && !mca.Names(q.Values, errmgr.Name, Name) {
 		return nil, 0, fmt.Errorf("errmgr/sustain: not asked for (name it, --mca %s %s,%s, or set %s=1): %w",
 			errmgr.Name, Name, errmgr.DefaultName, ParamEnable, mca.ErrSkip)
 	}
@@ -78,12 +78,6 @@ func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, erro
 		return nil, 0, fmt.Errorf("errmgr/sustain: %s = %d: want 0 (no bound) or a positive count", ParamMaxFailures, limit)
 	}
 	return NewModule(limit), q.Priority, nil
-}
-
-// named reports whether a selection value includes sustain by name.
-func named(sel string) bool {
-	s, err := mca.ParseSelector(sel)
-	return err == nil && !s.Exclude && slices.Contains(s.Names, Name)
 }
 
 // Module is the policy of one job.

@@ -52,28 +52,13 @@ func (component) Info() mca.ComponentInfo {
 
 // Query answers when checkpoint/restart is on or snapc names full.
 func (component) Query(_ context.Context, q mca.Query) (snapc.Module, int, error) {
-	if !q.Values.Bool("ft_cr_enabled") && !named(q.Values, snapc.Name, Name) {
+	if !q.Values.Bool("ft_cr_enabled") && !mca.Names(q.Values, snapc.Name, Name) {
 		return nil, 0, fmt.Errorf("snapc/full: checkpoint/restart is off (ft_cr_enabled=0): %w", mca.ErrSkip)
 	}
 	if _, err := ParsePausePoint(q.Values.String(ParamPauseAt)); err != nil {
 		return nil, 0, err
 	}
 	return module{}, q.Priority, nil
-}
-
-// named reports whether the selection parameter of framework includes
-// comp by name.
-func named(vals *mca.Values, framework, comp string) bool {
-	sel, err := mca.ParseSelector(vals.String(framework))
-	if err != nil || sel.Exclude {
-		return false
-	}
-	for _, n := range sel.Names {
-		if n == comp {
-			return true
-		}
-	}
-	return false
 }
 
 // module is the selected component before it is bound to a job: gompirun

@@ -48,25 +48,10 @@ func (component) Info() mca.ComponentInfo {
 // Query answers when checkpoint/restart is on (ft_cr_enabled) or when
 // sstore names central explicitly; with C/R off, none is left to refuse.
 func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
-	if !q.Values.Bool("ft_cr_enabled") && !named(q.Values, sstore.Name, Name) {
+	if !q.Values.Bool("ft_cr_enabled") && !mca.Names(q.Values, sstore.Name, Name) {
 		return nil, 0, fmt.Errorf("sstore/central: checkpoint/restart is off (ft_cr_enabled=0): %w", mca.ErrSkip)
 	}
 	return module{}, q.Priority, nil
-}
-
-// named reports whether the selection parameter of framework includes comp
-// by name (an include list, not an exclusion).
-func named(vals *mca.Values, framework, comp string) bool {
-	sel, err := mca.ParseSelector(vals.String(framework))
-	if err != nil || sel.Exclude {
-		return false
-	}
-	for _, n := range sel.Names {
-		if n == comp {
-			return true
-		}
-	}
-	return false
 }
 
 type module struct{}

@@ -97,7 +97,7 @@ type config struct {
 // Query answers when checkpoint/restart is on (ft_cr_enabled) or when
 // sstore names stage explicitly; bad parameter values fail it.
 func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
-	if !q.Values.Bool("ft_cr_enabled") && !named(q.Values, sstore.Name, Name) {
+	if !q.Values.Bool("ft_cr_enabled") && !mca.Names(q.Values, sstore.Name, Name) {
 		return nil, 0, fmt.Errorf("sstore/stage: checkpoint/restart is off (ft_cr_enabled=0): %w", mca.ErrSkip)
 	}
 	v := q.Values
@@ -127,21 +127,6 @@ func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, erro
 		return nil, 0, err
 	}
 	return newModule(c), q.Priority, nil
-}
-
-// named reports whether the selection parameter of framework includes comp
-// by name (an include list, not an exclusion).
-func named(vals *mca.Values, framework, comp string) bool {
-	sel, err := mca.ParseSelector(vals.String(framework))
-	if err != nil || sel.Exclude {
-		return false
-	}
-	for _, n := range sel.Names {
-		if n == comp {
-			return true
-		}
-	}
-	return false
 }
 
 // DefaultRoot is the node-local root used when sstore_stage_local_snapshot_dir
