@@ -260,6 +260,11 @@ func (m *module) on(ctx context.Context, host string, fn func(fscopy.FS) error) 
 	rfs := &remoteFS{s: s}
 	err = fn(rfs)
 	lost := err != nil && s.conn.lost(err)
+	if lost {
+		// The error can tell before the connection's watcher does: drop
+		// it now, or the cleanup below and the next call get it again.
+		m.pool.drop(s.conn)
+	}
 	m.pool.release(s)
 	if err == nil {
 		return nil
