@@ -13,6 +13,7 @@ import (
 	"gompi/components/filem/sftp"
 	"gompi/frameworks/filem/filemtest"
 	"gompi/frameworks/sstore"
+	"gompi/rte/jobs"
 )
 
 // stageRun checkpoints a 4-rank 2-node job twice with sstore stage (global
@@ -94,7 +95,11 @@ func stageRun(t *testing.T, globalDir string, ref func(job string) sstore.Ref, e
 // jobOf is the job id of a running gompirun.
 func jobOf(t *testing.T, j *job) string {
 	t.Helper()
-	return strings.TrimSuffix(strings.TrimPrefix(refOf(t, j, "").Name, "gompi_global_snapshot_"), ".ckpt")
+	r, err := jobs.Read(j.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Job
 }
 
 // TestStage: sstore stage with zstd to a global folder on this node.

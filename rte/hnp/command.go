@@ -159,23 +159,22 @@ func (o *runOptions) run(c *cobra.Command, args []string) error {
 		return err
 	}
 	defer p.Close()
-	if o.restart != nil || isRemoteDir(p.Values) {
-		ref := sstore.Ref{}
-		if o.restart != nil {
-			ref = o.restart.Ref
-		} else {
-			dir, _ := snapc.GlobalDir(p.Values)
-			ref = sstore.Ref{Dir: dir, Name: "x"}
-		}
-		ms, closeMeta, err := p.MetaStore(ctx, ref)
-		if err != nil {
-			return err
-		}
-		defer closeMeta()
-		o.meta = ms
-		if o.restart != nil {
-			o.restart.Meta = ms
-		}
+	// Where the job's snapshot metadata lives: the reference it restarts
+	// from, or the global snapshot folder (remote ones need FileM).
+	var ref sstore.Ref
+	if o.restart != nil {
+		ref = o.restart.Ref
+	} else if dir, err := snapc.GlobalDir(p.Values); err == nil {
+		ref.Dir = dir
+	}
+	ms, closeMeta, err := p.MetaStore(ctx, ref)
+	if err != nil {
+		return err
+	}
+	defer closeMeta()
+	o.meta = ms
+	if o.restart != nil {
+		o.restart.Meta = ms
 	}
 	code, err := Run(ctx, Options{
 		NP: o.np, Nodes: o.nodes, MapBy: o.policy, Oversubscribe: o.oversubscribe,
@@ -235,11 +234,4 @@ func NormalizeArgs(args []string) []string {
 // Main runs gompirun with the process's arguments and returns its exit status.
 func Main() int {
 	return cli.Execute(context.Background(), NewCommand(), NormalizeArgs(os.Args[1:]), true)
-}
-
-// isRemoteDir reports whether the global snapshot folder is on another
-// host (snapc_base_global_snapshot_dir = sftp://... or host:/dir).
-func isRemoteDir(vals *mca.Values) bool {
-	dir, err := snapc.GlobalDir(vals)
-	return err == nil && dir != "" && (sstore.Ref{Dir: dir, Name: "x"}).IsRemote()
 }

@@ -1,6 +1,7 @@
 package hnp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -76,7 +77,7 @@ func (rt jobRuntime) Recover(ctx context.Context, r errmgr.Recovery) (int, error
 func (j *job) startRecovery(e evRecover) error {
 	if j.recovery != nil {
 		j.recovery.plan.Lost = union(j.recovery.plan.Lost, e.plan.Lost)
-		j.recovery.plan.LostNodes = unionStrings(j.recovery.plan.LostNodes, e.plan.LostNodes)
+		j.recovery.plan.LostNodes = union(j.recovery.plan.LostNodes, e.plan.LostNodes)
 		return nil
 	}
 	if j.state != stateRunning {
@@ -151,25 +152,11 @@ func moves(before, after mapping.Map) []string {
 	return out
 }
 
-func union(a, b []int) []int {
-	out := slices.Clone(a)
-	for _, x := range b {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
+// union is the sorted set of the elements of a and b.
+func union[T cmp.Ordered](a, b []T) []T {
+	out := slices.Concat(a, b)
 	slices.Sort(out)
-	return out
-}
-
-func unionStrings(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, x := range b {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	return out
+	return slices.Compact(out)
 }
 
 var _ errmgr.Recoverer = jobRuntime{}

@@ -36,7 +36,7 @@ func suggestInterval(vals *mca.Values) *Interval {
 		iv.Note = err.Error()
 		return iv
 	}
-	if (sstore.Ref{Dir: dir, Name: "x"}).IsRemote() {
+	if (sstore.Ref{Dir: dir}).IsRemote() {
 		iv.Note = fmt.Sprintf("the global snapshot folder %s is remote; gompi-info times checkpoints from a local one only", dir)
 		return iv
 	}
