@@ -273,6 +273,8 @@ type DaemonMessage struct {
 	//	*DaemonMessage_Phase
 	//	*DaemonMessage_SnapcReply
 	//	*DaemonMessage_RankCheckpoint
+	//	*DaemonMessage_RankMigrate
+	//	*DaemonMessage_Rejoin
 	Body          isDaemonMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -405,6 +407,24 @@ func (x *DaemonMessage) GetRankCheckpoint() *RankCheckpoint {
 	return nil
 }
 
+func (x *DaemonMessage) GetRankMigrate() *RankMigrate {
+	if x != nil {
+		if x, ok := x.Body.(*DaemonMessage_RankMigrate); ok {
+			return x.RankMigrate
+		}
+	}
+	return nil
+}
+
+func (x *DaemonMessage) GetRejoin() *RankData {
+	if x != nil {
+		if x, ok := x.Body.(*DaemonMessage_Rejoin); ok {
+			return x.Rejoin
+		}
+	}
+	return nil
+}
+
 type isDaemonMessage_Body interface {
 	isDaemonMessage_Body()
 }
@@ -449,6 +469,14 @@ type DaemonMessage_RankCheckpoint struct {
 	RankCheckpoint *RankCheckpoint `protobuf:"bytes,10,opt,name=rank_checkpoint,json=rankCheckpoint,proto3,oneof"`
 }
 
+type DaemonMessage_RankMigrate struct {
+	RankMigrate *RankMigrate `protobuf:"bytes,11,opt,name=rank_migrate,json=rankMigrate,proto3,oneof"`
+}
+
+type DaemonMessage_Rejoin struct {
+	Rejoin *RankData `protobuf:"bytes,12,opt,name=rejoin,proto3,oneof"` // a migrated rank's new endpoints (Daemon.Rejoin)
+}
+
 func (*DaemonMessage_Hello) isDaemonMessage_Body() {}
 
 func (*DaemonMessage_Heartbeat) isDaemonMessage_Body() {}
@@ -468,6 +496,10 @@ func (*DaemonMessage_Phase) isDaemonMessage_Body() {}
 func (*DaemonMessage_SnapcReply) isDaemonMessage_Body() {}
 
 func (*DaemonMessage_RankCheckpoint) isDaemonMessage_Body() {}
+
+func (*DaemonMessage_RankMigrate) isDaemonMessage_Body() {}
+
+func (*DaemonMessage_Rejoin) isDaemonMessage_Body() {}
 
 type DaemonHello struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -959,6 +991,9 @@ type HNPMessage struct {
 	//	*HNPMessage_SnapcRequest
 	//	*HNPMessage_RankCheckpointDone
 	//	*HNPMessage_ProcFailed
+	//	*HNPMessage_RankMigrateDone
+	//	*HNPMessage_Rejoined
+	//	*HNPMessage_MoveRanks
 	Body          isHNPMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1082,6 +1117,33 @@ func (x *HNPMessage) GetProcFailed() *ProcFailed {
 	return nil
 }
 
+func (x *HNPMessage) GetRankMigrateDone() *RankMigrateDone {
+	if x != nil {
+		if x, ok := x.Body.(*HNPMessage_RankMigrateDone); ok {
+			return x.RankMigrateDone
+		}
+	}
+	return nil
+}
+
+func (x *HNPMessage) GetRejoined() *Rejoined {
+	if x != nil {
+		if x, ok := x.Body.(*HNPMessage_Rejoined); ok {
+			return x.Rejoined
+		}
+	}
+	return nil
+}
+
+func (x *HNPMessage) GetMoveRanks() *MoveRanks {
+	if x != nil {
+		if x, ok := x.Body.(*HNPMessage_MoveRanks); ok {
+			return x.MoveRanks
+		}
+	}
+	return nil
+}
+
 type isHNPMessage_Body interface {
 	isHNPMessage_Body()
 }
@@ -1122,6 +1184,18 @@ type HNPMessage_ProcFailed struct {
 	ProcFailed *ProcFailed `protobuf:"bytes,9,opt,name=proc_failed,json=procFailed,proto3,oneof"`
 }
 
+type HNPMessage_RankMigrateDone struct {
+	RankMigrateDone *RankMigrateDone `protobuf:"bytes,10,opt,name=rank_migrate_done,json=rankMigrateDone,proto3,oneof"`
+}
+
+type HNPMessage_Rejoined struct {
+	Rejoined *Rejoined `protobuf:"bytes,11,opt,name=rejoined,proto3,oneof"`
+}
+
+type HNPMessage_MoveRanks struct {
+	MoveRanks *MoveRanks `protobuf:"bytes,12,opt,name=move_ranks,json=moveRanks,proto3,oneof"`
+}
+
 func (*HNPMessage_Welcome) isHNPMessage_Body() {}
 
 func (*HNPMessage_Launch) isHNPMessage_Body() {}
@@ -1140,6 +1214,129 @@ func (*HNPMessage_RankCheckpointDone) isHNPMessage_Body() {}
 
 func (*HNPMessage_ProcFailed) isHNPMessage_Body() {}
 
+func (*HNPMessage_RankMigrateDone) isHNPMessage_Body() {}
+
+func (*HNPMessage_Rejoined) isHNPMessage_Body() {}
+
+func (*HNPMessage_MoveRanks) isHNPMessage_Body() {}
+
+// MoveRanks says ranks moved to other nodes (a migration): a daemon stops
+// counting those of out it ran (they ended after saving themselves), and
+// every daemon learns the new node of every rank.
+type MoveRanks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Out           []int32                `protobuf:"varint,1,rep,packed,name=out,proto3" json:"out,omitempty"`
+	RankNodes     []string               `protobuf:"bytes,2,rep,name=rank_nodes,json=rankNodes,proto3" json:"rank_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveRanks) Reset() {
+	*x = MoveRanks{}
+	mi := &file_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveRanks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveRanks) ProtoMessage() {}
+
+func (x *MoveRanks) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveRanks.ProtoReflect.Descriptor instead.
+func (*MoveRanks) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MoveRanks) GetOut() []int32 {
+	if x != nil {
+		return x.Out
+	}
+	return nil
+}
+
+func (x *MoveRanks) GetRankNodes() []string {
+	if x != nil {
+		return x.RankNodes
+	}
+	return nil
+}
+
+// Rejoined completes the rejoin of migrated ranks: the job's table, and the
+// last fence the job completed (the ranks' fence count continues from it).
+type Rejoined struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*RankData            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	Failed        []int32                `protobuf:"varint,2,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	FenceSeq      uint64                 `protobuf:"varint,3,opt,name=fence_seq,json=fenceSeq,proto3" json:"fence_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rejoined) Reset() {
+	*x = Rejoined{}
+	mi := &file_control_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rejoined) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rejoined) ProtoMessage() {}
+
+func (x *Rejoined) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rejoined.ProtoReflect.Descriptor instead.
+func (*Rejoined) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Rejoined) GetEntries() []*RankData {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *Rejoined) GetFailed() []int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+func (x *Rejoined) GetFenceSeq() uint64 {
+	if x != nil {
+		return x.FenceSeq
+	}
+	return 0
+}
+
 // ProcFailed declares ranks of the job failed for good while the job runs
 // on (errmgr sustain): daemons tell their ranks (Daemon.Events) and no
 // longer wait for them in fences.
@@ -1153,7 +1350,7 @@ type ProcFailed struct {
 
 func (x *ProcFailed) Reset() {
 	*x = ProcFailed{}
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1165,7 +1362,7 @@ func (x *ProcFailed) String() string {
 func (*ProcFailed) ProtoMessage() {}
 
 func (x *ProcFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1178,7 +1375,7 @@ func (x *ProcFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcFailed.ProtoReflect.Descriptor instead.
 func (*ProcFailed) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProcFailed) GetRanks() []int32 {
@@ -1206,7 +1403,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1415,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1428,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Welcome) GetJob() string {
@@ -1250,22 +1447,25 @@ func (x *Welcome) GetSettings() []*Setting {
 
 // Launch starts the daemon's ranks.
 type Launch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Program       string                 `protobuf:"bytes,1,opt,name=program,proto3" json:"program,omitempty"`
-	Args          []string               `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
-	Env           []string               `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty"` // KEY=VALUE added to each rank's environment
-	Cwd           string                 `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
-	Size          int32                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
-	Ranks         []int32                `protobuf:"varint,6,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`                  // this node's ranks
-	RankNodes     []string               `protobuf:"bytes,7,rep,name=rank_nodes,json=rankNodes,proto3" json:"rank_nodes,omitempty"` // node of every rank of the job
-	Restart       *RestartSpec           `protobuf:"bytes,8,opt,name=restart,proto3" json:"restart,omitempty"`                      // set when the job restarts from a snapshot
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Program   string                 `protobuf:"bytes,1,opt,name=program,proto3" json:"program,omitempty"`
+	Args      []string               `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
+	Env       []string               `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty"` // KEY=VALUE added to each rank's environment
+	Cwd       string                 `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Size      int32                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	Ranks     []int32                `protobuf:"varint,6,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`                  // this node's ranks
+	RankNodes []string               `protobuf:"bytes,7,rep,name=rank_nodes,json=rankNodes,proto3" json:"rank_nodes,omitempty"` // node of every rank of the job
+	Restart   *RestartSpec           `protobuf:"bytes,8,opt,name=restart,proto3" json:"restart,omitempty"`                      // set when the job restarts from a snapshot
+	// migrate: these ranks join a running job (a migration moved them here);
+	// the daemon adds them to the ranks it runs. restart names their snapshot.
+	Migrate       bool `protobuf:"varint,9,opt,name=migrate,proto3" json:"migrate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Launch) Reset() {
 	*x = Launch{}
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1477,7 @@ func (x *Launch) String() string {
 func (*Launch) ProtoMessage() {}
 
 func (x *Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1490,7 @@ func (x *Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Launch.ProtoReflect.Descriptor instead.
 func (*Launch) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Launch) GetProgram() string {
@@ -1349,6 +1549,13 @@ func (x *Launch) GetRestart() *RestartSpec {
 	return nil
 }
 
+func (x *Launch) GetMigrate() bool {
+	if x != nil {
+		return x.Migrate
+	}
+	return false
+}
+
 // RestartSpec names the snapshot a restarted job starts from; each daemon
 // fetches its ranks' local snapshots through SStore.
 type RestartSpec struct {
@@ -1362,7 +1569,7 @@ type RestartSpec struct {
 
 func (x *RestartSpec) Reset() {
 	*x = RestartSpec{}
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1581,7 @@ func (x *RestartSpec) String() string {
 func (*RestartSpec) ProtoMessage() {}
 
 func (x *RestartSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1594,7 @@ func (x *RestartSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSpec.ProtoReflect.Descriptor instead.
 func (*RestartSpec) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{15}
+	return file_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestartSpec) GetRefDir() string {
@@ -1422,7 +1629,7 @@ type FenceComplete struct {
 
 func (x *FenceComplete) Reset() {
 	*x = FenceComplete{}
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1641,7 @@ func (x *FenceComplete) String() string {
 func (*FenceComplete) ProtoMessage() {}
 
 func (x *FenceComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1654,7 @@ func (x *FenceComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceComplete.ProtoReflect.Descriptor instead.
 func (*FenceComplete) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{16}
+	return file_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FenceComplete) GetSeq() uint64 {
@@ -1482,7 +1689,7 @@ type SignalRanks struct {
 
 func (x *SignalRanks) Reset() {
 	*x = SignalRanks{}
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1701,7 @@ func (x *SignalRanks) String() string {
 func (*SignalRanks) ProtoMessage() {}
 
 func (x *SignalRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1714,7 @@ func (x *SignalRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRanks.ProtoReflect.Descriptor instead.
 func (*SignalRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{17}
+	return file_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SignalRanks) GetSignal() int32 {
@@ -1530,7 +1737,7 @@ type KillRanks struct {
 
 func (x *KillRanks) Reset() {
 	*x = KillRanks{}
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1749,7 @@ func (x *KillRanks) String() string {
 func (*KillRanks) ProtoMessage() {}
 
 func (x *KillRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1762,7 @@ func (x *KillRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRanks.ProtoReflect.Descriptor instead.
 func (*KillRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{18}
+	return file_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KillRanks) GetNow() bool {
@@ -1575,7 +1782,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1794,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1807,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{19}
+	return file_control_proto_rawDescGZIP(), []int{21}
 }
 
 type HelloRequest struct {
@@ -1613,7 +1820,7 @@ type HelloRequest struct {
 
 func (x *HelloRequest) Reset() {
 	*x = HelloRequest{}
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1832,7 @@ func (x *HelloRequest) String() string {
 func (*HelloRequest) ProtoMessage() {}
 
 func (x *HelloRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1845,7 @@ func (x *HelloRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloRequest.ProtoReflect.Descriptor instead.
 func (*HelloRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{20}
+	return file_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HelloRequest) GetRank() int32 {
@@ -1670,7 +1877,7 @@ type HelloResponse struct {
 
 func (x *HelloResponse) Reset() {
 	*x = HelloResponse{}
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1889,7 @@ func (x *HelloResponse) String() string {
 func (*HelloResponse) ProtoMessage() {}
 
 func (x *HelloResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1902,7 @@ func (x *HelloResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloResponse.ProtoReflect.Descriptor instead.
 func (*HelloResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{21}
+	return file_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HelloResponse) GetJob() string {
@@ -1758,7 +1965,7 @@ type FenceRequest struct {
 
 func (x *FenceRequest) Reset() {
 	*x = FenceRequest{}
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1977,7 @@ func (x *FenceRequest) String() string {
 func (*FenceRequest) ProtoMessage() {}
 
 func (x *FenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1990,7 @@ func (x *FenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceRequest.ProtoReflect.Descriptor instead.
 func (*FenceRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{22}
+	return file_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FenceRequest) GetRank() int32 {
@@ -1812,14 +2019,16 @@ type FenceResponse struct {
 	Entries []*RankData            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
 	// failed lists ranks declared failed that have no entry: the fence
 	// completed without them.
-	Failed        []int32 `protobuf:"varint,2,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	Failed []int32 `protobuf:"varint,2,rep,packed,name=failed,proto3" json:"failed,omitempty"`
+	// seq: for Rejoin, the last fence the job completed.
+	Seq           uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FenceResponse) Reset() {
 	*x = FenceResponse{}
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1831,7 +2040,7 @@ func (x *FenceResponse) String() string {
 func (*FenceResponse) ProtoMessage() {}
 
 func (x *FenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1844,7 +2053,7 @@ func (x *FenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceResponse.ProtoReflect.Descriptor instead.
 func (*FenceResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{23}
+	return file_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FenceResponse) GetEntries() []*RankData {
@@ -1861,6 +2070,13 @@ func (x *FenceResponse) GetFailed() []int32 {
 	return nil
 }
 
+func (x *FenceResponse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type FinalizeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rank          int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
@@ -1870,7 +2086,7 @@ type FinalizeRequest struct {
 
 func (x *FinalizeRequest) Reset() {
 	*x = FinalizeRequest{}
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2098,7 @@ func (x *FinalizeRequest) String() string {
 func (*FinalizeRequest) ProtoMessage() {}
 
 func (x *FinalizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2111,7 @@ func (x *FinalizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinalizeRequest.ProtoReflect.Descriptor instead.
 func (*FinalizeRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{24}
+	return file_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FinalizeRequest) GetRank() int32 {
@@ -1913,7 +2129,7 @@ type FinalizeResponse struct {
 
 func (x *FinalizeResponse) Reset() {
 	*x = FinalizeResponse{}
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2141,7 @@ func (x *FinalizeResponse) String() string {
 func (*FinalizeResponse) ProtoMessage() {}
 
 func (x *FinalizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2154,7 @@ func (x *FinalizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinalizeResponse.ProtoReflect.Descriptor instead.
 func (*FinalizeResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{25}
+	return file_control_proto_rawDescGZIP(), []int{27}
 }
 
 type AbortRequest struct {
@@ -1952,7 +2168,7 @@ type AbortRequest struct {
 
 func (x *AbortRequest) Reset() {
 	*x = AbortRequest{}
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2180,7 @@ func (x *AbortRequest) String() string {
 func (*AbortRequest) ProtoMessage() {}
 
 func (x *AbortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2193,7 @@ func (x *AbortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRequest.ProtoReflect.Descriptor instead.
 func (*AbortRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{26}
+	return file_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AbortRequest) GetRank() int32 {
@@ -2009,7 +2225,7 @@ type AbortResponse struct {
 
 func (x *AbortResponse) Reset() {
 	*x = AbortResponse{}
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2021,7 +2237,7 @@ func (x *AbortResponse) String() string {
 func (*AbortResponse) ProtoMessage() {}
 
 func (x *AbortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2034,7 +2250,7 @@ func (x *AbortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortResponse.ProtoReflect.Descriptor instead.
 func (*AbortResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{27}
+	return file_control_proto_rawDescGZIP(), []int{29}
 }
 
 type EventsRequest struct {
@@ -2046,7 +2262,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2274,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2287,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{28}
+	return file_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EventsRequest) GetRank() int32 {
@@ -2092,7 +2308,7 @@ type RankEvent struct {
 
 func (x *RankEvent) Reset() {
 	*x = RankEvent{}
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2320,7 @@ func (x *RankEvent) String() string {
 func (*RankEvent) ProtoMessage() {}
 
 func (x *RankEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2333,7 @@ func (x *RankEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankEvent.ProtoReflect.Descriptor instead.
 func (*RankEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{29}
+	return file_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RankEvent) GetFailed() []int32 {
@@ -2142,7 +2358,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2370,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2383,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{30}
+	return file_control_proto_rawDescGZIP(), []int{32}
 }
 
 type StatusResponse struct {
@@ -2186,7 +2402,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2414,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2427,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{31}
+	return file_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *StatusResponse) GetJob() string {
@@ -2282,7 +2498,7 @@ type DaemonStatus struct {
 
 func (x *DaemonStatus) Reset() {
 	*x = DaemonStatus{}
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2510,7 @@ func (x *DaemonStatus) String() string {
 func (*DaemonStatus) ProtoMessage() {}
 
 func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2523,7 @@ func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonStatus.ProtoReflect.Descriptor instead.
 func (*DaemonStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{32}
+	return file_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DaemonStatus) GetNode() string {
@@ -2352,7 +2568,7 @@ type RankStatus struct {
 
 func (x *RankStatus) Reset() {
 	*x = RankStatus{}
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2580,7 @@ func (x *RankStatus) String() string {
 func (*RankStatus) ProtoMessage() {}
 
 func (x *RankStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2593,7 @@ func (x *RankStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankStatus.ProtoReflect.Descriptor instead.
 func (*RankStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{33}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RankStatus) GetRank() int32 {
@@ -2433,7 +2649,7 @@ type CROptions struct {
 
 func (x *CROptions) Reset() {
 	*x = CROptions{}
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2661,7 @@ func (x *CROptions) String() string {
 func (*CROptions) ProtoMessage() {}
 
 func (x *CROptions) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2674,7 @@ func (x *CROptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CROptions.ProtoReflect.Descriptor instead.
 func (*CROptions) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CROptions) GetTerm() bool {
@@ -2484,7 +2700,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2712,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2725,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointRequest) GetOptions() *CROptions {
@@ -2540,7 +2756,7 @@ type CheckpointEvent struct {
 
 func (x *CheckpointEvent) Reset() {
 	*x = CheckpointEvent{}
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2768,7 @@ func (x *CheckpointEvent) String() string {
 func (*CheckpointEvent) ProtoMessage() {}
 
 func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2781,7 @@ func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointEvent.ProtoReflect.Descriptor instead.
 func (*CheckpointEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointEvent) GetPhase() string {
@@ -2660,7 +2876,7 @@ type DrainProgress struct {
 
 func (x *DrainProgress) Reset() {
 	*x = DrainProgress{}
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2888,7 @@ func (x *DrainProgress) String() string {
 func (*DrainProgress) ProtoMessage() {}
 
 func (x *DrainProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2901,7 @@ func (x *DrainProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainProgress.ProtoReflect.Descriptor instead.
 func (*DrainProgress) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DrainProgress) GetFiles() int32 {
@@ -2738,7 +2954,7 @@ type SnapshotsRequest struct {
 
 func (x *SnapshotsRequest) Reset() {
 	*x = SnapshotsRequest{}
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2750,7 +2966,7 @@ func (x *SnapshotsRequest) String() string {
 func (*SnapshotsRequest) ProtoMessage() {}
 
 func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2763,7 +2979,7 @@ func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 type SnapshotsResponse struct {
@@ -2776,7 +2992,7 @@ type SnapshotsResponse struct {
 
 func (x *SnapshotsResponse) Reset() {
 	*x = SnapshotsResponse{}
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +3004,7 @@ func (x *SnapshotsResponse) String() string {
 func (*SnapshotsResponse) ProtoMessage() {}
 
 func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +3017,7 @@ func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SnapshotsResponse) GetDir() string {
@@ -2829,13 +3045,16 @@ type SnapcRequest struct {
 	RefName       string                 `protobuf:"bytes,5,opt,name=ref_name,json=refName,proto3" json:"ref_name,omitempty"`
 	Target        uint64                 `protobuf:"varint,6,opt,name=target,proto3" json:"target,omitempty"`
 	Options       *CROptions             `protobuf:"bytes,7,opt,name=options,proto3" json:"options,omitempty"`
+	Ranks         []int32                `protobuf:"varint,8,rep,packed,name=ranks,proto3" json:"ranks,omitempty"` // a migration: the ranks saved (others held)
+	Leave         []int32                `protobuf:"varint,9,rep,packed,name=leave,proto3" json:"leave,omitempty"` // release: ranks that end
+	Peers         []*RankData            `protobuf:"bytes,10,rep,name=peers,proto3" json:"peers,omitempty"`        // release: moved ranks' new endpoints
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapcRequest) Reset() {
 	*x = SnapcRequest{}
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +3066,7 @@ func (x *SnapcRequest) String() string {
 func (*SnapcRequest) ProtoMessage() {}
 
 func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +3079,7 @@ func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRequest.ProtoReflect.Descriptor instead.
 func (*SnapcRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *SnapcRequest) GetId() uint64 {
@@ -2912,6 +3131,27 @@ func (x *SnapcRequest) GetOptions() *CROptions {
 	return nil
 }
 
+func (x *SnapcRequest) GetRanks() []int32 {
+	if x != nil {
+		return x.Ranks
+	}
+	return nil
+}
+
+func (x *SnapcRequest) GetLeave() []int32 {
+	if x != nil {
+		return x.Leave
+	}
+	return nil
+}
+
+func (x *SnapcRequest) GetPeers() []*RankData {
+	if x != nil {
+		return x.Peers
+	}
+	return nil
+}
+
 // SnapcReply is a node's answer (snapc.LocalReply).
 type SnapcReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2927,7 +3167,7 @@ type SnapcReply struct {
 
 func (x *SnapcReply) Reset() {
 	*x = SnapcReply{}
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2939,7 +3179,7 @@ func (x *SnapcReply) String() string {
 func (*SnapcReply) ProtoMessage() {}
 
 func (x *SnapcReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +3192,7 @@ func (x *SnapcReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcReply.ProtoReflect.Descriptor instead.
 func (*SnapcReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SnapcReply) GetId() uint64 {
@@ -3012,7 +3252,7 @@ type SnapcRankReply struct {
 
 func (x *SnapcRankReply) Reset() {
 	*x = SnapcRankReply{}
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3024,7 +3264,7 @@ func (x *SnapcRankReply) String() string {
 func (*SnapcRankReply) ProtoMessage() {}
 
 func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3277,7 @@ func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRankReply.ProtoReflect.Descriptor instead.
 func (*SnapcRankReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SnapcRankReply) GetRank() int32 {
@@ -3103,7 +3343,7 @@ type RankCheckpoint struct {
 
 func (x *RankCheckpoint) Reset() {
 	*x = RankCheckpoint{}
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3355,7 @@ func (x *RankCheckpoint) String() string {
 func (*RankCheckpoint) ProtoMessage() {}
 
 func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3368,7 @@ func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpoint.ProtoReflect.Descriptor instead.
 func (*RankCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RankCheckpoint) GetId() uint64 {
@@ -3173,7 +3413,7 @@ type RankCheckpointDone struct {
 
 func (x *RankCheckpointDone) Reset() {
 	*x = RankCheckpointDone{}
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3425,7 @@ func (x *RankCheckpointDone) String() string {
 func (*RankCheckpointDone) ProtoMessage() {}
 
 func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3438,7 @@ func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointDone.ProtoReflect.Descriptor instead.
 func (*RankCheckpointDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RankCheckpointDone) GetId() uint64 {
@@ -3252,7 +3492,7 @@ type AppRequestsRequest struct {
 
 func (x *AppRequestsRequest) Reset() {
 	*x = AppRequestsRequest{}
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3504,7 @@ func (x *AppRequestsRequest) String() string {
 func (*AppRequestsRequest) ProtoMessage() {}
 
 func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3517,7 @@ func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestsRequest.ProtoReflect.Descriptor instead.
 func (*AppRequestsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AppRequestsRequest) GetRank() int32 {
@@ -3298,13 +3538,16 @@ type AppRequestMsg struct {
 	Seq           int32                  `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
 	Dir           string                 `protobuf:"bytes,6,opt,name=dir,proto3" json:"dir,omitempty"`
 	Options       *CROptions             `protobuf:"bytes,7,opt,name=options,proto3" json:"options,omitempty"`
+	Migrate       []int32                `protobuf:"varint,8,rep,packed,name=migrate,proto3" json:"migrate,omitempty"` // target of a migration: the ranks saved
+	Leave         bool                   `protobuf:"varint,9,opt,name=leave,proto3" json:"leave,omitempty"`            // release: this rank ends
+	Peers         []*RankData            `protobuf:"bytes,10,rep,name=peers,proto3" json:"peers,omitempty"`            // release: moved ranks' new endpoints
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AppRequestMsg) Reset() {
 	*x = AppRequestMsg{}
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +3559,7 @@ func (x *AppRequestMsg) String() string {
 func (*AppRequestMsg) ProtoMessage() {}
 
 func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +3572,7 @@ func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestMsg.ProtoReflect.Descriptor instead.
 func (*AppRequestMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AppRequestMsg) GetReady() bool {
@@ -3381,6 +3624,27 @@ func (x *AppRequestMsg) GetOptions() *CROptions {
 	return nil
 }
 
+func (x *AppRequestMsg) GetMigrate() []int32 {
+	if x != nil {
+		return x.Migrate
+	}
+	return nil
+}
+
+func (x *AppRequestMsg) GetLeave() bool {
+	if x != nil {
+		return x.Leave
+	}
+	return false
+}
+
+func (x *AppRequestMsg) GetPeers() []*RankData {
+	if x != nil {
+		return x.Peers
+	}
+	return nil
+}
+
 // AppReplyMsg is a snapc.AppReply from rank.
 type AppReplyMsg struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -3397,7 +3661,7 @@ type AppReplyMsg struct {
 
 func (x *AppReplyMsg) Reset() {
 	*x = AppReplyMsg{}
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3409,7 +3673,7 @@ func (x *AppReplyMsg) String() string {
 func (*AppReplyMsg) ProtoMessage() {}
 
 func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3422,7 +3686,7 @@ func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyMsg.ProtoReflect.Descriptor instead.
 func (*AppReplyMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{47}
+	return file_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AppReplyMsg) GetRank() int32 {
@@ -3482,7 +3746,7 @@ type AppReplyResponse struct {
 
 func (x *AppReplyResponse) Reset() {
 	*x = AppReplyResponse{}
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3494,7 +3758,7 @@ func (x *AppReplyResponse) String() string {
 func (*AppReplyResponse) ProtoMessage() {}
 
 func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3507,7 +3771,7 @@ func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyResponse.ProtoReflect.Descriptor instead.
 func (*AppReplyResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{48}
+	return file_control_proto_rawDescGZIP(), []int{50}
 }
 
 type RankCheckpointRequest struct {
@@ -3521,7 +3785,7 @@ type RankCheckpointRequest struct {
 
 func (x *RankCheckpointRequest) Reset() {
 	*x = RankCheckpointRequest{}
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3533,7 +3797,7 @@ func (x *RankCheckpointRequest) String() string {
 func (*RankCheckpointRequest) ProtoMessage() {}
 
 func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3546,7 +3810,7 @@ func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*RankCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{49}
+	return file_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RankCheckpointRequest) GetRank() int32 {
@@ -3583,7 +3847,7 @@ type RankCheckpointResponse struct {
 
 func (x *RankCheckpointResponse) Reset() {
 	*x = RankCheckpointResponse{}
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3595,7 +3859,7 @@ func (x *RankCheckpointResponse) String() string {
 func (*RankCheckpointResponse) ProtoMessage() {}
 
 func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3608,7 +3872,7 @@ func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*RankCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{50}
+	return file_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RankCheckpointResponse) GetSeq() int32 {
@@ -3646,6 +3910,429 @@ func (x *RankCheckpointResponse) GetError() string {
 	return ""
 }
 
+// MigrateRequest is a predicted fault: ranks (and every rank of the nodes
+// in off) expected to fail within within_nano (0 = unknown), with
+// suggested destinations (onto) and per-rank wishes (cr.Migrate).
+type MigrateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ranks         []int32                `protobuf:"varint,1,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
+	Off           []string               `protobuf:"bytes,2,rep,name=off,proto3" json:"off,omitempty"`
+	Onto          []string               `protobuf:"bytes,3,rep,name=onto,proto3" json:"onto,omitempty"`
+	WithinNano    int64                  `protobuf:"varint,4,opt,name=within_nano,json=withinNano,proto3" json:"within_nano,omitempty"`
+	Wishes        []*MigrateWish         `protobuf:"bytes,5,rep,name=wishes,proto3" json:"wishes,omitempty"`
+	Rank          int32                  `protobuf:"varint,6,opt,name=rank,proto3" json:"rank,omitempty"` // Daemon.Migrate: the asking rank
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigrateRequest) Reset() {
+	*x = MigrateRequest{}
+	mi := &file_control_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrateRequest) ProtoMessage() {}
+
+func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrateRequest.ProtoReflect.Descriptor instead.
+func (*MigrateRequest) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *MigrateRequest) GetRanks() []int32 {
+	if x != nil {
+		return x.Ranks
+	}
+	return nil
+}
+
+func (x *MigrateRequest) GetOff() []string {
+	if x != nil {
+		return x.Off
+	}
+	return nil
+}
+
+func (x *MigrateRequest) GetOnto() []string {
+	if x != nil {
+		return x.Onto
+	}
+	return nil
+}
+
+func (x *MigrateRequest) GetWithinNano() int64 {
+	if x != nil {
+		return x.WithinNano
+	}
+	return 0
+}
+
+func (x *MigrateRequest) GetWishes() []*MigrateWish {
+	if x != nil {
+		return x.Wishes
+	}
+	return nil
+}
+
+func (x *MigrateRequest) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+// MigrateWish is one rank's cr.Migrate: a host to go to, a rank to go
+// near (-1: none), or just off its node.
+type MigrateWish struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rank          int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
+	Host          string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Near          int32                  `protobuf:"varint,3,opt,name=near,proto3" json:"near,omitempty"`
+	OffNode       bool                   `protobuf:"varint,4,opt,name=off_node,json=offNode,proto3" json:"off_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigrateWish) Reset() {
+	*x = MigrateWish{}
+	mi := &file_control_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrateWish) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrateWish) ProtoMessage() {}
+
+func (x *MigrateWish) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrateWish.ProtoReflect.Descriptor instead.
+func (*MigrateWish) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *MigrateWish) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *MigrateWish) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *MigrateWish) GetNear() int32 {
+	if x != nil {
+		return x.Near
+	}
+	return 0
+}
+
+func (x *MigrateWish) GetOffNode() bool {
+	if x != nil {
+		return x.OffNode
+	}
+	return false
+}
+
+type MigrateResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Migrated       bool                   `protobuf:"varint,1,opt,name=migrated,proto3" json:"migrated,omitempty"`
+	Moves          []*RankMove            `protobuf:"bytes,2,rep,name=moves,proto3" json:"moves,omitempty"`
+	Seq            int32                  `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`                                             // the migration's sequence (not a restart point)
+	DurationNano   int64                  `protobuf:"varint,4,opt,name=duration_nano,json=durationNano,proto3" json:"duration_nano,omitempty"`       // request to every moved rank running again
+	CheckpointNano int64                  `protobuf:"varint,5,opt,name=checkpoint_nano,json=checkpointNano,proto3" json:"checkpoint_nano,omitempty"` // of which saving the moving ranks
+	RestartNano    int64                  `protobuf:"varint,6,opt,name=restart_nano,json=restartNano,proto3" json:"restart_nano,omitempty"`          // of which starting them on their new nodes
+	Actions        []string               `protobuf:"bytes,7,rep,name=actions,proto3" json:"actions,omitempty"`                                      // what the ErrMgr stack did
+	Error          string                 `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MigrateResponse) Reset() {
+	*x = MigrateResponse{}
+	mi := &file_control_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrateResponse) ProtoMessage() {}
+
+func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrateResponse.ProtoReflect.Descriptor instead.
+func (*MigrateResponse) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *MigrateResponse) GetMigrated() bool {
+	if x != nil {
+		return x.Migrated
+	}
+	return false
+}
+
+func (x *MigrateResponse) GetMoves() []*RankMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *MigrateResponse) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *MigrateResponse) GetDurationNano() int64 {
+	if x != nil {
+		return x.DurationNano
+	}
+	return 0
+}
+
+func (x *MigrateResponse) GetCheckpointNano() int64 {
+	if x != nil {
+		return x.CheckpointNano
+	}
+	return 0
+}
+
+func (x *MigrateResponse) GetRestartNano() int64 {
+	if x != nil {
+		return x.RestartNano
+	}
+	return 0
+}
+
+func (x *MigrateResponse) GetActions() []string {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
+func (x *MigrateResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type RankMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rank          int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankMove) Reset() {
+	*x = RankMove{}
+	mi := &file_control_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankMove) ProtoMessage() {}
+
+func (x *RankMove) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankMove.ProtoReflect.Descriptor instead.
+func (*RankMove) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *RankMove) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *RankMove) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *RankMove) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+// RankMigrate forwards a rank's Daemon.Migrate; id is the daemon's, echoed
+// in the RankMigrateDone.
+type RankMigrate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request       *MigrateRequest        `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankMigrate) Reset() {
+	*x = RankMigrate{}
+	mi := &file_control_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankMigrate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankMigrate) ProtoMessage() {}
+
+func (x *RankMigrate) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankMigrate.ProtoReflect.Descriptor instead.
+func (*RankMigrate) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *RankMigrate) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RankMigrate) GetRequest() *MigrateRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type RankMigrateDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankMigrateDone) Reset() {
+	*x = RankMigrateDone{}
+	mi := &file_control_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankMigrateDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankMigrateDone) ProtoMessage() {}
+
+func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankMigrateDone.ProtoReflect.Descriptor instead.
+func (*RankMigrateDone) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *RankMigrateDone) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RankMigrateDone) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
@@ -3661,7 +4348,7 @@ const file_control_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x03(\v2 .gompi.rte.v1.RankData.DataEntryR\x04data\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc3\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x05\n" +
 	"\rDaemonMessage\x121\n" +
 	"\x05hello\x18\x01 \x01(\v2\x19.gompi.rte.v1.DaemonHelloH\x00R\x05hello\x127\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x17.gompi.rte.v1.HeartbeatH\x00R\theartbeat\x125\n" +
@@ -3674,7 +4361,9 @@ const file_control_proto_rawDesc = "" +
 	"\vsnapc_reply\x18\t \x01(\v2\x18.gompi.rte.v1.SnapcReplyH\x00R\n" +
 	"snapcReply\x12G\n" +
 	"\x0frank_checkpoint\x18\n" +
-	" \x01(\v2\x1c.gompi.rte.v1.RankCheckpointH\x00R\x0erankCheckpointB\x06\n" +
+	" \x01(\v2\x1c.gompi.rte.v1.RankCheckpointH\x00R\x0erankCheckpoint\x12>\n" +
+	"\frank_migrate\x18\v \x01(\v2\x19.gompi.rte.v1.RankMigrateH\x00R\vrankMigrate\x120\n" +
+	"\x06rejoin\x18\f \x01(\v2\x16.gompi.rte.v1.RankDataH\x00R\x06rejoinB\x06\n" +
 	"\x04body\"j\n" +
 	"\vDaemonHello\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
@@ -3708,7 +4397,7 @@ const file_control_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"J\n" +
 	"\tRankPhase\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12)\n" +
-	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\x9c\x04\n" +
+	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\xd9\x05\n" +
 	"\n" +
 	"HNPMessage\x121\n" +
 	"\awelcome\x18\x01 \x01(\v2\x15.gompi.rte.v1.WelcomeH\x00R\awelcome\x12.\n" +
@@ -3720,15 +4409,28 @@ const file_control_proto_rawDesc = "" +
 	"\rsnapc_request\x18\a \x01(\v2\x1a.gompi.rte.v1.SnapcRequestH\x00R\fsnapcRequest\x12T\n" +
 	"\x14rank_checkpoint_done\x18\b \x01(\v2 .gompi.rte.v1.RankCheckpointDoneH\x00R\x12rankCheckpointDone\x12;\n" +
 	"\vproc_failed\x18\t \x01(\v2\x18.gompi.rte.v1.ProcFailedH\x00R\n" +
-	"procFailedB\x06\n" +
-	"\x04body\"4\n" +
+	"procFailed\x12K\n" +
+	"\x11rank_migrate_done\x18\n" +
+	" \x01(\v2\x1d.gompi.rte.v1.RankMigrateDoneH\x00R\x0frankMigrateDone\x124\n" +
+	"\brejoined\x18\v \x01(\v2\x16.gompi.rte.v1.RejoinedH\x00R\brejoined\x128\n" +
+	"\n" +
+	"move_ranks\x18\f \x01(\v2\x17.gompi.rte.v1.MoveRanksH\x00R\tmoveRanksB\x06\n" +
+	"\x04body\"<\n" +
+	"\tMoveRanks\x12\x10\n" +
+	"\x03out\x18\x01 \x03(\x05R\x03out\x12\x1d\n" +
+	"\n" +
+	"rank_nodes\x18\x02 \x03(\tR\trankNodes\"q\n" +
+	"\bRejoined\x120\n" +
+	"\aentries\x18\x01 \x03(\v2\x16.gompi.rte.v1.RankDataR\aentries\x12\x16\n" +
+	"\x06failed\x18\x02 \x03(\x05R\x06failed\x12\x1b\n" +
+	"\tfence_seq\x18\x03 \x01(\x04R\bfenceSeq\"4\n" +
 	"\n" +
 	"ProcFailed\x12\x14\n" +
 	"\x05ranks\x18\x01 \x03(\x05R\x05ranks\x12\x10\n" +
 	"\x03why\x18\x02 \x01(\tR\x03why\"N\n" +
 	"\aWelcome\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x121\n" +
-	"\bsettings\x18\x02 \x03(\v2\x15.gompi.rte.v1.SettingR\bsettings\"\xd8\x01\n" +
+	"\bsettings\x18\x02 \x03(\v2\x15.gompi.rte.v1.SettingR\bsettings\"\xf2\x01\n" +
 	"\x06Launch\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x12\x10\n" +
@@ -3738,7 +4440,8 @@ const file_control_proto_rawDesc = "" +
 	"\x05ranks\x18\x06 \x03(\x05R\x05ranks\x12\x1d\n" +
 	"\n" +
 	"rank_nodes\x18\a \x03(\tR\trankNodes\x123\n" +
-	"\arestart\x18\b \x01(\v2\x19.gompi.rte.v1.RestartSpecR\arestart\"S\n" +
+	"\arestart\x18\b \x01(\v2\x19.gompi.rte.v1.RestartSpecR\arestart\x12\x18\n" +
+	"\amigrate\x18\t \x01(\bR\amigrate\"S\n" +
 	"\vRestartSpec\x12\x17\n" +
 	"\aref_dir\x18\x01 \x01(\tR\x06refDir\x12\x19\n" +
 	"\bref_name\x18\x02 \x01(\tR\arefName\x12\x10\n" +
@@ -3771,10 +4474,11 @@ const file_control_proto_rawDesc = "" +
 	"\x04data\x18\x03 \x03(\v2$.gompi.rte.v1.FenceRequest.DataEntryR\x04data\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
 	"\rFenceResponse\x120\n" +
 	"\aentries\x18\x01 \x03(\v2\x16.gompi.rte.v1.RankDataR\aentries\x12\x16\n" +
-	"\x06failed\x18\x02 \x03(\x05R\x06failed\"%\n" +
+	"\x06failed\x18\x02 \x03(\x05R\x06failed\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"%\n" +
 	"\x0fFinalizeRequest\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\"\x12\n" +
 	"\x10FinalizeResponse\"P\n" +
@@ -3841,7 +4545,7 @@ const file_control_proto_rawDesc = "" +
 	"\x10SnapshotsRequest\"7\n" +
 	"\x11SnapshotsResponse\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x10\n" +
-	"\x03ref\x18\x02 \x01(\tR\x03ref\"\xc3\x01\n" +
+	"\x03ref\x18\x02 \x01(\tR\x03ref\"\x9d\x02\n" +
 	"\fSnapcRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\x05R\x04kind\x12\x10\n" +
@@ -3849,7 +4553,11 @@ const file_control_proto_rawDesc = "" +
 	"\aref_dir\x18\x04 \x01(\tR\x06refDir\x12\x19\n" +
 	"\bref_name\x18\x05 \x01(\tR\arefName\x12\x16\n" +
 	"\x06target\x18\x06 \x01(\x04R\x06target\x121\n" +
-	"\aoptions\x18\a \x01(\v2\x17.gompi.rte.v1.CROptionsR\aoptions\"\xc7\x01\n" +
+	"\aoptions\x18\a \x01(\v2\x17.gompi.rte.v1.CROptionsR\aoptions\x12\x14\n" +
+	"\x05ranks\x18\b \x03(\x05R\x05ranks\x12\x14\n" +
+	"\x05leave\x18\t \x03(\x05R\x05leave\x12,\n" +
+	"\x05peers\x18\n" +
+	" \x03(\v2\x16.gompi.rte.v1.RankDataR\x05peers\"\xc7\x01\n" +
 	"\n" +
 	"SnapcReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
@@ -3879,7 +4587,7 @@ const file_control_proto_rawDesc = "" +
 	"\rduration_nano\x18\x05 \x01(\x03R\fdurationNano\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\"(\n" +
 	"\x12AppRequestsRequest\x12\x12\n" +
-	"\x04rank\x18\x01 \x01(\x05R\x04rank\"\xb8\x01\n" +
+	"\x04rank\x18\x01 \x01(\x05R\x04rank\"\x96\x02\n" +
 	"\rAppRequestMsg\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x12\n" +
@@ -3887,7 +4595,11 @@ const file_control_proto_rawDesc = "" +
 	"\x06target\x18\x04 \x01(\x04R\x06target\x12\x10\n" +
 	"\x03seq\x18\x05 \x01(\x05R\x03seq\x12\x10\n" +
 	"\x03dir\x18\x06 \x01(\tR\x03dir\x121\n" +
-	"\aoptions\x18\a \x01(\v2\x17.gompi.rte.v1.CROptionsR\aoptions\"\xb1\x01\n" +
+	"\aoptions\x18\a \x01(\v2\x17.gompi.rte.v1.CROptionsR\aoptions\x12\x18\n" +
+	"\amigrate\x18\b \x03(\x05R\amigrate\x12\x14\n" +
+	"\x05leave\x18\t \x01(\bR\x05leave\x12,\n" +
+	"\x05peers\x18\n" +
+	" \x03(\v2\x16.gompi.rte.v1.RankDataR\x05peers\"\xb1\x01\n" +
 	"\vAppReplyMsg\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x12\n" +
@@ -3906,7 +4618,39 @@ const file_control_proto_rawDesc = "" +
 	"\x03ref\x18\x02 \x01(\tR\x03ref\x12\x10\n" +
 	"\x03dir\x18\x03 \x01(\tR\x03dir\x12#\n" +
 	"\rduration_nano\x18\x04 \x01(\x03R\fdurationNano\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error*F\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xb4\x01\n" +
+	"\x0eMigrateRequest\x12\x14\n" +
+	"\x05ranks\x18\x01 \x03(\x05R\x05ranks\x12\x10\n" +
+	"\x03off\x18\x02 \x03(\tR\x03off\x12\x12\n" +
+	"\x04onto\x18\x03 \x03(\tR\x04onto\x12\x1f\n" +
+	"\vwithin_nano\x18\x04 \x01(\x03R\n" +
+	"withinNano\x121\n" +
+	"\x06wishes\x18\x05 \x03(\v2\x19.gompi.rte.v1.MigrateWishR\x06wishes\x12\x12\n" +
+	"\x04rank\x18\x06 \x01(\x05R\x04rank\"d\n" +
+	"\vMigrateWish\x12\x12\n" +
+	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
+	"\x04near\x18\x03 \x01(\x05R\x04near\x12\x19\n" +
+	"\boff_node\x18\x04 \x01(\bR\aoffNode\"\x8e\x02\n" +
+	"\x0fMigrateResponse\x12\x1a\n" +
+	"\bmigrated\x18\x01 \x01(\bR\bmigrated\x12,\n" +
+	"\x05moves\x18\x02 \x03(\v2\x16.gompi.rte.v1.RankMoveR\x05moves\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x05R\x03seq\x12#\n" +
+	"\rduration_nano\x18\x04 \x01(\x03R\fdurationNano\x12'\n" +
+	"\x0fcheckpoint_nano\x18\x05 \x01(\x03R\x0echeckpointNano\x12!\n" +
+	"\frestart_nano\x18\x06 \x01(\x03R\vrestartNano\x12\x18\n" +
+	"\aactions\x18\a \x03(\tR\aactions\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\"B\n" +
+	"\bRankMove\x12\x12\n" +
+	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\"U\n" +
+	"\vRankMigrate\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x126\n" +
+	"\arequest\x18\x02 \x01(\v2\x1c.gompi.rte.v1.MigrateRequestR\arequest\"7\n" +
+	"\x0fRankMigrateDone\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error*F\n" +
 	"\x06Stream\x12\x16\n" +
 	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
@@ -3916,12 +4660,13 @@ const file_control_proto_rawDesc = "" +
 	"\x0fPHASE_CONNECTED\x10\x01\x12\x14\n" +
 	"\x10PHASE_FINALIZING\x10\x022J\n" +
 	"\x03HNP\x12C\n" +
-	"\x06Attach\x12\x1b.gompi.rte.v1.DaemonMessage\x1a\x18.gompi.rte.v1.HNPMessage(\x010\x012\xe9\x01\n" +
+	"\x06Attach\x12\x1b.gompi.rte.v1.DaemonMessage\x1a\x18.gompi.rte.v1.HNPMessage(\x010\x012\xb1\x02\n" +
 	"\x04Tool\x12C\n" +
 	"\x06Status\x12\x1b.gompi.rte.v1.StatusRequest\x1a\x1c.gompi.rte.v1.StatusResponse\x12N\n" +
 	"\n" +
 	"Checkpoint\x12\x1f.gompi.rte.v1.CheckpointRequest\x1a\x1d.gompi.rte.v1.CheckpointEvent0\x01\x12L\n" +
-	"\tSnapshots\x12\x1e.gompi.rte.v1.SnapshotsRequest\x1a\x1f.gompi.rte.v1.SnapshotsResponse2\xc5\x04\n" +
+	"\tSnapshots\x12\x1e.gompi.rte.v1.SnapshotsRequest\x1a\x1f.gompi.rte.v1.SnapshotsResponse\x12F\n" +
+	"\aMigrate\x12\x1c.gompi.rte.v1.MigrateRequest\x1a\x1d.gompi.rte.v1.MigrateResponse2\xd0\x05\n" +
 	"\x06Daemon\x12@\n" +
 	"\x05Hello\x12\x1a.gompi.rte.v1.HelloRequest\x1a\x1b.gompi.rte.v1.HelloResponse\x12@\n" +
 	"\x05Fence\x12\x1a.gompi.rte.v1.FenceRequest\x1a\x1b.gompi.rte.v1.FenceResponse\x12I\n" +
@@ -3931,7 +4676,9 @@ const file_control_proto_rawDesc = "" +
 	"\x05Reply\x12\x19.gompi.rte.v1.AppReplyMsg\x1a\x1e.gompi.rte.v1.AppReplyResponse\x12W\n" +
 	"\n" +
 	"Checkpoint\x12#.gompi.rte.v1.RankCheckpointRequest\x1a$.gompi.rte.v1.RankCheckpointResponse\x12@\n" +
-	"\x06Events\x12\x1b.gompi.rte.v1.EventsRequest\x1a\x17.gompi.rte.v1.RankEvent0\x01B#Z!gompi/rte/control/proto;controlpbb\x06proto3"
+	"\x06Events\x12\x1b.gompi.rte.v1.EventsRequest\x1a\x17.gompi.rte.v1.RankEvent0\x01\x12F\n" +
+	"\aMigrate\x12\x1c.gompi.rte.v1.MigrateRequest\x1a\x1d.gompi.rte.v1.MigrateResponse\x12A\n" +
+	"\x06Rejoin\x12\x1a.gompi.rte.v1.FenceRequest\x1a\x1b.gompi.rte.v1.FenceResponseB#Z!gompi/rte/control/proto;controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
@@ -3946,7 +4693,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_control_proto_goTypes = []any{
 	(Stream)(0),                    // 0: gompi.rte.v1.Stream
 	(Phase)(0),                     // 1: gompi.rte.v1.Phase
@@ -3962,50 +4709,58 @@ var file_control_proto_goTypes = []any{
 	(*RankAbort)(nil),              // 11: gompi.rte.v1.RankAbort
 	(*RankPhase)(nil),              // 12: gompi.rte.v1.RankPhase
 	(*HNPMessage)(nil),             // 13: gompi.rte.v1.HNPMessage
-	(*ProcFailed)(nil),             // 14: gompi.rte.v1.ProcFailed
-	(*Welcome)(nil),                // 15: gompi.rte.v1.Welcome
-	(*Launch)(nil),                 // 16: gompi.rte.v1.Launch
-	(*RestartSpec)(nil),            // 17: gompi.rte.v1.RestartSpec
-	(*FenceComplete)(nil),          // 18: gompi.rte.v1.FenceComplete
-	(*SignalRanks)(nil),            // 19: gompi.rte.v1.SignalRanks
-	(*KillRanks)(nil),              // 20: gompi.rte.v1.KillRanks
-	(*Shutdown)(nil),               // 21: gompi.rte.v1.Shutdown
-	(*HelloRequest)(nil),           // 22: gompi.rte.v1.HelloRequest
-	(*HelloResponse)(nil),          // 23: gompi.rte.v1.HelloResponse
-	(*FenceRequest)(nil),           // 24: gompi.rte.v1.FenceRequest
-	(*FenceResponse)(nil),          // 25: gompi.rte.v1.FenceResponse
-	(*FinalizeRequest)(nil),        // 26: gompi.rte.v1.FinalizeRequest
-	(*FinalizeResponse)(nil),       // 27: gompi.rte.v1.FinalizeResponse
-	(*AbortRequest)(nil),           // 28: gompi.rte.v1.AbortRequest
-	(*AbortResponse)(nil),          // 29: gompi.rte.v1.AbortResponse
-	(*EventsRequest)(nil),          // 30: gompi.rte.v1.EventsRequest
-	(*RankEvent)(nil),              // 31: gompi.rte.v1.RankEvent
-	(*StatusRequest)(nil),          // 32: gompi.rte.v1.StatusRequest
-	(*StatusResponse)(nil),         // 33: gompi.rte.v1.StatusResponse
-	(*DaemonStatus)(nil),           // 34: gompi.rte.v1.DaemonStatus
-	(*RankStatus)(nil),             // 35: gompi.rte.v1.RankStatus
-	(*CROptions)(nil),              // 36: gompi.rte.v1.CROptions
-	(*CheckpointRequest)(nil),      // 37: gompi.rte.v1.CheckpointRequest
-	(*CheckpointEvent)(nil),        // 38: gompi.rte.v1.CheckpointEvent
-	(*DrainProgress)(nil),          // 39: gompi.rte.v1.DrainProgress
-	(*SnapshotsRequest)(nil),       // 40: gompi.rte.v1.SnapshotsRequest
-	(*SnapshotsResponse)(nil),      // 41: gompi.rte.v1.SnapshotsResponse
-	(*SnapcRequest)(nil),           // 42: gompi.rte.v1.SnapcRequest
-	(*SnapcReply)(nil),             // 43: gompi.rte.v1.SnapcReply
-	(*SnapcRankReply)(nil),         // 44: gompi.rte.v1.SnapcRankReply
-	(*RankCheckpoint)(nil),         // 45: gompi.rte.v1.RankCheckpoint
-	(*RankCheckpointDone)(nil),     // 46: gompi.rte.v1.RankCheckpointDone
-	(*AppRequestsRequest)(nil),     // 47: gompi.rte.v1.AppRequestsRequest
-	(*AppRequestMsg)(nil),          // 48: gompi.rte.v1.AppRequestMsg
-	(*AppReplyMsg)(nil),            // 49: gompi.rte.v1.AppReplyMsg
-	(*AppReplyResponse)(nil),       // 50: gompi.rte.v1.AppReplyResponse
-	(*RankCheckpointRequest)(nil),  // 51: gompi.rte.v1.RankCheckpointRequest
-	(*RankCheckpointResponse)(nil), // 52: gompi.rte.v1.RankCheckpointResponse
-	nil,                            // 53: gompi.rte.v1.RankData.DataEntry
-	nil,                            // 54: gompi.rte.v1.FenceRequest.DataEntry
+	(*MoveRanks)(nil),              // 14: gompi.rte.v1.MoveRanks
+	(*Rejoined)(nil),               // 15: gompi.rte.v1.Rejoined
+	(*ProcFailed)(nil),             // 16: gompi.rte.v1.ProcFailed
+	(*Welcome)(nil),                // 17: gompi.rte.v1.Welcome
+	(*Launch)(nil),                 // 18: gompi.rte.v1.Launch
+	(*RestartSpec)(nil),            // 19: gompi.rte.v1.RestartSpec
+	(*FenceComplete)(nil),          // 20: gompi.rte.v1.FenceComplete
+	(*SignalRanks)(nil),            // 21: gompi.rte.v1.SignalRanks
+	(*KillRanks)(nil),              // 22: gompi.rte.v1.KillRanks
+	(*Shutdown)(nil),               // 23: gompi.rte.v1.Shutdown
+	(*HelloRequest)(nil),           // 24: gompi.rte.v1.HelloRequest
+	(*HelloResponse)(nil),          // 25: gompi.rte.v1.HelloResponse
+	(*FenceRequest)(nil),           // 26: gompi.rte.v1.FenceRequest
+	(*FenceResponse)(nil),          // 27: gompi.rte.v1.FenceResponse
+	(*FinalizeRequest)(nil),        // 28: gompi.rte.v1.FinalizeRequest
+	(*FinalizeResponse)(nil),       // 29: gompi.rte.v1.FinalizeResponse
+	(*AbortRequest)(nil),           // 30: gompi.rte.v1.AbortRequest
+	(*AbortResponse)(nil),          // 31: gompi.rte.v1.AbortResponse
+	(*EventsRequest)(nil),          // 32: gompi.rte.v1.EventsRequest
+	(*RankEvent)(nil),              // 33: gompi.rte.v1.RankEvent
+	(*StatusRequest)(nil),          // 34: gompi.rte.v1.StatusRequest
+	(*StatusResponse)(nil),         // 35: gompi.rte.v1.StatusResponse
+	(*DaemonStatus)(nil),           // 36: gompi.rte.v1.DaemonStatus
+	(*RankStatus)(nil),             // 37: gompi.rte.v1.RankStatus
+	(*CROptions)(nil),              // 38: gompi.rte.v1.CROptions
+	(*CheckpointRequest)(nil),      // 39: gompi.rte.v1.CheckpointRequest
+	(*CheckpointEvent)(nil),        // 40: gompi.rte.v1.CheckpointEvent
+	(*DrainProgress)(nil),          // 41: gompi.rte.v1.DrainProgress
+	(*SnapshotsRequest)(nil),       // 42: gompi.rte.v1.SnapshotsRequest
+	(*SnapshotsResponse)(nil),      // 43: gompi.rte.v1.SnapshotsResponse
+	(*SnapcRequest)(nil),           // 44: gompi.rte.v1.SnapcRequest
+	(*SnapcReply)(nil),             // 45: gompi.rte.v1.SnapcReply
+	(*SnapcRankReply)(nil),         // 46: gompi.rte.v1.SnapcRankReply
+	(*RankCheckpoint)(nil),         // 47: gompi.rte.v1.RankCheckpoint
+	(*RankCheckpointDone)(nil),     // 48: gompi.rte.v1.RankCheckpointDone
+	(*AppRequestsRequest)(nil),     // 49: gompi.rte.v1.AppRequestsRequest
+	(*AppRequestMsg)(nil),          // 50: gompi.rte.v1.AppRequestMsg
+	(*AppReplyMsg)(nil),            // 51: gompi.rte.v1.AppReplyMsg
+	(*AppReplyResponse)(nil),       // 52: gompi.rte.v1.AppReplyResponse
+	(*RankCheckpointRequest)(nil),  // 53: gompi.rte.v1.RankCheckpointRequest
+	(*RankCheckpointResponse)(nil), // 54: gompi.rte.v1.RankCheckpointResponse
+	(*MigrateRequest)(nil),         // 55: gompi.rte.v1.MigrateRequest
+	(*MigrateWish)(nil),            // 56: gompi.rte.v1.MigrateWish
+	(*MigrateResponse)(nil),        // 57: gompi.rte.v1.MigrateResponse
+	(*RankMove)(nil),               // 58: gompi.rte.v1.RankMove
+	(*RankMigrate)(nil),            // 59: gompi.rte.v1.RankMigrate
+	(*RankMigrateDone)(nil),        // 60: gompi.rte.v1.RankMigrateDone
+	nil,                            // 61: gompi.rte.v1.RankData.DataEntry
+	nil,                            // 62: gompi.rte.v1.FenceRequest.DataEntry
 }
 var file_control_proto_depIdxs = []int32{
-	53, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
+	61, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
 	5,  // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
 	6,  // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
 	7,  // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
@@ -4014,65 +4769,82 @@ var file_control_proto_depIdxs = []int32{
 	10, // 6: gompi.rte.v1.DaemonMessage.fence:type_name -> gompi.rte.v1.FenceContribution
 	11, // 7: gompi.rte.v1.DaemonMessage.abort:type_name -> gompi.rte.v1.RankAbort
 	12, // 8: gompi.rte.v1.DaemonMessage.phase:type_name -> gompi.rte.v1.RankPhase
-	43, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
-	45, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
-	0,  // 11: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
-	3,  // 12: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
-	1,  // 13: gompi.rte.v1.RankPhase.phase:type_name -> gompi.rte.v1.Phase
-	15, // 14: gompi.rte.v1.HNPMessage.welcome:type_name -> gompi.rte.v1.Welcome
-	16, // 15: gompi.rte.v1.HNPMessage.launch:type_name -> gompi.rte.v1.Launch
-	18, // 16: gompi.rte.v1.HNPMessage.fence:type_name -> gompi.rte.v1.FenceComplete
-	19, // 17: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
-	20, // 18: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
-	21, // 19: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
-	42, // 20: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
-	46, // 21: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
-	14, // 22: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
-	2,  // 23: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
-	17, // 24: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
-	3,  // 25: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
-	2,  // 26: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	54, // 27: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
-	3,  // 28: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
-	34, // 29: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
-	35, // 30: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
-	36, // 31: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	39, // 32: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
-	36, // 33: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
-	44, // 34: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
-	39, // 35: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
-	36, // 36: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
-	36, // 37: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
-	36, // 38: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	4,  // 39: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
-	32, // 40: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
-	37, // 41: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
-	40, // 42: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
-	22, // 43: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
-	24, // 44: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
-	26, // 45: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
-	28, // 46: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	47, // 47: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
-	49, // 48: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
-	51, // 49: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
-	30, // 50: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
-	13, // 51: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	33, // 52: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	38, // 53: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
-	41, // 54: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
-	23, // 55: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	25, // 56: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	27, // 57: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	29, // 58: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	48, // 59: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
-	50, // 60: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
-	52, // 61: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
-	31, // 62: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
-	51, // [51:63] is the sub-list for method output_type
-	39, // [39:51] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	45, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
+	47, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
+	59, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
+	3,  // 12: gompi.rte.v1.DaemonMessage.rejoin:type_name -> gompi.rte.v1.RankData
+	0,  // 13: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
+	3,  // 14: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
+	1,  // 15: gompi.rte.v1.RankPhase.phase:type_name -> gompi.rte.v1.Phase
+	17, // 16: gompi.rte.v1.HNPMessage.welcome:type_name -> gompi.rte.v1.Welcome
+	18, // 17: gompi.rte.v1.HNPMessage.launch:type_name -> gompi.rte.v1.Launch
+	20, // 18: gompi.rte.v1.HNPMessage.fence:type_name -> gompi.rte.v1.FenceComplete
+	21, // 19: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
+	22, // 20: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
+	23, // 21: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
+	44, // 22: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
+	48, // 23: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
+	16, // 24: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
+	60, // 25: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
+	15, // 26: gompi.rte.v1.HNPMessage.rejoined:type_name -> gompi.rte.v1.Rejoined
+	14, // 27: gompi.rte.v1.HNPMessage.move_ranks:type_name -> gompi.rte.v1.MoveRanks
+	3,  // 28: gompi.rte.v1.Rejoined.entries:type_name -> gompi.rte.v1.RankData
+	2,  // 29: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
+	19, // 30: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
+	3,  // 31: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
+	2,  // 32: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
+	62, // 33: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	3,  // 34: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
+	36, // 35: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
+	37, // 36: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
+	38, // 37: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	41, // 38: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
+	38, // 39: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
+	3,  // 40: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
+	46, // 41: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
+	41, // 42: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
+	38, // 43: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
+	38, // 44: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
+	3,  // 45: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
+	38, // 46: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	56, // 47: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
+	58, // 48: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
+	55, // 49: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
+	4,  // 50: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
+	34, // 51: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
+	39, // 52: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
+	42, // 53: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
+	55, // 54: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	24, // 55: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
+	26, // 56: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
+	28, // 57: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
+	30, // 58: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
+	49, // 59: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
+	51, // 60: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
+	53, // 61: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
+	32, // 62: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
+	55, // 63: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	26, // 64: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
+	13, // 65: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	35, // 66: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	40, // 67: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
+	43, // 68: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
+	57, // 69: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	25, // 70: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	27, // 71: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	29, // 72: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	31, // 73: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	50, // 74: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
+	52, // 75: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
+	54, // 76: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
+	33, // 77: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
+	57, // 78: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	27, // 79: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
+	65, // [65:80] is the sub-list for method output_type
+	50, // [50:65] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -4091,6 +4863,8 @@ func file_control_proto_init() {
 		(*DaemonMessage_Phase)(nil),
 		(*DaemonMessage_SnapcReply)(nil),
 		(*DaemonMessage_RankCheckpoint)(nil),
+		(*DaemonMessage_RankMigrate)(nil),
+		(*DaemonMessage_Rejoin)(nil),
 	}
 	file_control_proto_msgTypes[11].OneofWrappers = []any{
 		(*HNPMessage_Welcome)(nil),
@@ -4102,6 +4876,9 @@ func file_control_proto_init() {
 		(*HNPMessage_SnapcRequest)(nil),
 		(*HNPMessage_RankCheckpointDone)(nil),
 		(*HNPMessage_ProcFailed)(nil),
+		(*HNPMessage_RankMigrateDone)(nil),
+		(*HNPMessage_Rejoined)(nil),
+		(*HNPMessage_MoveRanks)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4109,7 +4886,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   53,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

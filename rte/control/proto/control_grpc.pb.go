@@ -146,6 +146,7 @@ const (
 	Tool_Status_FullMethodName     = "/gompi.rte.v1.Tool/Status"
 	Tool_Checkpoint_FullMethodName = "/gompi.rte.v1.Tool/Checkpoint"
 	Tool_Snapshots_FullMethodName  = "/gompi.rte.v1.Tool/Snapshots"
+	Tool_Migrate_FullMethodName    = "/gompi.rte.v1.Tool/Migrate"
 )
 
 // ToolClient is the client API for Tool service.
@@ -161,6 +162,10 @@ type ToolClient interface {
 	Checkpoint(ctx context.Context, in *CheckpointRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CheckpointEvent], error)
 	// Snapshots names the job's global snapshot reference.
 	Snapshots(ctx context.Context, in *SnapshotsRequest, opts ...grpc.CallOption) (*SnapshotsResponse, error)
+	// Migrate announces a predicted fault (gompi-migrate): the ErrMgr stack
+	// decides (crmig moves the ranks) and the answer says what was done,
+	// once it is done.
+	Migrate(ctx context.Context, in *MigrateRequest, opts ...grpc.CallOption) (*MigrateResponse, error)
 }
 
 type toolClient struct {
@@ -210,6 +215,16 @@ func (c *toolClient) Snapshots(ctx context.Context, in *SnapshotsRequest, opts .
 	return out, nil
 }
 
+func (c *toolClient) Migrate(ctx context.Context, in *MigrateRequest, opts ...grpc.CallOption) (*MigrateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MigrateResponse)
+	err := c.cc.Invoke(ctx, Tool_Migrate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolServer is the server API for Tool service.
 // All implementations must embed UnimplementedToolServer
 // for forward compatibility.
@@ -223,6 +238,10 @@ type ToolServer interface {
 	Checkpoint(*CheckpointRequest, grpc.ServerStreamingServer[CheckpointEvent]) error
 	// Snapshots names the job's global snapshot reference.
 	Snapshots(context.Context, *SnapshotsRequest) (*SnapshotsResponse, error)
+	// Migrate announces a predicted fault (gompi-migrate): the ErrMgr stack
+	// decides (crmig moves the ranks) and the answer says what was done,
+	// once it is done.
+	Migrate(context.Context, *MigrateRequest) (*MigrateResponse, error)
 	mustEmbedUnimplementedToolServer()
 }
 
@@ -241,6 +260,9 @@ func (UnimplementedToolServer) Checkpoint(*CheckpointRequest, grpc.ServerStreami
 }
 func (UnimplementedToolServer) Snapshots(context.Context, *SnapshotsRequest) (*SnapshotsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Snapshots not implemented")
+}
+func (UnimplementedToolServer) Migrate(context.Context, *MigrateRequest) (*MigrateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Migrate not implemented")
 }
 func (UnimplementedToolServer) mustEmbedUnimplementedToolServer() {}
 func (UnimplementedToolServer) testEmbeddedByValue()              {}
@@ -310,6 +332,24 @@ func _Tool_Snapshots_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Tool_Migrate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MigrateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServer).Migrate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Tool_Migrate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServer).Migrate(ctx, req.(*MigrateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Tool_ServiceDesc is the grpc.ServiceDesc for Tool service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -324,6 +364,10 @@ var Tool_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Snapshots",
 			Handler:    _Tool_Snapshots_Handler,
+		},
+		{
+			MethodName: "Migrate",
+			Handler:    _Tool_Migrate_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
@@ -345,6 +389,8 @@ const (
 	Daemon_Reply_FullMethodName      = "/gompi.rte.v1.Daemon/Reply"
 	Daemon_Checkpoint_FullMethodName = "/gompi.rte.v1.Daemon/Checkpoint"
 	Daemon_Events_FullMethodName     = "/gompi.rte.v1.Daemon/Events"
+	Daemon_Migrate_FullMethodName    = "/gompi.rte.v1.Daemon/Migrate"
+	Daemon_Rejoin_FullMethodName     = "/gompi.rte.v1.Daemon/Rejoin"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -378,6 +424,15 @@ type DaemonClient interface {
 	// a failure), those declared before the stream opened first. It ends
 	// when the rank finalizes or the daemon leaves.
 	Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RankEvent], error)
+	// Migrate is a rank's cr.Migrate (sent by the communicator's leader): a
+	// predicted fault with the ranks' wishes. It returns once gompirun has
+	// accepted it; the ranks move at their next safe point.
+	Migrate(ctx context.Context, in *MigrateRequest, opts ...grpc.CallOption) (*MigrateResponse, error)
+	// Rejoin is the modex of a rank started elsewhere by a migration: it
+	// publishes the rank's new endpoints and returns once every moving rank
+	// has, with the table of the whole job (the others' unchanged) and the
+	// fence sequence the job is at.
+	Rejoin(ctx context.Context, in *FenceRequest, opts ...grpc.CallOption) (*FenceResponse, error)
 }
 
 type daemonClient struct {
@@ -486,6 +541,26 @@ func (c *daemonClient) Events(ctx context.Context, in *EventsRequest, opts ...gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Daemon_EventsClient = grpc.ServerStreamingClient[RankEvent]
 
+func (c *daemonClient) Migrate(ctx context.Context, in *MigrateRequest, opts ...grpc.CallOption) (*MigrateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MigrateResponse)
+	err := c.cc.Invoke(ctx, Daemon_Migrate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonClient) Rejoin(ctx context.Context, in *FenceRequest, opts ...grpc.CallOption) (*FenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FenceResponse)
+	err := c.cc.Invoke(ctx, Daemon_Rejoin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -517,6 +592,15 @@ type DaemonServer interface {
 	// a failure), those declared before the stream opened first. It ends
 	// when the rank finalizes or the daemon leaves.
 	Events(*EventsRequest, grpc.ServerStreamingServer[RankEvent]) error
+	// Migrate is a rank's cr.Migrate (sent by the communicator's leader): a
+	// predicted fault with the ranks' wishes. It returns once gompirun has
+	// accepted it; the ranks move at their next safe point.
+	Migrate(context.Context, *MigrateRequest) (*MigrateResponse, error)
+	// Rejoin is the modex of a rank started elsewhere by a migration: it
+	// publishes the rank's new endpoints and returns once every moving rank
+	// has, with the table of the whole job (the others' unchanged) and the
+	// fence sequence the job is at.
+	Rejoin(context.Context, *FenceRequest) (*FenceResponse, error)
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -550,6 +634,12 @@ func (UnimplementedDaemonServer) Checkpoint(context.Context, *RankCheckpointRequ
 }
 func (UnimplementedDaemonServer) Events(*EventsRequest, grpc.ServerStreamingServer[RankEvent]) error {
 	return status.Error(codes.Unimplemented, "method Events not implemented")
+}
+func (UnimplementedDaemonServer) Migrate(context.Context, *MigrateRequest) (*MigrateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Migrate not implemented")
+}
+func (UnimplementedDaemonServer) Rejoin(context.Context, *FenceRequest) (*FenceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Rejoin not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -702,6 +792,42 @@ func _Daemon_Events_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Daemon_EventsServer = grpc.ServerStreamingServer[RankEvent]
 
+func _Daemon_Migrate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MigrateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).Migrate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_Migrate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).Migrate(ctx, req.(*MigrateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Daemon_Rejoin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FenceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).Rejoin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_Rejoin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).Rejoin(ctx, req.(*FenceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -732,6 +858,14 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Checkpoint",
 			Handler:    _Daemon_Checkpoint_Handler,
+		},
+		{
+			MethodName: "Migrate",
+			Handler:    _Daemon_Migrate_Handler,
+		},
+		{
+			MethodName: "Rejoin",
+			Handler:    _Daemon_Rejoin_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
