@@ -46,6 +46,8 @@ type Fault struct {
 	Signal   syscall.Signal `json:"signal,omitempty"`
 	Time     time.Time      `json:"time"`
 	Detail   string         `json:"detail,omitempty"`
+	// Predict is set for a Predicted fault.
+	Predict *Prediction `json:"predict,omitempty"`
 }
 
 // Describe says what happened in words a user reads in a job's output.

@@ -33,6 +33,9 @@ const (
 	// Cancel withdraws the request ID: the rank does not save, or, if it
 	// is waiting for its peers inside the checkpoint, resumes unsaved.
 	Cancel
+	// ReleaseHold ends a migration's hold (request ID): the rank ends (Leave)
+	// or resumes, reaching the moved ranks at Peers.
+	ReleaseHold
 )
 
 // AppRequest is one request from the job's coordinator to a rank.
@@ -43,6 +46,13 @@ type AppRequest struct {
 	Seq     int            `json:"seq,omitempty"`
 	Dir     string         `json:"dir,omitempty"` // empty existing directory for the local snapshot (Target)
 	Options crs.Options    `json:"options"`
+	// Migrate: a migration's Target. The ranks in it save into Dir, the
+	// others only drain their channels and hold (Dir empty); every rank
+	// then waits for the Release (or Cancel) of request ID.
+	Migrate []int `json:"migrate,omitempty"`
+	// Leave, Peers: a ReleaseHold (see Release).
+	Leave bool                      `json:"leave,omitempty"`
+	Peers map[int]map[string]string `json:"peers,omitempty"`
 }
 
 // AppReply is a rank's answer to a request.

@@ -100,6 +100,14 @@ type Global interface {
 	Close(why error)
 	// Ref is the job's global snapshot reference.
 	Ref() sstore.Ref
+	// Release ends the migration checkpoint whose ranks are held (see
+	// Request.Ranks): it sends rel to every node and returns; later
+	// requests, queued meanwhile, run after it. It fails when no ranks
+	// are held.
+	Release(rel Release) error
+	// Place says where the ranks run now (by rank), after a migration
+	// moved some: later requests go to those nodes.
+	Place(rankNodes []string)
 }
 
 // NodeSpec is what a local coordinator knows of its node.
@@ -135,23 +143,27 @@ type Local interface {
 	// AppGone says rank's application coordinator is gone (the rank
 	// finalized or ended); requests waiting for it fail with why.
 	AppGone(rank int, why string)
+	// SetRanks says which ranks the node runs now (a migration moved
+	// some in or out); later requests are for those.
+	SetRanks(ranks []int)
 }
 
 // LocalKind is what the global coordinator asks of a node.
 type LocalKind int
 
 const (
-	LocalQuery  LocalKind = iota + 1 // count and checkpointability of each rank
-	LocalTarget                      // save at Target into Ref's sequence Seq
-	LocalSync                        // make the local snapshots of Seq stable
-	LocalCancel                      // withdraw request ID
-	LocalDone                        // request ID is over (committed)
+	LocalQuery   LocalKind = iota + 1 // count and checkpointability of each rank
+	LocalTarget                       // save at Target into Ref's sequence Seq
+	LocalSync                         // make the local snapshots of Seq stable
+	LocalCancel                       // withdraw request ID
+	LocalDone                         // request ID is over (committed)
+	LocalRelease                      // a held migration: Leave end, the others resume (Peers)
 	// LocalProgress is a reply only: how far a node's sync has got, sent
 	// (through NodeSpec.Notify) while the sync runs.
 	LocalProgress
 )
 
-var localKindNames = map[LocalKind]string{LocalQuery: "query", LocalTarget: "target", LocalSync: "sync", LocalCancel: "cancel", LocalDone: "done", LocalProgress: "progress"}
+var localKindNames = map[LocalKind]string{LocalQuery: "query", LocalTarget: "target", LocalSync: "sync", LocalCancel: "cancel", LocalDone: "done", LocalProgress: "progress", LocalRelease: "release"}
 
 func (k LocalKind) String() string {
 	if n, ok := localKindNames[k]; ok {
@@ -168,6 +180,12 @@ type LocalRequest struct {
 	Ref     sstore.Ref  `json:"ref"`
 	Target  uint64      `json:"target,omitempty"`
 	Options crs.Options `json:"options"`
+	// Ranks: a migration's Target or Sync, the ranks saved (the node's
+	// others are held unsaved).
+	Ranks []int `json:"ranks,omitempty"`
+	// Leave and Peers: a LocalRelease (see Release).
+	Leave []int                     `json:"leave,omitempty"`
+	Peers map[int]map[string]string `json:"peers,omitempty"`
 }
 
 // LocalReply is a node's answer to a request.

@@ -23,8 +23,23 @@ const Name = "snapc"
 // Request asks for one global checkpoint.
 type Request struct {
 	Options crs.Options `json:"options"`
-	// Ranks limits the checkpoint to these ranks (migration); empty = all.
+	// Ranks makes the request a migration's checkpoint: every rank is
+	// still brought to the target safe point with its channels drained,
+	// but only these ranks are saved; the others are held there, unsaved.
+	// Once committed (as a sequence marked Migrate, not a restart point)
+	// every rank stays held until Global.Release. Empty: a checkpoint of
+	// the whole job.
 	Ranks []int `json:"ranks,omitempty"`
+}
+
+// Release ends a committed migration checkpoint: the ranks in Leave end
+// (they run again elsewhere, started from their local snapshots), the
+// others resume, reaching the moved ranks at their new endpoints (Peers,
+// by rank: each one's new modex entry). A Release with nothing in it
+// resumes every rank where it was (the migration was abandoned).
+type Release struct {
+	Leave []int                     `json:"leave,omitempty"`
+	Peers map[int]map[string]string `json:"peers,omitempty"`
 }
 
 // Result is a committed global snapshot.
