@@ -24,15 +24,16 @@ import (
 // Close only take the lock and signal: gompirun calls them from its event
 // loop and from its daemons' stream handlers.
 type global struct {
-	spec      snapc.JobSpec
-	link      snapc.NodeLink
-	log       *slog.Logger
-	pause     PausePoint
-	nodes     []string         // nodes that run ranks, sorted
-	nodeRanks map[string][]int // ranks of each node
-	ranks     int
+	spec  snapc.JobSpec
+	link  snapc.NodeLink
+	log   *slog.Logger
+	pause PausePoint
+	ranks int
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// place is where the ranks run now; Place replaces it, and each
+	// request runs with the one it started with (request.place).
+	place   *placement
 	queue   []*request
 	cur     *request
 	closed  error
@@ -66,26 +67,58 @@ func newGlobal(spec snapc.JobSpec, link snapc.NodeLink) (*global, error) {
 			return nil, err
 		}
 	}
-	g := &global{spec: spec, link: link, log: logger(spec.Log), pause: p, nodeRanks: map[string][]int{},
+	g := &global{spec: spec, link: link, log: logger(spec.Log), pause: p, place: newPlacement(spec.RankNodes),
 		ranks: len(spec.RankNodes), lost: map[string]string{}, wake: make(chan struct{}, 1)}
-	for r, n := range spec.RankNodes {
-		if len(g.nodeRanks[n]) == 0 {
-			g.nodes = append(g.nodes, n)
-		}
-		g.nodeRanks[n] = append(g.nodeRanks[n], r)
-	}
-	sort.Strings(g.nodes)
+	g.spec.RankNodes = slices.Clone(spec.RankNodes)
 	go g.loop()
 	return g, nil
+}
+
+// placement is where the ranks run at one time. It is never changed once
+// made: Place makes a new one, so a running request keeps a consistent
+// view while a migration moves ranks.
+type placement struct {
+	nodes     []string         // nodes that run ranks, sorted
+	nodeRanks map[string][]int // ranks of each node, ascending
+}
+
+func newPlacement(rankNodes []string) *placement {
+	p := &placement{nodeRanks: map[string][]int{}}
+	for r, n := range rankNodes {
+		if len(p.nodeRanks[n]) == 0 {
+			p.nodes = append(p.nodes, n)
+		}
+		p.nodeRanks[n] = append(p.nodeRanks[n], r)
+	}
+	sort.Strings(p.nodes)
+	return p
+}
+
+// Place records where the ranks run after a migration. A request already
+// running goes on with the placement it started with.
+func (g *global) Place(rankNodes []string) {
+	if len(rankNodes) != g.ranks {
+		// gompirun's bug, not the user's: keep the placement we have
+		// rather than lose ranks.
+		g.log.Error("snapc/full: placement ignored: wrong number of ranks", "got", len(rankNodes), "want", g.ranks)
+		return
+	}
+	p := newPlacement(rankNodes)
+	g.mu.Lock()
+	g.spec.RankNodes = slices.Clone(rankNodes)
+	g.place = p
+	g.mu.Unlock()
 }
 
 func (g *global) Ref() sstore.Ref { return g.spec.Ref }
 
 // request is one checkpoint and everyone waiting for it.
 type request struct {
-	id    uint64
-	opts  crs.Options
-	app   bool         // asked for by the ranks (cr.Checkpoint)
+	id   uint64
+	opts crs.Options
+	app  bool // asked for by the ranks (cr.Checkpoint)
+	// place is the placement the request runs with, taken when it starts.
+	place *placement
 	want  uint64       // the ranks' target (app)
 	asked map[int]bool // the ranks that asked (app); it runs once all have
 
@@ -110,8 +143,16 @@ type request struct {
 
 func (g *global) newRequest(opts crs.Options) *request {
 	g.nextID++
-	return &request{id: g.nextID, opts: opts, inbox: make(chan snapc.LocalReply, 8*len(g.nodes)+8), progress: make(chan snapc.LocalReply, 4*len(g.nodes)+4),
-		changed: make(chan struct{}), unwatched: make(chan struct{}), abort: make(chan struct{})}
+	return &request{id: g.nextID, opts: opts, changed: make(chan struct{}), unwatched: make(chan struct{}), abort: make(chan struct{})}
+}
+
+// start makes r the current request with the placement of now, its
+// mailboxes sized for its nodes. g.mu is held.
+func (g *global) start(r *request) {
+	r.place = g.place
+	n := len(r.place.nodes)
+	r.inbox, r.progress = make(chan snapc.LocalReply, 8*n+8), make(chan snapc.LocalReply, 4*n+4)
+	g.cur = r
 }
 
 func (r *request) emit(e snapc.Event) {
@@ -284,12 +325,12 @@ func (g *global) Deliver(rep snapc.LocalReply) {
 func (g *global) NodeLost(node, why string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.nodeRanks[node]; !ok {
-		return
-	}
+	// A node without ranks now may get some from a migration: remember it.
 	g.lost[node] = why
 	if g.cur != nil {
-		g.cur.stop(fmt.Errorf("node %s was lost: %s", node, why))
+		if _, ok := g.cur.place.nodeRanks[node]; ok {
+			g.cur.stop(fmt.Errorf("node %s was lost: %s", node, why))
+		}
 	}
 }
 
@@ -341,7 +382,7 @@ func (g *global) loop() {
 		}
 		r := g.queue[i]
 		g.queue = slices.Delete(g.queue, i, i+1)
-		g.cur = r
+		g.start(r)
 		g.mu.Unlock()
 
 		res, err := g.run(r)
@@ -400,7 +441,7 @@ func (g *global) run(r *request) (snapc.Result, error) {
 	}
 	g.event(r, snapc.PhaseRequested, "", -1, fmt.Sprintf("request %d", r.id))
 	g.mu.Lock()
-	for _, n := range g.nodes {
+	for _, n := range r.place.nodes {
 		if why, ok := g.lost[n]; ok {
 			g.mu.Unlock()
 			return fail(fmt.Errorf("node %s was lost: %s", n, why))
@@ -523,7 +564,7 @@ func (g *global) run(r *request) (snapc.Result, error) {
 	if err := g.pauseAt(r, PauseCommitted, seq); err != nil {
 		g.log.Warn("checkpoint committed, but the job is ending", "seq", seq, "err", err)
 	}
-	for _, n := range g.nodes {
+	for _, n := range r.place.nodes {
 		_ = g.link.Send(n, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalDone, Seq: seq, Ref: ref})
 	}
 	if r.opts.Term {
@@ -558,7 +599,7 @@ func (g *global) round(r *request, req snapc.LocalRequest, each func(node string
 		}
 	}
 	pending := map[string]bool{}
-	for _, n := range g.nodes {
+	for _, n := range r.place.nodes {
 		if err := g.link.Send(n, req); err != nil {
 			return fmt.Errorf("node %s: %w", n, err)
 		}
@@ -595,7 +636,7 @@ func (g *global) round(r *request, req snapc.LocalRequest, each func(node string
 			if rep.Err != "" {
 				return fmt.Errorf("node %s: %s", rep.Node, rep.Err)
 			}
-			if err := g.checkRanks(rep); err != nil {
+			if err := r.place.checkRanks(rep); err != nil {
 				return err
 			}
 			for _, rr := range rep.Ranks {
@@ -621,8 +662,8 @@ func (g *global) round(r *request, req snapc.LocalRequest, each func(node string
 }
 
 // checkRanks makes sure a node answered for exactly its ranks.
-func (g *global) checkRanks(rep snapc.LocalReply) error {
-	want := g.nodeRanks[rep.Node]
+func (p *placement) checkRanks(rep snapc.LocalReply) error {
+	want := p.nodeRanks[rep.Node]
 	got := make([]int, 0, len(rep.Ranks))
 	for _, rr := range rep.Ranks {
 		got = append(got, rr.Rank)
@@ -636,7 +677,7 @@ func (g *global) checkRanks(rep snapc.LocalReply) error {
 
 // cancelAll withdraws the request on every node, best effort.
 func (g *global) cancelAll(r *request) {
-	for _, n := range g.nodes {
+	for _, n := range r.place.nodes {
 		g.mu.Lock()
 		_, lost := g.lost[n]
 		g.mu.Unlock()
@@ -700,6 +741,12 @@ func storedSettings(in []mca.Setting) []mca.Setting {
 		}
 	}
 	return out
+}
+
+// Release ends a held migration checkpoint. Until migration
+// checkpoints are run, nothing is ever held.
+func (g *global) Release(snapc.Release) error {
+	return errors.New("snapc/full: release: no migration checkpoint holds the job's ranks")
 }
 
 var _ snapc.Global = (*global)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ type local struct {
 	queryBound time.Duration // bound on a rank's answer to a query (0 = none)
 
 	mu        sync.Mutex
+	ranks     []int // the node's ranks now (SetRanks); each Handle uses those of its start
 	waits     map[waitKey]chan appAnswer
 	cancelled map[uint64]chan struct{} // closed when a request is withdrawn
 	dirs      map[uint64]map[int]string
@@ -44,7 +46,7 @@ func newLocal(spec snapc.NodeSpec, port snapc.AppPort) (*local, error) {
 	if spec.Store == nil {
 		return nil, fmt.Errorf("snapc/full: node %s: no SStore module", spec.Node)
 	}
-	l := &local{spec: spec, port: port, log: logger(spec.Log), pause: PausePoint{Seq: -1},
+	l := &local{spec: spec, port: port, log: logger(spec.Log), pause: PausePoint{Seq: -1}, ranks: sortedRanks(spec.Ranks),
 		waits: map[waitKey]chan appAnswer{}, cancelled: map[uint64]chan struct{}{}, dirs: map[uint64]map[int]string{}}
 	if v := spec.Values; v != nil {
 		var err error
@@ -82,16 +84,40 @@ func (l *local) cancelChan(id uint64) chan struct{} {
 	return c
 }
 
+// sortedRanks is a sorted copy of ranks.
+func sortedRanks(ranks []int) []int {
+	out := slices.Clone(ranks)
+	slices.Sort(out)
+	return out
+}
+
+// SetRanks records the node's ranks after a migration moved some in or
+// out. Requests already running go on with the ranks they started with.
+func (l *local) SetRanks(ranks []int) {
+	rs := sortedRanks(ranks)
+	l.mu.Lock()
+	l.ranks = rs
+	l.mu.Unlock()
+}
+
+// nodeRanks are the node's ranks now; the slice is never changed.
+func (l *local) nodeRanks() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ranks
+}
+
 func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalReply {
 	rep := snapc.LocalReply{ID: req.ID, Kind: req.Kind, Node: l.spec.Node}
 	cancel := l.cancelChan(req.ID)
+	ranks := l.nodeRanks()
 	switch req.Kind {
 	case snapc.LocalQuery:
-		rep.Ranks = l.query(ctx, req, cancel)
+		rep.Ranks = l.query(ctx, req, ranks, cancel)
 	case snapc.LocalTarget:
-		rep.Ranks = l.target(ctx, req, cancel)
+		rep.Ranks = l.target(ctx, req, ranks, cancel)
 	case snapc.LocalSync:
-		rep.Ranks, rep.Err = l.sync(ctx, req, cancel)
+		rep.Ranks, rep.Err = l.sync(ctx, req, ranks, cancel)
 	case snapc.LocalCancel:
 		l.mu.Lock()
 		select {
@@ -100,7 +126,7 @@ func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalR
 			close(cancel)
 		}
 		l.mu.Unlock()
-		for _, r := range l.spec.Ranks {
+		for _, r := range ranks {
 			// A rank without a coordinator has nothing to withdraw.
 			_ = l.port.Send(r, snapc.AppRequest{ID: req.ID, Kind: snapc.Cancel, Seq: req.Seq})
 		}
@@ -172,14 +198,14 @@ func (l *local) unwait(k waitKey) {
 	l.mu.Unlock()
 }
 
-func (l *local) query(ctx context.Context, req snapc.LocalRequest, cancel <-chan struct{}) []snapc.RankReply {
+func (l *local) query(ctx context.Context, req snapc.LocalRequest, ranks []int, cancel <-chan struct{}) []snapc.RankReply {
 	reqs := map[int]snapc.AppRequest{}
-	for _, r := range l.spec.Ranks {
+	for _, r := range ranks {
 		reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Query, Seq: req.Seq, Options: req.Options}
 	}
 	answers := l.ask(ctx, cancel, l.queryBound, reqs)
-	out := make([]snapc.RankReply, 0, len(l.spec.Ranks))
-	for _, r := range l.spec.Ranks {
+	out := make([]snapc.RankReply, 0, len(ranks))
+	for _, r := range ranks {
 		a := answers[r]
 		rr := snapc.RankReply{Rank: r}
 		switch {
@@ -195,19 +221,19 @@ func (l *local) query(ctx context.Context, req snapc.LocalRequest, cancel <-chan
 	return out
 }
 
-func (l *local) target(ctx context.Context, req snapc.LocalRequest, cancel <-chan struct{}) []snapc.RankReply {
+func (l *local) target(ctx context.Context, req snapc.LocalRequest, ranks []int, cancel <-chan struct{}) []snapc.RankReply {
 	out := map[int]snapc.RankReply{}
 	select {
 	case <-cancel:
-		for _, r := range l.spec.Ranks {
+		for _, r := range ranks {
 			out[r] = snapc.RankReply{Rank: r, Err: "the checkpoint was cancelled"}
 		}
-		return inOrder(l.spec.Ranks, out)
+		return inOrder(ranks, out)
 	default:
 	}
 	dirs := map[int]string{}
 	reqs := map[int]snapc.AppRequest{}
-	for _, r := range l.spec.Ranks {
+	for _, r := range ranks {
 		dir, err := l.spec.Store.LocalDir(ctx, req.Ref, req.Seq, r)
 		if err != nil {
 			out[r] = snapc.RankReply{Rank: r, Err: err.Error()}
@@ -229,10 +255,10 @@ func (l *local) target(ctx context.Context, req snapc.LocalRequest, cancel <-cha
 		}
 		out[r] = rr
 	}
-	return inOrder(l.spec.Ranks, out)
+	return inOrder(ranks, out)
 }
 
-func (l *local) sync(ctx context.Context, req snapc.LocalRequest, cancel <-chan struct{}) ([]snapc.RankReply, string) {
+func (l *local) sync(ctx context.Context, req snapc.LocalRequest, ranks []int, cancel <-chan struct{}) ([]snapc.RankReply, string) {
 	if l.pause.At(PauseSync, req.Seq) {
 		l.log.Warn(PauseMessage(PauseSync, req.Seq))
 		select {
@@ -245,7 +271,7 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, cancel <-chan 
 	dirs := l.dirs[req.ID]
 	l.mu.Unlock()
 	var locals []sstore.Local
-	for _, r := range l.spec.Ranks {
+	for _, r := range ranks {
 		d, ok := dirs[r]
 		if !ok {
 			return nil, fmt.Sprintf("snapc/full: node %s: sync of request %d, whose local snapshot of rank %d it never started", l.spec.Node, req.ID, r)
