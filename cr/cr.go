@@ -41,6 +41,7 @@ type Option func(*config)
 
 type config struct {
 	terminate func() error
+	leave     func() error
 	log       *slog.Logger
 }
 
@@ -49,6 +50,11 @@ type config struct {
 // the SafePoint or Checkpoint that took the checkpoint returns
 // ErrTerminated. In-process tests use it.
 func WithTerminate(f func() error) Option { return func(c *config) { c.terminate = f } }
+
+// WithLeave replaces what a rank does once a migration moved it: by
+// default the process exits (its new process runs elsewhere); with f,
+// SafePoint returns ErrMigrated after f. In-process tests use it.
+func WithLeave(f func() error) Option { return func(c *config) { c.leave = f } }
 
 // WithLogger sets the logger (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
@@ -122,7 +128,9 @@ type Coordinator struct {
 	finalizing bool
 	quiesce    *quiesceState
 	restart    *restartState
-	ch         crcp.Channels // of the checkpoint running
+	ch         crcp.Channels         // of the checkpoint running
+	release    chan snapc.AppRequest // a migration's hold waits for its release
+	releaseID  uint64
 	wake       chan struct{} // closed (and replaced) when something changes
 	requested  chan struct{} // closed while the program is wanted at a safe point
 	reqClosed  bool
@@ -169,6 +177,14 @@ func attach(p *mpi.Proc, cfg config) (*Coordinator, error) {
 			if err := p.Finalize(); err != nil {
 				c.log.Warn("finalize after a checkpoint with --term", "err", err)
 			}
+			os.Exit(0)
+			return nil
+		}
+	}
+	if c.cfg.leave == nil {
+		// No Finalize: the job goes on without this process, and its
+		// peers expect its connections to close.
+		c.cfg.leave = func() error {
 			os.Exit(0)
 			return nil
 		}

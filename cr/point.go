@@ -187,6 +187,8 @@ func (c *Coordinator) handle(r snapc.AppRequest) {
 		c.onTarget(r)
 	case snapc.Cancel:
 		c.onCancel(r)
+	case snapc.ReleaseHold:
+		c.onRelease(r)
 	default:
 		c.log.Warn("unknown request from the checkpoint coordinator", "kind", r.Kind, "id", r.ID)
 	}
@@ -230,9 +232,11 @@ func (c *Coordinator) onTarget(r snapc.AppRequest) {
 		why = fmt.Sprintf("rank %d finished before safe point %d", rank, n)
 	case r.Options.Stop:
 		why = fmt.Sprintf("rank %d: crs=%s cannot stop a process once saved (--stop; Open MPI's self could not either): checkpoint without --stop, or with --term", rank, c.crsName)
-	case r.Dir == "":
+	case r.Dir == "" && (len(r.Migrate) == 0 || slices.Contains(r.Migrate, rank)):
 		why = fmt.Sprintf("rank %d: target safe point %d without a snapshot directory", rank, n)
-	case n == c.attempted && n == c.count && c.inPoint() && c.drainedAt == n && c.pending == nil:
+	case len(r.Migrate) > 0 && c.quiesce != nil:
+		why = fmt.Sprintf("rank %d is quiesced (since safe point %d): a migration waits until QuiesceEnd; ask again after it", rank, c.quiesce.epoch)
+	case len(r.Migrate) == 0 && n == c.attempted && n == c.count && c.inPoint() && c.drainedAt == n && c.pending == nil:
 		// Still inside the point it was saved at (perhaps finishing that
 		// checkpoint), its channels drained there and quiet since (no
 		// rank passes a point it waits in for its own request): it can
@@ -385,13 +389,25 @@ func (c *Coordinator) run(t *target, n uint64) error {
 		c.drainedAt = n
 		c.mu.Unlock()
 	}
-	serr := c.saveLocal(ctx, req, n)
-	if serr != nil {
-		serr = fmt.Errorf("rank %d: save at safe point %d: %w", rank, n, cause(serr))
-		c.replyTarget(req, serr)
-	} else {
-		c.replyTarget(req, nil)
+	// A migration saves only the moving ranks; the others hold here.
+	mig := len(req.Migrate) > 0
+	var serr error
+	if !mig || slices.Contains(req.Migrate, rank) {
+		if serr = c.saveLocal(ctx, req, n); serr != nil {
+			serr = fmt.Errorf("rank %d: save at safe point %d: %w", rank, n, cause(serr))
+		}
 	}
+	var release chan snapc.AppRequest
+	if mig && serr == nil {
+		// Before anyone may learn that all saved: the moving ranks end
+		// soon after, and the release may come at once.
+		if err := c.p.PeersMoving(req.Migrate); err != nil {
+			serr = fmt.Errorf("rank %d: migration at safe point %d: %w", rank, n, err)
+		} else {
+			release = c.awaitRelease(req.ID)
+		}
+	}
+	c.replyTarget(req, serr)
 	// Agree that every rank saved: no rank sends again before all saved
 	// (a message sent after a rank's save must not be captured by a peer
 	// still saving), and --term ends the job only if the snapshot is whole.
@@ -409,6 +425,9 @@ func (c *Coordinator) run(t *target, n uint64) error {
 		for _, v := range got {
 			allOK = allOK && v == 1
 		}
+	}
+	if mig {
+		return c.migrationEnd(ctx, req, n, serr, allOK, release)
 	}
 	state := crs.StateContinue
 	switch {
@@ -429,16 +448,21 @@ func (c *Coordinator) run(t *target, n uint64) error {
 		}
 		return ErrTerminated
 	case crs.StateContinue:
-		c.reg.mu.Lock()
-		cbs := slices.Clone(c.reg.onCont)
-		c.reg.mu.Unlock()
-		for i, f := range cbs {
-			if err := f(); err != nil {
-				c.log.Warn("OnContinue callback failed", "callback", i+1, "err", err)
-			}
-		}
+		c.continued()
 	}
 	return nil
+}
+
+// continued runs the OnContinue callbacks.
+func (c *Coordinator) continued() {
+	c.reg.mu.Lock()
+	cbs := slices.Clone(c.reg.onCont)
+	c.reg.mu.Unlock()
+	for i, f := range cbs {
+		if err := f(); err != nil {
+			c.log.Warn("OnContinue callback failed", "callback", i+1, "err", err)
+		}
+	}
 }
 
 // resave saves the rank again at the safe point it was saved at and

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,6 +115,7 @@ type peer struct {
 
 	failErr atomic.Pointer[ProcFailedError] // failed: every operation with it fails
 	gone    atomic.Pointer[ProcFailedError] // said goodbye: receives from it fail
+	moving  atomic.Bool                      // migrating: its connections may close (migrate.go)
 
 	sent, recvd atomic.Uint64 // messages, not counting the library's control traffic
 }
@@ -324,17 +324,8 @@ func (p *Proc) openTransports(ctx context.Context) error {
 			p.failPeer(r, errors.New("it failed before the job started"))
 			continue
 		}
-		pe := p.peers[r]
-		for i, m := range p.mods {
-			ep := btl.Endpoint{Job: p.job, Rank: r, Node: info["node"], Addr: info["btl_"+p.modName[i]]}
-			if m.Reachable(p.selfEP[i], ep) {
-				pe.mod, pe.self, pe.ep = m, p.selfEP[i], ep
-				break
-			}
-		}
-		if pe.mod == nil {
-			return fmt.Errorf("mpi: init: no transport reaches rank %d on node %q from node %q (usable here: %s); allow tcp with --mca btl tcp,uds",
-				r, info["node"], p.node, strings.Join(p.modName, ", "))
+		if err := p.choosePath(p.peers[r], info); err != nil {
+			return fmt.Errorf("mpi: init: %w", err)
 		}
 	}
 	return nil
@@ -693,7 +684,7 @@ func (p *Proc) read(c btl.Conn) {
 		if errors.Is(err, io.EOF) && pe.gone.Load() != nil {
 			return
 		}
-		if p.isStopped() {
+		if p.isStopped() || p.retired(src, c) {
 			return
 		}
 		p.failPeer(src, fmt.Errorf("receive: %w", err))
@@ -725,8 +716,13 @@ func (p *Proc) hello(c btl.Conn, hb []byte) (int, error) {
 	}
 	p.inMu.Lock()
 	defer p.inMu.Unlock()
-	if p.inFrom[src] != nil {
-		return 0, fmt.Errorf("second connection from rank %d", src)
+	if old := p.inFrom[src]; old != nil {
+		if !p.peers[src].moving.Load() {
+			return 0, fmt.Errorf("second connection from rank %d", src)
+		}
+		// The moved rank's new process, before the old one's end was
+		// read: the old connection is done.
+		old.Close()
 	}
 	p.inFrom[src] = c
 	return src, nil

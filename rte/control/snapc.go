@@ -2,6 +2,8 @@ package control
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"gompi/frameworks/crs"
@@ -25,20 +27,77 @@ func OptionsFromProto(o *pb.CROptions) crs.Options {
 // LocalRequestToProto converts a global coordinator's request.
 func LocalRequestToProto(r snapc.LocalRequest) *pb.SnapcRequest {
 	return &pb.SnapcRequest{Id: r.ID, Kind: int32(r.Kind), Seq: int32(r.Seq), RefDir: r.Ref.Dir, RefName: r.Ref.Name,
-		Target: r.Target, Options: OptionsToProto(r.Options)}
+		Target: r.Target, Options: OptionsToProto(r.Options), Ranks: ranksToProto(r.Ranks), Leave: ranksToProto(r.Leave),
+		Peers: PeersToProto(r.Peers)}
+}
+
+func ranksToProto(in []int) []int32 {
+	var out []int32
+	for _, r := range in {
+		out = append(out, int32(r))
+	}
+	return out
+}
+
+func ranksFromProto(in []int32) ([]int, error) {
+	var out []int
+	for _, r := range in {
+		if r < 0 {
+			return nil, fmt.Errorf("rank %d", r)
+		}
+		out = append(out, int(r))
+	}
+	return out, nil
+}
+
+// PeersToProto converts moved ranks' endpoints, by rank, for the wire.
+func PeersToProto(in map[int]map[string]string) []*pb.RankData {
+	var out []*pb.RankData
+	for _, r := range slices.Sorted(maps.Keys(in)) {
+		out = append(out, &pb.RankData{Rank: int32(r), Data: in[r]})
+	}
+	return out
+}
+
+// PeersFromProto converts and checks moved ranks' endpoints.
+func PeersFromProto(in []*pb.RankData) (map[int]map[string]string, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[int]map[string]string, len(in))
+	for _, e := range in {
+		if e.GetRank() < 0 {
+			return nil, fmt.Errorf("endpoints of rank %d", e.GetRank())
+		}
+		if _, dup := out[int(e.GetRank())]; dup {
+			return nil, fmt.Errorf("endpoints of rank %d twice", e.GetRank())
+		}
+		out[int(e.GetRank())] = e.GetData()
+	}
+	return out, nil
 }
 
 // LocalRequestFromProto converts and checks a global coordinator's request.
 func LocalRequestFromProto(m *pb.SnapcRequest) (snapc.LocalRequest, error) {
 	k := snapc.LocalKind(m.GetKind())
-	if k < snapc.LocalQuery || k > snapc.LocalDone {
+	if k < snapc.LocalQuery || k > snapc.LocalRelease || k == snapc.LocalProgress {
 		return snapc.LocalRequest{}, fmt.Errorf("control: checkpoint request %d of unknown kind %d (a newer gompirun?)", m.GetId(), m.GetKind())
 	}
 	if m.GetSeq() < 0 && k != snapc.LocalCancel {
 		return snapc.LocalRequest{}, fmt.Errorf("control: checkpoint request %d: sequence %d", m.GetId(), m.GetSeq())
 	}
-	return snapc.LocalRequest{ID: m.GetId(), Kind: k, Seq: int(m.GetSeq()), Ref: sstore.Ref{Dir: m.GetRefDir(), Name: m.GetRefName()},
-		Target: m.GetTarget(), Options: OptionsFromProto(m.GetOptions())}, nil
+	ranks, err := ranksFromProto(m.GetRanks())
+	if err == nil {
+		var leave []int
+		if leave, err = ranksFromProto(m.GetLeave()); err == nil {
+			var peers map[int]map[string]string
+			if peers, err = PeersFromProto(m.GetPeers()); err == nil {
+				return snapc.LocalRequest{ID: m.GetId(), Kind: k, Seq: int(m.GetSeq()), Ref: sstore.Ref{Dir: m.GetRefDir(), Name: m.GetRefName()},
+					Target: m.GetTarget(), Options: OptionsFromProto(m.GetOptions()), Ranks: ranks, Leave: leave, Peers: peers}, nil
+			}
+		}
+	}
+	return snapc.LocalRequest{}, fmt.Errorf("control: checkpoint request %d: %w", m.GetId(), err)
 }
 
 // LocalReplyToProto converts a node's reply.
@@ -74,19 +133,30 @@ func LocalReplyFromProto(m *pb.SnapcReply, node string, size int) (snapc.LocalRe
 
 // AppRequestToProto converts a request for a rank's coordinator.
 func AppRequestToProto(r snapc.AppRequest) *pb.AppRequestMsg {
-	return &pb.AppRequestMsg{Id: r.ID, Kind: int32(r.Kind), Target: r.Target, Seq: int32(r.Seq), Dir: r.Dir, Options: OptionsToProto(r.Options)}
+	return &pb.AppRequestMsg{Id: r.ID, Kind: int32(r.Kind), Target: r.Target, Seq: int32(r.Seq), Dir: r.Dir, Options: OptionsToProto(r.Options),
+		Migrate: ranksToProto(r.Migrate), Leave: r.Leave, Peers: PeersToProto(r.Peers)}
 }
 
 // AppRequestFromProto converts and checks a request for a rank's coordinator.
 func AppRequestFromProto(m *pb.AppRequestMsg) (snapc.AppRequest, error) {
 	k := snapc.AppRequestKind(m.GetKind())
-	if k < snapc.Query || k > snapc.Cancel {
+	if k < snapc.Query || k > snapc.ReleaseHold {
 		return snapc.AppRequest{}, fmt.Errorf("control: checkpoint request %d of unknown kind %d (a newer gompid?)", m.GetId(), m.GetKind())
 	}
-	if k == snapc.Target && (m.GetDir() == "" || m.GetTarget() == 0 || m.GetSeq() < 0) {
+	// A migration's target has no directory for the ranks it holds.
+	if k == snapc.Target && ((m.GetDir() == "" && len(m.GetMigrate()) == 0) || m.GetTarget() == 0 || m.GetSeq() < 0) {
 		return snapc.AppRequest{}, fmt.Errorf("control: checkpoint request %d: target %d, sequence %d, directory %q", m.GetId(), m.GetTarget(), m.GetSeq(), m.GetDir())
 	}
-	return snapc.AppRequest{ID: m.GetId(), Kind: k, Target: m.GetTarget(), Seq: int(m.GetSeq()), Dir: m.GetDir(), Options: OptionsFromProto(m.GetOptions())}, nil
+	mig, err := ranksFromProto(m.GetMigrate())
+	if err != nil {
+		return snapc.AppRequest{}, fmt.Errorf("control: checkpoint request %d: migration of %w", m.GetId(), err)
+	}
+	peers, err := PeersFromProto(m.GetPeers())
+	if err != nil {
+		return snapc.AppRequest{}, fmt.Errorf("control: checkpoint request %d: %w", m.GetId(), err)
+	}
+	return snapc.AppRequest{ID: m.GetId(), Kind: k, Target: m.GetTarget(), Seq: int(m.GetSeq()), Dir: m.GetDir(), Options: OptionsFromProto(m.GetOptions()),
+		Migrate: mig, Leave: m.GetLeave(), Peers: peers}, nil
 }
 
 // AppReplyToProto converts a rank's answer.

@@ -15,17 +15,28 @@ import (
 )
 
 func TestSnapcWireRoundTrip(t *testing.T) {
-	lr := snapc.LocalRequest{ID: 7, Kind: snapc.LocalTarget, Seq: 3, Ref: sstore.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 12, Options: crs.Options{Term: true}}
-	if got, err := LocalRequestFromProto(LocalRequestToProto(lr)); err != nil || got != lr {
-		t.Errorf("local request: %+v %v", got, err)
+	for _, lr := range []snapc.LocalRequest{
+		{ID: 7, Kind: snapc.LocalTarget, Seq: 3, Ref: sstore.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 12, Options: crs.Options{Term: true}},
+		{ID: 8, Kind: snapc.LocalTarget, Seq: 4, Ref: sstore.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 13, Ranks: []int{2, 3}},
+		{ID: 8, Kind: snapc.LocalRelease, Seq: 4, Leave: []int{2}, Peers: map[int]map[string]string{2: {"node": "n3", "btl_tcp": "127.0.0.1:5"}}},
+	} {
+		if got, err := LocalRequestFromProto(LocalRequestToProto(lr)); err != nil || !reflect.DeepEqual(got, lr) {
+			t.Errorf("local request: %+v %v", got, err)
+		}
 	}
 	rep := snapc.LocalReply{ID: 7, Kind: snapc.LocalSync, Node: "n2", Ranks: []snapc.RankReply{{Rank: 2, Count: 4, Checkpointable: true, Reason: "r", Dir: "/d", CRS: "self", Err: "e"}}}
 	if got, err := LocalReplyFromProto(LocalReplyToProto(rep), "n2", 4); err != nil || !reflect.DeepEqual(got, rep) {
 		t.Errorf("local reply: %+v %v", got, err)
 	}
-	ar := snapc.AppRequest{ID: 9, Kind: snapc.Target, Target: 5, Seq: 1, Dir: "/d", Options: crs.Options{Stop: true}}
-	if got, err := AppRequestFromProto(AppRequestToProto(ar)); err != nil || got != ar {
-		t.Errorf("app request: %+v %v", got, err)
+	for _, ar := range []snapc.AppRequest{
+		{ID: 9, Kind: snapc.Target, Target: 5, Seq: 1, Dir: "/d", Options: crs.Options{Stop: true}},
+		{ID: 10, Kind: snapc.Target, Target: 6, Seq: 2, Migrate: []int{1}},
+		{ID: 10, Kind: snapc.ReleaseHold, Leave: true},
+		{ID: 10, Kind: snapc.ReleaseHold, Peers: map[int]map[string]string{1: {"node": "n3"}}},
+	} {
+		if got, err := AppRequestFromProto(AppRequestToProto(ar)); err != nil || !reflect.DeepEqual(got, ar) {
+			t.Errorf("app request: %+v %v", got, err)
+		}
 	}
 	ap := snapc.AppReply{ID: 9, Kind: snapc.Query, Count: 3, Checkpointable: true, Reason: "x", Err: "y"}
 	if got, err := AppReplyFromProto(AppReplyToProto(1, ap)); err != nil || got != ap {
@@ -70,6 +81,9 @@ func FuzzSnapcWire(f *testing.F) {
 		LocalReplyToProto(snapc.LocalReply{ID: 1, Kind: snapc.LocalQuery, Node: "n", Ranks: []snapc.RankReply{{Rank: 1}}}),
 		AppRequestToProto(snapc.AppRequest{ID: 2, Kind: snapc.Target, Target: 3, Dir: "/d"}),
 		AppReplyToProto(0, snapc.AppReply{ID: 2, Kind: snapc.Cancel}),
+		LocalRequestToProto(snapc.LocalRequest{ID: 3, Kind: snapc.LocalRelease, Leave: []int{1}, Peers: map[int]map[string]string{1: {"node": "n2"}}}),
+		AppRequestToProto(snapc.AppRequest{ID: 4, Kind: snapc.Target, Target: 3, Migrate: []int{1, 2}}),
+		AppRequestToProto(snapc.AppRequest{ID: 4, Kind: snapc.ReleaseHold, Leave: true, Peers: map[int]map[string]string{2: {"btl_tcp": "x"}}}),
 	} {
 		b, _ := proto.Marshal(m)
 		f.Add(b)
@@ -78,7 +92,7 @@ func FuzzSnapcWire(f *testing.F) {
 		var lr pb.SnapcRequest
 		if proto.Unmarshal(b, &lr) == nil {
 			if r, err := LocalRequestFromProto(&lr); err == nil {
-				if again, err := LocalRequestFromProto(LocalRequestToProto(r)); err != nil || again != r {
+				if again, err := LocalRequestFromProto(LocalRequestToProto(r)); err != nil || !reflect.DeepEqual(again, r) {
 					t.Fatalf("local request %+v: %+v %v", r, again, err)
 				}
 			}
@@ -94,7 +108,7 @@ func FuzzSnapcWire(f *testing.F) {
 		var ar pb.AppRequestMsg
 		if proto.Unmarshal(b, &ar) == nil {
 			if r, err := AppRequestFromProto(&ar); err == nil {
-				if again, err := AppRequestFromProto(AppRequestToProto(r)); err != nil || again != r {
+				if again, err := AppRequestFromProto(AppRequestToProto(r)); err != nil || !reflect.DeepEqual(again, r) {
 					t.Fatalf("app request %+v: %+v %v", r, again, err)
 				}
 			}
