@@ -31,11 +31,14 @@ const (
 	EnvRestartRef = "GOMPI_RESTART_REF" // path of the global snapshot reference
 	EnvRestartSeq = "GOMPI_RESTART_SEQ" // the sequence restarted from
 	EnvRestartDir = "GOMPI_RESTART_DIR" // this rank's local snapshot, readable on its node
+	// EnvRestartMigrate is set (to 1) for a rank a migration started on a
+	// new node while the job runs: its modex is a rejoin.
+	EnvRestartMigrate = "GOMPI_RESTART_MIGRATE"
 )
 
 // JobEnv lists the variables above; a daemon removes inherited copies
 // before setting a rank's own.
-var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecret, EnvRestartRef, EnvRestartSeq, EnvRestartDir}
+var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecret, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate}
 
 // RuntimeDir is where this user's gompirun processes keep their control
 // sockets: ${XDG_RUNTIME_DIR:-/tmp}/gompi-<uid>.

@@ -142,6 +142,7 @@ func Run(ctx context.Context, opts Options) error {
 		out:    newOutbox(),
 		ranks:  map[int]*rank{},
 		fences: map[uint64]*fence{},
+		mig:    migState{rejoin: map[int32]bool{}, asks: map[uint64]chan *pb.RankMigrateDone{}},
 	}
 	go d.out.run(stream)
 
@@ -235,6 +236,7 @@ type daemon struct {
 	// streams, told of each new one.
 	failed map[int32]string
 	subs   map[*eventSub]bool
+	mig    migState
 }
 
 type rank struct {
@@ -263,7 +265,17 @@ func (d *daemon) recvLoop(ctx context.Context, stream grpc.BidiStreamingClient[p
 		}
 		switch b := m.Body.(type) {
 		case *pb.HNPMessage_Launch:
-			d.start(ctx, b.Launch)
+			if b.Launch.Migrate {
+				d.launchMore(ctx, b.Launch)
+			} else {
+				d.start(ctx, b.Launch)
+			}
+		case *pb.HNPMessage_MoveRanks:
+			d.moveRanks(b.MoveRanks)
+		case *pb.HNPMessage_Rejoined:
+			d.rejoined(b.Rejoined)
+		case *pb.HNPMessage_RankMigrateDone:
+			d.rankMigrateDone(b.RankMigrateDone)
 		case *pb.HNPMessage_SnapcRequest:
 			d.snapcRequest(ctx, b.SnapcRequest)
 		case *pb.HNPMessage_RankCheckpointDone:

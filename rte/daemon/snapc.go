@@ -104,7 +104,7 @@ func (d *daemon) snapcRequest(ctx context.Context, m *pb.SnapcRequest) {
 	}
 	loc := d.localCoord()
 	reply := func(r snapc.LocalReply) {
-		if r.Kind == snapc.LocalCancel || r.Kind == snapc.LocalDone {
+		if r.Kind == snapc.LocalCancel || r.Kind == snapc.LocalDone || r.Kind == snapc.LocalRelease {
 			return
 		}
 		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
@@ -114,7 +114,7 @@ func (d *daemon) snapcRequest(ctx context.Context, m *pb.SnapcRequest) {
 			Err: fmt.Sprintf("gompid on node %s has no local snapshot coordinator (the job's snapc does not coordinate, or its ranks are not launched)", d.node)})
 		return
 	}
-	if req.Kind == snapc.LocalCancel || req.Kind == snapc.LocalDone {
+	if req.Kind == snapc.LocalCancel || req.Kind == snapc.LocalDone || req.Kind == snapc.LocalRelease {
 		loc.Handle(ctx, req)
 		return
 	}

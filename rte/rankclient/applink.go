@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"gompi/frameworks/crs"
+	"gompi/frameworks/errmgr"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/rte"
@@ -31,14 +32,23 @@ const readyBound = time.Minute
 
 // restartFromEnv reads the restart variables gompid sets for a restarted
 // rank and removes them from the process environment.
-func restartFromEnv() (snapc.RestartInfo, bool, error) {
+func restartFromEnv() (info snapc.RestartInfo, restarting, migrated bool, err error) {
 	refPath, dir, seqText := os.Getenv(rte.EnvRestartRef), os.Getenv(rte.EnvRestartDir), os.Getenv(rte.EnvRestartSeq)
-	for _, k := range []string{rte.EnvRestartRef, rte.EnvRestartDir, rte.EnvRestartSeq} {
+	migrated = os.Getenv(rte.EnvRestartMigrate) == "1"
+	for _, k := range []string{rte.EnvRestartRef, rte.EnvRestartDir, rte.EnvRestartSeq, rte.EnvRestartMigrate} {
 		os.Unsetenv(k)
 	}
 	if refPath == "" && dir == "" && seqText == "" {
-		return snapc.RestartInfo{}, false, nil
+		if migrated {
+			return snapc.RestartInfo{}, false, false, fmt.Errorf("rankclient: %s set without a snapshot to start from", rte.EnvRestartMigrate)
+		}
+		return snapc.RestartInfo{}, false, false, nil
 	}
+	info, restarting, err = restartInfo(refPath, dir, seqText)
+	return info, restarting, migrated, err
+}
+
+func restartInfo(refPath, dir, seqText string) (snapc.RestartInfo, bool, error) {
 	seq, err := strconv.Atoi(seqText)
 	remote := (sstore.Ref{Dir: refPath}).IsRemote()
 	if err != nil || seq < 0 || !(filepath.IsAbs(refPath) || remote) || !filepath.IsAbs(dir) {
@@ -188,6 +198,27 @@ func (c *Client) RestoreState() ([]byte, error) {
 		return nil, fmt.Errorf("rankclient: library state of the restart: %w", err)
 	}
 	return b, nil
+}
+
+// Migrate sends a cr.Migrate request (the communicator leader's, with
+// every member's wish) to gompirun; it returns once gompirun accepted it.
+func (c *Client) Migrate(ctx context.Context, wishes []errmgr.MigrateWish) error {
+	rpc, err := c.daemon("migrate")
+	if err != nil {
+		return err
+	}
+	req := &pb.MigrateRequest{Rank: int32(c.rank)}
+	for _, w := range wishes {
+		req.Wishes = append(req.Wishes, &pb.MigrateWish{Rank: int32(w.Rank), Host: w.Host, Near: int32(w.Near), OffNode: w.OffNode})
+	}
+	resp, err := rpc.Migrate(ctx, req)
+	if err != nil {
+		return fmt.Errorf("rankclient: migrate: %w", err)
+	}
+	if resp.GetError() != "" {
+		return fmt.Errorf("rankclient: migrate: %s", resp.GetError())
+	}
+	return nil
 }
 
 var _ snapc.AppLink = (*Client)(nil)

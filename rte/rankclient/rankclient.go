@@ -53,6 +53,7 @@ type Client struct {
 
 	restart    snapc.RestartInfo
 	restarting bool
+	migrated   bool // started by a migration: the modex is a rejoin
 
 	mu        sync.Mutex
 	seq       uint64
@@ -88,7 +89,7 @@ func Init(ctx context.Context) (*Client, error) {
 		return nil, fmt.Errorf("rankclient: %s: %w", rte.EnvSecret, err)
 	}
 	os.Unsetenv(rte.EnvSecret)
-	restart, restarting, err := restartFromEnv()
+	restart, restarting, migrated, err := restartFromEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func Init(ctx context.Context) (*Client, error) {
 	}
 	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
-		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting,
+		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting, migrated: migrated,
 	}
 	c.startEvents()
 	return c, nil
@@ -217,8 +218,22 @@ func fenceTable(seq uint64, size int, resp *pb.FenceResponse) ([]map[string]stri
 // every rank's, indexed by rank. It returns once all ranks have called it:
 // it is also the barrier saying every rank is initialized. A rank declared
 // failed before it published has a nil map.
+//
+// A rank a migration started on a new node rejoins instead: it publishes
+// its map and gets the job's table once every moving rank has, and its
+// fences continue the job's count.
 func (c *Client) Modex(ctx context.Context, mine map[string]string) ([]map[string]string, error) {
-	return c.fence(ctx, mine)
+	if !c.migrated || c.rpc == nil {
+		return c.fence(ctx, mine)
+	}
+	resp, err := c.rpc.Rejoin(ctx, &pb.FenceRequest{Rank: int32(c.rank), Data: mine})
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: rejoin the job after a migration: %w", err)
+	}
+	c.mu.Lock()
+	c.seq = resp.GetSeq()
+	c.mu.Unlock()
+	return fenceTable(resp.GetSeq(), c.size, resp)
 }
 
 // Barrier returns once every rank has called it, but for ranks declared

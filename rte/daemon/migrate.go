@@ -1,0 +1,173 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"gompi/rte"
+	pb "gompi/rte/control/proto"
+)
+
+// The daemon's part in migrations: it starts ranks moved to its node while
+// the job runs (a Launch with migrate), answers their rejoin once gompirun
+// has every moved rank's endpoints, forgets ranks moved away (MoveRanks),
+// and forwards a rank's cr.Migrate to gompirun.
+
+// migState is the daemon's migration state, under d.mu.
+type migState struct {
+	rejoin  map[int32]bool // ranks started by a migration, until they rejoined
+	waiting []chan *pb.Rejoined
+	nextID  uint64
+	asks    map[uint64]chan *pb.RankMigrateDone
+}
+
+// launchMore starts ranks moved to this node by a migration.
+func (d *daemon) launchMore(ctx context.Context, l *pb.Launch) {
+	d.mu.Lock()
+	if d.launch == nil {
+		d.mu.Unlock()
+		d.log.Error("migration launch before the job's launch; ignored")
+		return
+	}
+	// The job's launch record gains the ranks; program, args and env stay.
+	nl := proto.Clone(d.launch).(*pb.Launch)
+	for _, r := range l.Ranks {
+		if !slices.Contains(nl.Ranks, r) {
+			nl.Ranks = append(nl.Ranks, r)
+		}
+		d.mig.rejoin[r] = true
+	}
+	slices.Sort(nl.Ranks)
+	nl.RankNodes = l.RankNodes
+	d.launch = nl
+	ranks := toInts(nl.Ranks)
+	d.mu.Unlock()
+	if loc := d.localCoord(); loc != nil {
+		loc.SetRanks(ranks)
+	}
+	start := proto.Clone(nl).(*pb.Launch)
+	start.Restart = l.Restart
+	env := append(d.rankEnv(nl), rte.EnvRestartMigrate+"=1")
+	for _, r := range l.Ranks {
+		d.startRank(ctx, start, int(r), env)
+	}
+}
+
+// moveRanks forgets the ranks that left this node and learns where every
+// rank runs now.
+func (d *daemon) moveRanks(m *pb.MoveRanks) {
+	d.mu.Lock()
+	if d.launch == nil {
+		d.mu.Unlock()
+		return
+	}
+	nl := proto.Clone(d.launch).(*pb.Launch)
+	nl.Ranks = slices.DeleteFunc(nl.Ranks, func(r int32) bool { return slices.Contains(m.Out, r) })
+	nl.RankNodes = m.RankNodes
+	d.launch = nl
+	ranks := toInts(nl.Ranks)
+	// Fences the moved ranks no longer hold up.
+	var sends []*pb.FenceContribution
+	for seq, f := range d.fences {
+		if c := d.contributionLocked(seq, f); c != nil {
+			sends = append(sends, c)
+		}
+	}
+	d.mu.Unlock()
+	if loc := d.localCoord(); loc != nil {
+		loc.SetRanks(ranks)
+	}
+	for _, c := range sends {
+		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: c}})
+	}
+}
+
+func toInts(in []int32) []int {
+	out := make([]int, len(in))
+	for i, r := range in {
+		out[i] = int(r)
+	}
+	return out
+}
+
+// Rejoin is a moved rank's modex: its endpoints go to gompirun, and the
+// answer waits for every moved rank's.
+func (s *rankService) Rejoin(ctx context.Context, req *pb.FenceRequest) (*pb.FenceResponse, error) {
+	d := s.d
+	d.mu.Lock()
+	if _, err := s.ours(req.Rank); err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	if !d.mig.rejoin[req.Rank] {
+		d.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "gompid: rank %d was not started by a migration: it joins the job with the modex", req.Rank)
+	}
+	delete(d.mig.rejoin, req.Rank)
+	c := make(chan *pb.Rejoined, 1)
+	d.mig.waiting = append(d.mig.waiting, c)
+	d.mu.Unlock()
+	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Rejoin{Rejoin: &pb.RankData{Rank: req.Rank, Data: req.Data}}})
+	select {
+	case r := <-c:
+		return &pb.FenceResponse{Entries: r.Entries, Failed: r.Failed, Seq: r.FenceSeq}, nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case <-d.out.done:
+		return nil, status.Error(codes.Unavailable, "gompid: lost contact with gompirun")
+	}
+}
+
+// rejoined answers every rank of this node waiting in Rejoin.
+func (d *daemon) rejoined(r *pb.Rejoined) {
+	d.mu.Lock()
+	w := d.mig.waiting
+	d.mig.waiting = nil
+	d.mu.Unlock()
+	for _, c := range w {
+		c <- r
+	}
+}
+
+// Migrate forwards a rank's cr.Migrate to gompirun and returns its answer
+// (accepted, or why not).
+func (s *rankService) Migrate(ctx context.Context, req *pb.MigrateRequest) (*pb.MigrateResponse, error) {
+	d := s.d
+	d.mu.Lock()
+	if _, err := s.ours(req.Rank); err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
+	d.mig.nextID++
+	id := d.mig.nextID
+	c := make(chan *pb.RankMigrateDone, 1)
+	d.mig.asks[id] = c
+	d.mu.Unlock()
+	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_RankMigrate{RankMigrate: &pb.RankMigrate{Id: id, Request: req}}})
+	select {
+	case done := <-c:
+		return &pb.MigrateResponse{Error: done.Error}, nil
+	case <-ctx.Done():
+		d.mu.Lock()
+		delete(d.mig.asks, id)
+		d.mu.Unlock()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case <-d.out.done:
+		return nil, status.Error(codes.Unavailable, fmt.Sprintf("gompid on node %s: lost contact with gompirun", d.node))
+	}
+}
+
+func (d *daemon) rankMigrateDone(m *pb.RankMigrateDone) {
+	d.mu.Lock()
+	c, ok := d.mig.asks[m.Id]
+	delete(d.mig.asks, m.Id)
+	d.mu.Unlock()
+	if ok {
+		c <- m
+	}
+}
