@@ -41,6 +41,18 @@ type global struct {
 	appDone []appResult       // the last rank-requested checkpoints, newest last
 	nextID  uint64
 	wake    chan struct{}
+	// held is the committed migration checkpoint whose ranks wait for
+	// Release; while it is set, no other request starts.
+	held *hold
+}
+
+// hold is a committed migration checkpoint whose ranks are held.
+type hold struct {
+	id        uint64
+	seq       int
+	place     *placement // as it was for the request: its nodes hold the ranks
+	saved     []int      // the ranks saved (Request.Ranks), ascending
+	releasing bool       // Release is sending it to the nodes
 }
 
 type appResult struct {
@@ -114,13 +126,16 @@ func (g *global) Ref() sstore.Ref { return g.spec.Ref }
 
 // request is one checkpoint and everyone waiting for it.
 type request struct {
-	id   uint64
-	opts crs.Options
-	app  bool // asked for by the ranks (cr.Checkpoint)
-	// place is the placement the request runs with, taken when it starts.
-	place *placement
+	id    uint64
+	opts  crs.Options
+	app   bool         // asked for by the ranks (cr.Checkpoint)
 	want  uint64       // the ranks' target (app)
 	asked map[int]bool // the ranks that asked (app); it runs once all have
+	// migrate: the ranks a migration's checkpoint saves, ascending (nil:
+	// a checkpoint of the whole job).
+	migrate []int
+	// place is the placement the request runs with, taken when it starts.
+	place *placement
 
 	inbox chan snapc.LocalReply
 	// progress holds LocalProgress replies apart, so that a flood of them
@@ -236,8 +251,9 @@ func (r *request) wait(ctx context.Context, progress func(snapc.Event)) (snapc.R
 
 // Checkpoint runs a tool's request.
 func (g *global) Checkpoint(ctx context.Context, req snapc.Request, progress func(snapc.Event)) (snapc.Result, error) {
-	if len(req.Ranks) > 0 {
-		return snapc.Result{}, fmt.Errorf("snapc/full: checkpoint of ranks %v only: not supported (migration is a later feature); checkpoint the whole job", req.Ranks)
+	migrate, err := g.checkMigration(req)
+	if err != nil {
+		return snapc.Result{}, err
 	}
 	g.mu.Lock()
 	if g.closed != nil {
@@ -246,10 +262,36 @@ func (g *global) Checkpoint(ctx context.Context, req snapc.Request, progress fun
 		return snapc.Result{}, err
 	}
 	r := g.newRequest(req.Options)
+	r.migrate = migrate
 	g.queue = append(g.queue, r)
 	g.mu.Unlock()
 	g.poke()
 	return r.wait(ctx, progress)
+}
+
+// checkMigration checks the ranks of a migration's request and returns
+// them ascending (nil for a checkpoint of the whole job).
+func (g *global) checkMigration(req snapc.Request) ([]int, error) {
+	if len(req.Ranks) == 0 {
+		return nil, nil
+	}
+	switch {
+	case req.Options.Term:
+		return nil, fmt.Errorf("snapc/full: %w: a migration of ranks %v cannot end the job (term): its saved ranks end at its release, the others resume; checkpoint the whole job to end it", snapc.ErrRefused, req.Ranks)
+	case req.Options.Stop:
+		return nil, fmt.Errorf("snapc/full: %w: a migration of ranks %v cannot stop the ranks (stop): every rank is held until its release", snapc.ErrRefused, req.Ranks)
+	}
+	ranks := slices.Clone(req.Ranks)
+	slices.Sort(ranks)
+	for i, r := range ranks {
+		if r < 0 || r >= g.ranks {
+			return nil, fmt.Errorf("snapc/full: %w: migration of rank %d: the job has ranks 0 to %d", snapc.ErrRefused, r, g.ranks-1)
+		}
+		if i > 0 && ranks[i-1] == r {
+			return nil, fmt.Errorf("snapc/full: %w: migration of ranks %v names rank %d twice", snapc.ErrRefused, req.Ranks, r)
+		}
+	}
+	return ranks, nil
 }
 
 // AppCheckpoint runs, or joins, the checkpoint the ranks ask for at target.
@@ -273,7 +315,8 @@ func (g *global) AppCheckpoint(ctx context.Context, rank int, target uint64, opt
 		}
 	}
 	var r *request
-	if c := g.cur; c != nil && ((c.app && c.want == target) || c.chosenTarget() == target) {
+	// A migration saves only some ranks: the ranks' checkpoint never joins one.
+	if c := g.cur; c != nil && c.migrate == nil && ((c.app && c.want == target) || c.chosenTarget() == target) {
 		r = c
 	}
 	for _, q := range g.queue {
@@ -332,6 +375,17 @@ func (g *global) NodeLost(node, why string) {
 			g.cur.stop(fmt.Errorf("node %s was lost: %s", node, why))
 		}
 	}
+	// Ranks held by a migration were lost with their node: the job is
+	// being recovered, and nothing is left to release. A node without
+	// held ranks (a migration's destination) leaves the hold to the
+	// migration, which releases it to resume the ranks where they were.
+	if h := g.held; h != nil {
+		if _, ok := h.place.nodeRanks[node]; ok {
+			g.log.Warn("migration hold cleared: a node with held ranks was lost", "node", node, "seq", h.seq, "why", why)
+			g.held = nil
+			g.poke()
+		}
+	}
 }
 
 func (g *global) Close(why error) {
@@ -344,6 +398,7 @@ func (g *global) Close(why error) {
 		return
 	}
 	g.closed = fmt.Errorf("snapc/full: no checkpoint: %w", why)
+	g.held = nil
 	if g.cur != nil {
 		g.cur.stop(why)
 	}
@@ -360,7 +415,8 @@ func (g *global) poke() {
 func (g *global) loop() {
 	for {
 		g.mu.Lock()
-		for len(g.queue) == 0 && g.closed == nil {
+		// A held migration lets no request start before its release.
+		for (len(g.queue) == 0 || g.held != nil) && g.closed == nil {
 			g.mu.Unlock()
 			<-g.wake
 			g.mu.Lock()
@@ -409,7 +465,8 @@ func (g *global) event(r *request, p snapc.Phase, node string, seq int, detail s
 	r.emit(snapc.Event{Phase: p, Node: node, Seq: seq, Detail: detail, Time: time.Now()})
 }
 
-// run is one checkpoint, from query to commit.
+// run is one checkpoint, from query to commit. A migration's (r.migrate)
+// ends holding every rank (g.held) instead of letting them go on.
 func (g *global) run(r *request) (snapc.Result, error) {
 	start := time.Now()
 	// Storage calls (a remote reference's metadata) end when the request
@@ -424,6 +481,8 @@ func (g *global) run(r *request) (snapc.Result, error) {
 		}
 	}()
 	ref := g.spec.Ref
+	place := r.place
+	mig := r.migrate != nil
 	seq := -1
 	fail := func(err error) (snapc.Result, error) {
 		g.cancelAll(r)
@@ -436,12 +495,16 @@ func (g *global) run(r *request) (snapc.Result, error) {
 			err = fmt.Errorf("snapc/full: %w: sequence %d of %s stays uncommitted (earlier sequences are intact): %w", snapc.ErrFailed, seq, ref.Name, err)
 		}
 		g.event(r, snapc.PhaseFailed, "", seq, err.Error())
-		g.log.Warn("checkpoint failed", "request", r.id, "err", err)
+		g.log.Warn("checkpoint failed", "request", r.id, "migrate", r.migrate, "err", err)
 		return snapc.Result{}, err
 	}
-	g.event(r, snapc.PhaseRequested, "", -1, fmt.Sprintf("request %d", r.id))
+	if mig {
+		g.event(r, snapc.PhaseRequested, "", -1, fmt.Sprintf("request %d: a migration of ranks %v", r.id, r.migrate))
+	} else {
+		g.event(r, snapc.PhaseRequested, "", -1, fmt.Sprintf("request %d", r.id))
+	}
 	g.mu.Lock()
-	for _, n := range r.place.nodes {
+	for _, n := range place.nodes {
 		if why, ok := g.lost[n]; ok {
 			g.mu.Unlock()
 			return fail(fmt.Errorf("node %s was lost: %s", n, why))
@@ -455,10 +518,12 @@ func (g *global) run(r *request) (snapc.Result, error) {
 	}
 	planned := meta.NextSeq()
 
-	// Query: every rank's count, and whether it can be saved at all.
+	// Query: every rank's count, and whether it can be saved at all. A
+	// migration asks every rank too: the held ones must reach the same
+	// safe point with their channels drained.
 	var refusals []string
 	var maxCount uint64
-	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalQuery, Seq: planned, Ref: ref, Options: r.opts},
+	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalQuery, Seq: planned, Ref: ref, Options: r.opts}, place.nodeRanks,
 		func(node string, rr snapc.RankReply) error {
 			if !rr.Checkpointable {
 				reason := rr.Reason
@@ -484,14 +549,18 @@ func (g *global) run(r *request) (snapc.Result, error) {
 	r.mu.Lock()
 	r.target = target
 	r.mu.Unlock()
-	g.event(r, snapc.PhaseQuery, "", -1, fmt.Sprintf("%d ranks can be checkpointed; target safe point %d", g.ranks, target))
+	if mig {
+		g.event(r, snapc.PhaseQuery, "", -1, fmt.Sprintf("%d ranks can be checkpointed; target safe point %d; saving ranks %v for a migration, the others are held", g.ranks, target, r.migrate))
+	} else {
+		g.event(r, snapc.PhaseQuery, "", -1, fmt.Sprintf("%d ranks can be checkpointed; target safe point %d", g.ranks, target))
+	}
 	if err := g.pauseAt(r, PauseQuery, planned); err != nil {
 		return fail(err)
 	}
 
 	// The sequence is recorded, uncommitted, before anything is written.
 	seq = meta.NextSeq()
-	meta.Seqs = append(meta.Seqs, sstore.SeqRecord{Seq: seq, Started: time.Now()})
+	meta.Seqs = append(meta.Seqs, sstore.SeqRecord{Seq: seq, Migrate: mig, Started: time.Now()})
 	if err := g.metaStore().WriteGlobal(ctx, ref, meta); err != nil {
 		seq = -1
 		return fail(fmt.Errorf("%w (check %s)", err, snapc.ParamGlobalDir))
@@ -500,9 +569,11 @@ func (g *global) run(r *request) (snapc.Result, error) {
 		return fail(err)
 	}
 
-	// Target: each node asks its ranks to save at the target.
+	// Target: each node asks its ranks to save at the target (a
+	// migration: its ranks of r.migrate save, the others hold there).
 	var rankErrs []string
-	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalTarget, Seq: seq, Ref: ref, Target: target, Options: r.opts},
+	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalTarget, Seq: seq, Ref: ref, Target: target, Options: r.opts, Ranks: r.migrate},
+		place.nodeRanks,
 		func(node string, rr snapc.RankReply) error {
 			if rr.Err != "" {
 				rankErrs = append(rankErrs, fmt.Sprintf("rank %d on node %s: %s", rr.Rank, node, rr.Err))
@@ -515,10 +586,15 @@ func (g *global) run(r *request) (snapc.Result, error) {
 					return
 				}
 			}
-			g.event(r, snapc.PhaseLocalWrite, rep.Node, seq, fmt.Sprintf("%d local snapshots written", len(rep.Ranks)))
+			g.event(r, snapc.PhaseLocalWrite, rep.Node, seq, r.describeWrite(rep))
 		},
 		func() {
-			g.event(r, snapc.PhaseTarget, "", seq, fmt.Sprintf("sequence %d recorded in %s; ranks save at safe point %d", seq, ref.Name, target))
+			if mig {
+				g.event(r, snapc.PhaseTarget, "", seq, fmt.Sprintf("sequence %d recorded in %s for a migration (not a restart point); ranks %v save at safe point %d, the others hold there",
+					seq, ref.Name, r.migrate, target))
+			} else {
+				g.event(r, snapc.PhaseTarget, "", seq, fmt.Sprintf("sequence %d recorded in %s; ranks save at safe point %d", seq, ref.Name, target))
+			}
 		})
 	if err == nil && len(rankErrs) > 0 {
 		sort.Strings(rankErrs)
@@ -531,20 +607,29 @@ func (g *global) run(r *request) (snapc.Result, error) {
 		return fail(err)
 	}
 
-	// Sync: every node makes its local snapshots stable.
-	procs := make([]sstore.ProcRecord, g.ranks)
-	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalSync, Seq: seq, Ref: ref, Options: r.opts},
+	// Sync: every node with saved ranks makes their local snapshots stable.
+	saved := place.nodeRanks
+	if mig {
+		saved = place.only(r.migrate)
+	}
+	got := map[int]sstore.ProcRecord{}
+	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalSync, Seq: seq, Ref: ref, Options: r.opts, Ranks: r.migrate}, saved,
 		func(node string, rr snapc.RankReply) error {
 			if rr.Err != "" {
 				return fmt.Errorf("rank %d on node %s: %s", rr.Rank, node, rr.Err)
 			}
-			procs[rr.Rank] = sstore.ProcRecord{Rank: rr.Rank, Node: node, CRS: rr.CRS}
+			got[rr.Rank] = sstore.ProcRecord{Rank: rr.Rank, Node: node, CRS: rr.CRS}
 			return nil
 		}, nil, nil)
 	if err != nil {
 		return fail(err)
 	}
-	g.event(r, snapc.PhaseSync, "", seq, fmt.Sprintf("%d local snapshots stable", g.ranks))
+	procs := make([]sstore.ProcRecord, 0, len(got))
+	for _, p := range got {
+		procs = append(procs, p)
+	}
+	slices.SortFunc(procs, func(a, b sstore.ProcRecord) int { return a.Rank - b.Rank })
+	g.event(r, snapc.PhaseSync, "", seq, fmt.Sprintf("%d local snapshots stable", len(procs)))
 	if err := g.pauseAt(r, PauseCommit, seq); err != nil {
 		return fail(err)
 	}
@@ -559,12 +644,30 @@ func (g *global) run(r *request) (snapc.Result, error) {
 		return fail(err)
 	}
 	res := snapc.Result{Ref: ref.Name, Dir: ref.Dir, Seq: seq, Duration: time.Since(start)}
-	g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed: %s", seq, ref))
-	g.log.Info("checkpoint committed", "ref", ref.String(), "seq", seq, "took", res.Duration)
+	if mig {
+		// The hold starts before anyone can see the result, so the
+		// release that follows it always finds it; a node lost or the
+		// job's end meanwhile already said there is nothing to hold.
+		g.mu.Lock()
+		if g.closed == nil && r.stopped() == nil {
+			g.held = &hold{id: r.id, seq: seq, place: place, saved: r.migrate}
+		}
+		g.mu.Unlock()
+		g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed for a migration (not a restart point): %s; ranks %v saved, every rank holds until the release",
+			seq, ref, r.migrate))
+		g.log.Info("migration checkpoint committed; ranks held", "ref", ref.String(), "seq", seq, "saved", r.migrate, "took", res.Duration)
+	} else {
+		g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed: %s", seq, ref))
+		g.log.Info("checkpoint committed", "ref", ref.String(), "seq", seq, "took", res.Duration)
+	}
 	if err := g.pauseAt(r, PauseCommitted, seq); err != nil {
 		g.log.Warn("checkpoint committed, but the job is ending", "seq", seq, "err", err)
 	}
-	for _, n := range r.place.nodes {
+	if mig {
+		// The ranks stay held: Release ends the request on the nodes.
+		return res, nil
+	}
+	for _, n := range place.nodes {
 		_ = g.link.Send(n, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalDone, Seq: seq, Ref: ref})
 	}
 	if r.opts.Term {
@@ -573,11 +676,26 @@ func (g *global) run(r *request) (snapc.Result, error) {
 	return res, nil
 }
 
-// round sends req to every node and collects one reply from each. For
-// every rank of a reply it calls each (which may stop the round); after a
-// node's reply, onNode, and once every node was sent the request, sent
-// (both may be nil).
-func (g *global) round(r *request, req snapc.LocalRequest, each func(node string, rr snapc.RankReply) error,
+// describeWrite is a node's local write as a status line shows it.
+func (r *request) describeWrite(rep snapc.LocalReply) string {
+	if r.migrate == nil {
+		return fmt.Sprintf("%d local snapshots written", len(rep.Ranks))
+	}
+	saved := 0
+	for _, rr := range rep.Ranks {
+		if _, ok := slices.BinarySearch(r.migrate, rr.Rank); ok {
+			saved++
+		}
+	}
+	return fmt.Sprintf("%d local snapshots written, %d ranks held unsaved", saved, len(rep.Ranks)-saved)
+}
+
+// round sends req to every node of want and collects one reply from each,
+// which must answer for exactly the node's ranks in want. For every rank
+// of a reply it calls each (which may stop the round); after a node's
+// reply, onNode, and once every node was sent the request, sent (both may
+// be nil).
+func (g *global) round(r *request, req snapc.LocalRequest, want map[string][]int, each func(node string, rr snapc.RankReply) error,
 	onNode func(snapc.LocalReply), sent func()) error {
 	if err := r.stopped(); err != nil {
 		return err
@@ -598,8 +716,13 @@ func (g *global) round(r *request, req snapc.LocalRequest, each func(node string
 			timeout = t.C
 		}
 	}
+	nodes := make([]string, 0, len(want))
+	for n := range want {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
 	pending := map[string]bool{}
-	for _, n := range r.place.nodes {
+	for _, n := range nodes {
 		if err := g.link.Send(n, req); err != nil {
 			return fmt.Errorf("node %s: %w", n, err)
 		}
@@ -636,7 +759,7 @@ func (g *global) round(r *request, req snapc.LocalRequest, each func(node string
 			if rep.Err != "" {
 				return fmt.Errorf("node %s: %s", rep.Node, rep.Err)
 			}
-			if err := r.place.checkRanks(rep); err != nil {
+			if err := checkRanks(rep, want[rep.Node]); err != nil {
 				return err
 			}
 			for _, rr := range rep.Ranks {
@@ -661,15 +784,29 @@ func (g *global) round(r *request, req snapc.LocalRequest, each func(node string
 	return nil
 }
 
-// checkRanks makes sure a node answered for exactly its ranks.
-func (p *placement) checkRanks(rep snapc.LocalReply) error {
-	want := p.nodeRanks[rep.Node]
+// only is the placement's nodes restricted to ranks (ascending): the
+// nodes that run some of them, each with its ranks among them.
+func (p *placement) only(ranks []int) map[string][]int {
+	out := map[string][]int{}
+	for _, n := range p.nodes {
+		for _, r := range p.nodeRanks[n] {
+			if _, ok := slices.BinarySearch(ranks, r); ok {
+				out[n] = append(out[n], r)
+			}
+		}
+	}
+	return out
+}
+
+// checkRanks makes sure a node answered for exactly the ranks asked of it
+// (want, ascending).
+func checkRanks(rep snapc.LocalReply, want []int) error {
 	got := make([]int, 0, len(rep.Ranks))
 	for _, rr := range rep.Ranks {
 		got = append(got, rr.Rank)
 	}
 	sort.Ints(got)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	if !slices.Equal(got, want) {
 		return fmt.Errorf("node %s answered for ranks %v, not for its ranks %v", rep.Node, got, want)
 	}
 	return nil
@@ -743,10 +880,62 @@ func storedSettings(in []mca.Setting) []mca.Setting {
 	return out
 }
 
-// Release ends a held migration checkpoint. Until migration
-// checkpoints are run, nothing is ever held.
-func (g *global) Release(snapc.Release) error {
-	return errors.New("snapc/full: release: no migration checkpoint holds the job's ranks")
+// Release ends the held migration checkpoint: every node that held ranks
+// gets a LocalRelease, the hold is cleared and queued requests may run.
+// Leave must name only ranks the migration saved (the others have no
+// local snapshot to run again from); a refused release keeps the hold.
+func (g *global) Release(rel snapc.Release) error {
+	g.mu.Lock()
+	h := g.held
+	switch {
+	case h == nil:
+		g.mu.Unlock()
+		return errors.New("snapc/full: release: no migration checkpoint holds the job's ranks (none was committed, it was released already, or a lost node or the job's end ended it)")
+	case h.releasing:
+		g.mu.Unlock()
+		return fmt.Errorf("snapc/full: release: migration sequence %d is being released already", h.seq)
+	}
+	leave := slices.Clone(rel.Leave)
+	slices.Sort(leave)
+	for i, r := range leave {
+		if _, ok := slices.BinarySearch(h.saved, r); !ok {
+			g.mu.Unlock()
+			return fmt.Errorf("snapc/full: release of migration sequence %d: rank %d cannot leave: the migration saved only ranks %v; the ranks stay held", h.seq, r, h.saved)
+		}
+		if i > 0 && leave[i-1] == r {
+			g.mu.Unlock()
+			return fmt.Errorf("snapc/full: release of migration sequence %d: rank %d leaves twice; the ranks stay held", h.seq, r)
+		}
+	}
+	// The hold stays set while the nodes are told, so no queued request
+	// reaches a node before the release does.
+	h.releasing = true
+	g.mu.Unlock()
+
+	var errs []error
+	for _, n := range h.place.nodes {
+		g.mu.Lock()
+		_, lost := g.lost[n]
+		g.mu.Unlock()
+		if lost {
+			continue
+		}
+		req := snapc.LocalRequest{ID: h.id, Kind: snapc.LocalRelease, Seq: h.seq, Ref: g.spec.Ref, Leave: leave, Peers: rel.Peers}
+		if err := g.link.Send(n, req); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n, err))
+		}
+	}
+	g.mu.Lock()
+	if g.held == h {
+		g.held = nil
+	}
+	g.mu.Unlock()
+	g.poke()
+	g.log.Info("migration released", "seq", h.seq, "leave", leave)
+	if len(errs) > 0 {
+		return fmt.Errorf("snapc/full: release of migration sequence %d: the hold is over, but some nodes were not told (their ranks stay held): %w", h.seq, errors.Join(errs...))
+	}
+	return nil
 }
 
 var _ snapc.Global = (*global)(nil)

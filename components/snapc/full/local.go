@@ -28,7 +28,11 @@ type local struct {
 	waits     map[waitKey]chan appAnswer
 	cancelled map[uint64]chan struct{} // closed when a request is withdrawn
 	dirs      map[uint64]map[int]string
-	newest    uint64
+	// targeted are the ranks each request's Target went to: those a
+	// Cancel or a migration's release must reach, even if SetRanks has
+	// moved them out of the node meanwhile.
+	targeted map[uint64][]int
+	newest   uint64
 }
 
 type waitKey struct {
@@ -47,7 +51,8 @@ func newLocal(spec snapc.NodeSpec, port snapc.AppPort) (*local, error) {
 		return nil, fmt.Errorf("snapc/full: node %s: no SStore module", spec.Node)
 	}
 	l := &local{spec: spec, port: port, log: logger(spec.Log), pause: PausePoint{Seq: -1}, ranks: sortedRanks(spec.Ranks),
-		waits: map[waitKey]chan appAnswer{}, cancelled: map[uint64]chan struct{}{}, dirs: map[uint64]map[int]string{}}
+		waits: map[waitKey]chan appAnswer{}, cancelled: map[uint64]chan struct{}{}, dirs: map[uint64]map[int]string{},
+		targeted: map[uint64][]int{}}
 	if v := spec.Values; v != nil {
 		var err error
 		if v.Has(ParamPauseAt) {
@@ -72,6 +77,7 @@ func (l *local) cancelChan(id uint64) chan struct{} {
 			if old < id {
 				delete(l.cancelled, old)
 				delete(l.dirs, old)
+				delete(l.targeted, old)
 			}
 		}
 		l.newest = id
@@ -117,7 +123,7 @@ func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalR
 	case snapc.LocalTarget:
 		rep.Ranks = l.target(ctx, req, ranks, cancel)
 	case snapc.LocalSync:
-		rep.Ranks, rep.Err = l.sync(ctx, req, ranks, cancel)
+		rep.Ranks, rep.Err = l.sync(ctx, req, l.targetedRanks(req.ID, ranks), cancel)
 	case snapc.LocalCancel:
 		l.mu.Lock()
 		select {
@@ -126,18 +132,54 @@ func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalR
 			close(cancel)
 		}
 		l.mu.Unlock()
-		for _, r := range ranks {
+		for _, r := range l.forget(req.ID, ranks) {
 			// A rank without a coordinator has nothing to withdraw.
 			_ = l.port.Send(r, snapc.AppRequest{ID: req.ID, Kind: snapc.Cancel, Seq: req.Seq})
 		}
 	case snapc.LocalDone:
-		l.mu.Lock()
-		delete(l.dirs, req.ID)
-		l.mu.Unlock()
+		l.forget(req.ID, nil)
+	case snapc.LocalRelease:
+		l.release(req, l.forget(req.ID, ranks))
 	default:
 		rep.Err = fmt.Sprintf("snapc/full: node %s: unknown request kind %v (a newer gompirun?)", l.spec.Node, req.Kind)
 	}
 	return rep
+}
+
+// targetedRanks are the ranks the Target of request id went to, or, if
+// it never went out, ranks.
+func (l *local) targetedRanks(id uint64, ranks []int) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.targeted[id]; ok {
+		return t
+	}
+	return ranks
+}
+
+// forget drops what the node keeps of request id and returns the ranks
+// its Target went to, or, if it never went out, ranks.
+func (l *local) forget(id uint64, ranks []int) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.targeted[id]; ok {
+		ranks = t
+	}
+	delete(l.dirs, id)
+	delete(l.targeted, id)
+	return ranks
+}
+
+// release ends a migration's hold on the ranks that were held: those in
+// req.Leave end, the others resume. It does not wait for them: a rank
+// that leaves is gone, and one that resumes has nothing to answer.
+func (l *local) release(req snapc.LocalRequest, ranks []int) {
+	for _, r := range ranks {
+		leave := slices.Contains(req.Leave, r)
+		if err := l.port.Send(r, snapc.AppRequest{ID: req.ID, Kind: snapc.ReleaseHold, Seq: req.Seq, Leave: leave, Peers: req.Peers}); err != nil {
+			l.log.Warn("could not release a held rank", "rank", r, "request", req.ID, "leave", leave, "err", err)
+		}
+	}
 }
 
 // ask sends req to every rank of the node at once and waits for each
@@ -234,16 +276,24 @@ func (l *local) target(ctx context.Context, req snapc.LocalRequest, ranks []int,
 	dirs := map[int]string{}
 	reqs := map[int]snapc.AppRequest{}
 	for _, r := range ranks {
+		// A migration's ranks not in req.Ranks hold unsaved: no directory.
+		if req.Ranks != nil && !slices.Contains(req.Ranks, r) {
+			reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Options: req.Options, Migrate: req.Ranks}
+			continue
+		}
 		dir, err := l.spec.Store.LocalDir(ctx, req.Ref, req.Seq, r)
 		if err != nil {
 			out[r] = snapc.RankReply{Rank: r, Err: err.Error()}
 			continue
 		}
 		dirs[r] = dir
-		reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Dir: dir, Options: req.Options}
+		reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Dir: dir, Options: req.Options, Migrate: req.Ranks}
 	}
 	l.mu.Lock()
 	l.dirs[req.ID] = dirs
+	// A rank whose directory could not be made is not asked, but the
+	// request fails, and the Cancel goes to every rank of the node.
+	l.targeted[req.ID] = ranks
 	l.mu.Unlock()
 	for r, a := range l.ask(ctx, cancel, 0, reqs) {
 		rr := snapc.RankReply{Rank: r, Dir: dirs[r]}
@@ -272,6 +322,9 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, ranks []int, c
 	l.mu.Unlock()
 	var locals []sstore.Local
 	for _, r := range ranks {
+		if req.Ranks != nil && !slices.Contains(req.Ranks, r) {
+			continue // held by a migration, unsaved
+		}
 		d, ok := dirs[r]
 		if !ok {
 			return nil, fmt.Sprintf("snapc/full: node %s: sync of request %d, whose local snapshot of rank %d it never started", l.spec.Node, req.ID, r)
