@@ -66,6 +66,7 @@ type cluster struct {
 	busy     sync.WaitGroup // fake ranks at work
 	mu       sync.Mutex
 	sent     []snapc.LocalRequest
+	sentTo   []string // the node of each of sent
 	sendErr  map[string]error
 	terminal int
 }
@@ -73,13 +74,14 @@ type cluster struct {
 func (c *cluster) Send(node string, req snapc.LocalRequest) error {
 	c.mu.Lock()
 	c.sent = append(c.sent, req)
+	c.sentTo = append(c.sentTo, node)
 	err := c.sendErr[node]
 	c.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	l := c.locals[node]
-	if req.Kind == snapc.LocalCancel || req.Kind == snapc.LocalDone {
+	if req.Kind == snapc.LocalCancel || req.Kind == snapc.LocalDone || req.Kind == snapc.LocalRelease {
 		l.Handle(context.Background(), req) // never blocks, as in gompid
 		return nil
 	}
@@ -137,6 +139,14 @@ func (fr *fakeRank) handle(t *testing.T, l *local, req snapc.AppRequest) {
 			l.AppReply(fr.rank, snapc.AppReply{ID: req.ID, Kind: snapc.Target, Err: fr.failErr})
 			return
 		}
+		if req.Dir == "" {
+			if req.Migrate == nil {
+				t.Errorf("rank %d: target without a directory outside a migration: %+v", fr.rank, req)
+			}
+			// Held by a migration: channels drained, nothing saved.
+			l.AppReply(fr.rank, snapc.AppReply{ID: req.ID, Kind: snapc.Target})
+			return
+		}
 		w, err := sstore.CreateFile(req.Dir, "app.state")
 		if err != nil {
 			t.Error(err)
@@ -165,6 +175,13 @@ func newCluster(t *testing.T, nodeOf []string, settings ...string) *cluster {
 // coordinator, as gompid does.
 func newClusterWith(t *testing.T, nodeOf []string, wrap func(sstore.Module) sstore.Module, settings ...string) *cluster {
 	t.Helper()
+	return newClusterSpares(t, nodeOf, nil, wrap, settings...)
+}
+
+// newClusterSpares is newClusterWith with spare nodes: local coordinators
+// that start with no ranks.
+func newClusterSpares(t *testing.T, nodeOf, spares []string, wrap func(sstore.Module) sstore.Module, settings ...string) *cluster {
+	t.Helper()
 	vals := values(t, append([]string{"ft_cr_enabled=1"}, settings...)...)
 	c := &cluster{t: t, locals: map[string]*local{}, nodeOf: nodeOf, sendErr: map[string]error{},
 		ref: sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("feed0001")}}
@@ -172,6 +189,9 @@ func newClusterWith(t *testing.T, nodeOf []string, wrap func(sstore.Module) ssto
 	for r, n := range nodeOf {
 		c.ranks = append(c.ranks, &fakeRank{rank: r, count: uint64(10 + r), targeted: make(chan uint64, 10)})
 		nodeRanks[n] = append(nodeRanks[n], r)
+	}
+	for _, n := range spares {
+		nodeRanks[n] = nil
 	}
 	store := storeOf(t, vals)
 	if wrap != nil {
