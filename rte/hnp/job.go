@@ -93,6 +93,16 @@ type job struct {
 	finishKilled  bool
 	lastTick      time.Time
 
+	// Migration (migrate.go): the one under way, the old nodes of moved
+	// ranks whose old process has not ended yet, every rank's modex entry
+	// (the first fence's, updated by rejoins), the last one finished.
+	migration *migration
+	movedFrom map[int]string
+	endpoints map[int32]map[string]string
+	lastMig   *migRecord
+	// faultDone gets the outcome of faults someone waits for (Tool.Migrate).
+	faultDone map[int]chan evFault
+
 	// Set before the servers start, then read-only.
 	snapc  snapc.Module
 	global snapc.Global // nil unless the SnapC module coordinates
@@ -150,10 +160,11 @@ type (
 		err  error
 	}
 	evFault struct {
-		id int
-		f  errmgr.Fault
-		d  errmgr.Decision
-		st errmgr.Status
+		id  int
+		f   errmgr.Fault
+		d   errmgr.Decision
+		st  errmgr.Status
+		mig *migRecord // a prediction the stack recovered from: the migration done
 	}
 	evNotifyFailed struct {
 		ranks []int
@@ -190,6 +201,9 @@ func newJob(id string, o Options, m mapping.Map, program, cwd string, stack *err
 		state:      stateLaunching,
 		daemons:    map[string]*dconn{},
 		fences:     map[uint64]map[int32]*pb.RankData{},
+		movedFrom:  map[int]string{},
+		endpoints:  map[int32]map[string]string{},
+		faultDone:  map[int]chan evFault{},
 	}
 	for _, n := range m.Nodes {
 		j.daemons[n] = &dconn{node: n, state: "starting", ranks: m.Ranks(n)}
@@ -449,6 +463,21 @@ func (j *job) handle(e any) {
 		case errmgr.Recovered:
 			j.ranThrough(e)
 		}
+		if c, ok := j.faultDone[e.id]; ok {
+			delete(j.faultDone, e.id)
+			if e.d == errmgr.Recovered {
+				e.mig = j.lastMig
+			}
+			c <- e
+		}
+	case evMigrate:
+		j.startMigration(e)
+	case evMigSaved:
+		j.migSaved(e)
+	case evNodes:
+		e.reply <- j.nodes()
+	case evPredict:
+		j.predict(e)
 	case evRecover:
 		e.reply <- j.startRecovery(e)
 	case evNotifyFailed:
@@ -498,6 +527,13 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 		}
 		if b.Started.Error != "" {
 			r.done, r.state = true, "failed"
+			if mig := j.migration; mig != nil && mig.dest[r.rank] == node {
+				// A moved rank that cannot start on its new node: a fault
+				// like any other (autor recovers the job).
+				j.fault(errmgr.Fault{Kind: errmgr.ProcExited, ExitCode: 1, Rank: r.rank, Node: node, Time: time.Now(),
+					Detail: "it could not be started on its new node: " + b.Started.Error})
+				return
+			}
 			j.abort(fmt.Sprintf("gompirun: job aborted: rank %d on node %s could not be started: %s", r.rank, node, b.Started.Error), 1)
 			return
 		}
@@ -513,9 +549,16 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 			}
 		}
 	case *pb.DaemonMessage_Exited:
+		if rr := int(b.Exited.Rank); rr >= 0 && rr < len(j.ranks) && j.ranks[rr].node != node && j.oldExited(rr, node, b.Exited) {
+			return
+		}
 		if r := rank(b.Exited.Rank); r != nil && !r.done {
 			j.exited(r, b.Exited)
 		}
+	case *pb.DaemonMessage_Rejoin:
+		j.rejoin(node, b.Rejoin)
+	case *pb.DaemonMessage_RankMigrate:
+		j.rankMigrate(d, b.RankMigrate)
 	case *pb.DaemonMessage_Fence:
 		j.fence(b.Fence)
 	case *pb.DaemonMessage_Abort:
@@ -548,7 +591,15 @@ func (j *job) exited(r *rankState, ex *pb.RankExited) {
 	if r.termOK && ex.ExitCode == 0 && ex.Signal == 0 {
 		return // saved and ended, as a checkpoint-and-terminate asked
 	}
-	f := errmgr.Fault{Rank: r.rank, Node: r.node, Time: time.Now()}
+	if j.faultExit(r.rank, r.node, ex) {
+		r.state = "failed"
+	}
+}
+
+// faultExit hands a rank's unexpected end to the ErrMgr stack; false when
+// the end was no fault.
+func (j *job) faultExit(rank int, node string, ex *pb.RankExited) bool {
+	f := errmgr.Fault{Rank: rank, Node: node, Time: time.Now()}
 	switch {
 	case ex.Signal != 0:
 		f.Kind, f.Signal = errmgr.ProcSignaled, syscall.Signal(ex.Signal)
@@ -558,10 +609,10 @@ func (j *job) exited(r *rankState, ex *pb.RankExited) {
 		f.Kind = errmgr.ProcExited
 		f.Detail = "it connected to the runtime but ended without finalizing (a rank that initializes must finalize)"
 	default:
-		return
+		return false
 	}
-	r.state = "failed"
 	j.fault(f)
+	return true
 }
 
 // faultStatus is the job exit status a fault implies.
@@ -581,9 +632,12 @@ func faultStatus(f errmgr.Fault) int {
 // status, unless something else sets it, is the oldest one's.
 type openFault struct{ id, status int }
 
-func (j *job) fault(f errmgr.Fault) {
+func (j *job) fault(f errmgr.Fault) int {
 	j.faultSeq++
 	id := j.faultSeq
+	if f.Kind != errmgr.Predicted && j.migration != nil {
+		j.abandonMigration(f.Describe())
+	}
 	if f.Kind != errmgr.Predicted {
 		// The job's status is the first failing rank's, whatever fault
 		// ends up aborting it; a fault the job runs through (sustain)
@@ -599,6 +653,7 @@ func (j *job) fault(f errmgr.Fault) {
 		d, st := j.stack.Handle(context.Background(), f)
 		j.send(evFault{id: id, f: f, d: d, st: st})
 	}()
+	return id
 }
 
 // ranThrough ends a fault the stack recovered from: it no longer sets the
@@ -676,7 +731,11 @@ func (j *job) nodeLost(d *dconn, detail string) {
 		d.killed = true
 		_ = d.launch.Kill()
 	}
-	if running {
+	if running && len(d.ranks) == 0 && !j.inMigration(d.node) {
+		// Nothing of the job ran there (a spare node, or one its ranks
+		// migrated off): no fault, but nothing goes there any more.
+		fmt.Fprintf(j.o.Stderr, "gompirun: node %s was lost (%s); it ran no ranks, the job goes on\n", d.node, detail)
+	} else if running {
 		j.fault(errmgr.Fault{Kind: errmgr.NodeLost, Rank: -1, Node: d.node, Time: time.Now(), Detail: detail})
 	} else {
 		j.log.Warn("daemon lost while the job was ending", "node", d.node, "detail", detail)
@@ -718,6 +777,12 @@ func (j *job) completeFence(seq uint64) {
 	}
 	delete(j.fences, seq)
 	j.fenceDone = max(j.fenceDone, seq)
+	if seq == 1 {
+		// The modex: a migrated rank's rejoin hands it out again.
+		for r, e := range got {
+			j.endpoints[r] = e.GetData()
+		}
+	}
 	entries := make([]*pb.RankData, 0, len(got))
 	for _, e := range got {
 		entries = append(entries, e)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"gompi/frameworks/errmgr"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 )
@@ -110,6 +113,42 @@ func (s *service) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusRe
 	case <-ctx.Done():
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
+}
+
+// Migrate answers gompi-migrate: the prediction goes to the ErrMgr stack,
+// and the answer says what it did, once done. A tool that stops waiting
+// does not stop the migration.
+func (s *service) Migrate(ctx context.Context, req *pb.MigrateRequest) (*pb.MigrateResponse, error) {
+	j := s.job()
+	accepted, done := make(chan error, 1), make(chan evFault, 1)
+	if !j.send(evPredict{p: predictionFromProto(req, time.Now()), from: "announced with gompi-migrate", accepted: accepted, done: done}) {
+		return nil, status.Error(codes.Unavailable, "hnp: the job is over")
+	}
+	if err := <-accepted; err != nil {
+		return &pb.MigrateResponse{Error: err.Error()}, nil
+	}
+	var e evFault
+	select {
+	case e = <-done:
+	case <-j.done:
+		return &pb.MigrateResponse{Error: "the job ended (or was recovered from a failure) before the migration was done; gompirun's output says what happened"}, nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	resp := &pb.MigrateResponse{Actions: e.st.Actions, Migrated: e.d == errmgr.Recovered}
+	if m := e.mig; resp.Migrated && m != nil {
+		resp.Seq = int32(m.res.Seq)
+		resp.DurationNano, resp.CheckpointNano, resp.RestartNano = int64(m.res.Took), int64(m.res.Checkpoint), int64(m.res.Restart)
+		for _, r := range slices.Sorted(maps.Keys(m.dest)) {
+			resp.Moves = append(resp.Moves, &pb.RankMove{Rank: int32(r), From: m.from[r], To: m.dest[r]})
+		}
+	} else if !resp.Migrated {
+		resp.Error = "no rank was moved"
+		if n := len(e.st.Actions); n > 0 {
+			resp.Error += ": " + e.st.Actions[n-1]
+		}
+	}
+	return resp, nil
 }
 
 // print writes a piece of a rank's output, tagged when asked.

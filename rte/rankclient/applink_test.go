@@ -193,18 +193,25 @@ func TestRestartEnvironment(t *testing.T) {
 		ref, seq, dir string
 		ok            bool
 		err           string
+		migrate       string
 	}{
-		{"", "", "", false, ""},
-		{"/g/r.ckpt", "0", "/g/r.ckpt/0/gompi_snapshot_0.ckpt", true, ""},
-		{"/g/r.ckpt", "x", "/d", false, "malformed restart environment"},
-		{"rel/r.ckpt", "1", "/d", false, "malformed"},
-		{"/g/r.ckpt", "1", "", false, "malformed"},
+		{"", "", "", false, "", ""},
+		{"/g/r.ckpt", "0", "/g/r.ckpt/0/gompi_snapshot_0.ckpt", true, "", ""},
+		{"/g/r.ckpt", "0", "/g/r.ckpt/0/gompi_snapshot_0.ckpt", true, "", "1"},
+		{"/g/r.ckpt", "x", "/d", false, "malformed restart environment", ""},
+		{"rel/r.ckpt", "1", "/d", false, "malformed", ""},
+		{"/g/r.ckpt", "1", "", false, "malformed", ""},
+		{"", "", "", false, "without a snapshot", "1"},
 	}
 	for _, tt := range tests {
 		t.Setenv(rte.EnvRestartRef, tt.ref)
 		t.Setenv(rte.EnvRestartSeq, tt.seq)
 		t.Setenv(rte.EnvRestartDir, tt.dir)
-		info, ok, err := restartFromEnv()
+		t.Setenv(rte.EnvRestartMigrate, tt.migrate)
+		info, ok, migrated, err := restartFromEnv()
+		if err == nil && migrated != (tt.migrate == "1") {
+			t.Errorf("%+v: migrated %v", tt, migrated)
+		}
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%+v: %v", tt, err)
@@ -250,7 +257,7 @@ func FuzzRestartEnvironment(f *testing.F) {
 		t.Setenv(rte.EnvRestartRef, ref)
 		t.Setenv(rte.EnvRestartSeq, seq)
 		t.Setenv(rte.EnvRestartDir, dir)
-		info, ok, err := restartFromEnv()
+		info, ok, _, err := restartFromEnv()
 		if err != nil || !ok {
 			return
 		}
