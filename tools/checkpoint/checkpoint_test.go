@@ -15,6 +15,7 @@ import (
 
 	"gompi/cli"
 	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
 	"gompi/rte/jobs"
 )
 
@@ -107,5 +108,29 @@ func TestStatusLines(t *testing.T) {
 		"[  0.05 /   1.30]                    Commit - sequence 0 committed\n"
 	if w.String() != want {
 		t.Errorf("status lines:\n%s\nwant\n%s", w.String(), want)
+	}
+}
+
+// --list -v says which sequences were migrations: committed, but only of
+// the ranks they moved, so not restart points.
+func TestListingMigrations(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
+	ref := sstore.Ref{Dir: "/g", Name: "gompi_global_snapshot_1.ckpt"}
+	meta := &sstore.GlobalMeta{Job: "1", Ranks: 3, Seqs: []sstore.SeqRecord{
+		{Seq: 0, Started: t0, Finished: t0.Add(time.Second), Committed: true},
+		{Seq: 1, Migrate: true, Started: t0.Add(time.Minute), Finished: t0.Add(time.Minute + time.Second), Committed: true,
+			Procs: []sstore.ProcRecord{{Rank: 1, Node: "n3"}, {Rank: 2, Node: "n3"}}},
+		{Seq: 2, Migrate: true, Started: t0.Add(2 * time.Minute)},
+	}}
+	l := Listing{Ref: ref.Name, Dir: ref.Dir, Committed: meta.Committed(), Uncommitted: []int{2}}
+	var b bytes.Buffer
+	renderListing(&b, l, ref, meta, true)
+	want := "Snapshot Ref.: gompi_global_snapshot_1.ckpt\t[0]\n" +
+		"Snapshot Location: /g/gompi_global_snapshot_1.ckpt\n" +
+		"\tSeq 0: begun 2026-11-21 03:00:00.000 UTC, committed 2026-11-21 03:00:01.000 UTC\n" +
+		"\tSeq 1: begun 2026-11-21 03:01:00.000 UTC, migration of ranks 1,2 (not a restart point), committed 2026-11-21 03:01:01.000 UTC\n" +
+		"\tSeq 2: begun 2026-11-21 03:02:00.000 UTC, migration, not committed (it did not finish)\n"
+	if b.String() != want {
+		t.Errorf("listing:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

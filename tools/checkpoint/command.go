@@ -287,6 +287,13 @@ func (o *options) runList(ctx context.Context, client pb.ToolClient, w io.Writer
 	if o.asJSON {
 		return writeJSON(w, l)
 	}
+	renderListing(w, l, ref, meta, o.verbose)
+	return nil
+}
+
+// renderListing prints --list for people; meta is nil when the job has no
+// sequence yet.
+func renderListing(w io.Writer, l Listing, ref sstore.Ref, meta *sstore.GlobalMeta, verbose bool) {
 	if len(l.Committed) == 0 {
 		fmt.Fprintf(w, "Snapshot Ref.: %s\t[No Valid Checkpoints]\n", l.Ref)
 	} else {
@@ -296,7 +303,7 @@ func (o *options) runList(ctx context.Context, client pb.ToolClient, w io.Writer
 		}
 		fmt.Fprintf(w, "Snapshot Ref.: %s\t[%s]\n", l.Ref, strings.Join(seqs, ","))
 	}
-	if o.verbose {
+	if verbose {
 		fmt.Fprintf(w, "Snapshot Location: %s\n", ref)
 		if meta != nil {
 			for _, s := range meta.Seqs {
@@ -304,11 +311,22 @@ func (o *options) runList(ctx context.Context, client pb.ToolClient, w io.Writer
 				if !s.Committed {
 					state = "not committed (its checkpoint did not finish)"
 				}
+				if s.Migrate {
+					// Only the moved ranks were saved: not a restart point.
+					var moved []string
+					for _, p := range s.Procs {
+						moved = append(moved, strconv.Itoa(p.Rank))
+					}
+					if s.Committed {
+						state = fmt.Sprintf("migration of ranks %s (not a restart point), %s", strings.Join(moved, ","), state)
+					} else {
+						state = "migration, not committed (it did not finish)"
+					}
+				}
 				fmt.Fprintf(w, "\tSeq %d: begun %s, %s\n", s.Seq, s.Started.UTC().Format("2006-01-02 15:04:05.000 UTC"), state)
 			}
 		}
 	}
-	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -141,8 +141,10 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 			continue
 		}
 		switch {
+		case s.Migrate && s.Committed:
+			p("Seq: %d\tmigration of %s (not a restart point)\n", s.Seq, rankList(s.Procs))
 		case s.Migrate:
-			p("Seq: %d\tmigration (not a restart point)\n", s.Seq)
+			p("Seq: %d\tmigration, not committed (it did not finish; not a restart point)\n", s.Seq)
 		case s.Committed:
 			p("Seq: %d\tcommitted\n", s.Seq)
 		default:
@@ -155,7 +157,12 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 		if !s.Committed {
 			continue
 		}
-		p("\tProcesses: %d\n", len(s.Procs))
+		if s.Migrate {
+			// A migration saves only the ranks it moves.
+			p("\tProcesses: %d of %d (the ranks it moved)\n", len(s.Procs), in.Ranks)
+		} else {
+			p("\tProcesses: %d\n", len(s.Procs))
+		}
 		for _, pr := range s.Procs {
 			p("\t\tProcess: %d \t Node: %s \t CRS: %s\n", pr.Rank, pr.Node, pr.CRS)
 			if verbose && pr.Location != "" {
@@ -181,6 +188,18 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 		}
 	}
 	return nil
+}
+
+// rankList names the ranks of procs: "rank 3", "ranks 1, 2".
+func rankList(procs []ProcInfo) string {
+	if len(procs) == 1 {
+		return fmt.Sprintf("rank %d", procs[0].Rank)
+	}
+	rs := make([]string, len(procs))
+	for i, pr := range procs {
+		rs[i] = fmt.Sprint(pr.Rank)
+	}
+	return "ranks " + strings.Join(rs, ", ")
 }
 
 // quoteArgs quotes arguments a shell would split.

@@ -273,3 +273,54 @@ func TestCommand(t *testing.T) {
 		t.Errorf("quoteArgs = %q", got)
 	}
 }
+
+// A migration's sequences are shown as such: a committed one with the
+// ranks it moved (only those were saved), one that did not finish as not
+// committed; neither is a restart point.
+func TestInfoMigration(t *testing.T) {
+	isolate(t)
+	ref := reference(t)
+	fakeGompirun(t, ref)
+	g, err := sstore.ReadGlobal(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := ref.LocalPath(3, 1)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := sstore.CreateFile(dir, "app.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("moved"))
+	app, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: 1, PID: 7, Node: "n2", CRS: "self", Created: t0, Files: []sstore.FileRecord{app}}); err != nil {
+		t.Fatal(err)
+	}
+	g.Seqs = append(g.Seqs,
+		sstore.SeqRecord{Seq: 3, Migrate: true, Started: t0.Add(3 * time.Minute), Finished: t0.Add(3*time.Minute + time.Second), Committed: true,
+			Procs: []sstore.ProcRecord{{Rank: 1, Node: "n2", CRS: "self"}}},
+		sstore.SeqRecord{Seq: 4, Migrate: true, Started: t0.Add(4 * time.Minute)})
+	if err := sstore.WriteGlobal(ref, g); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, ref, "-i", "-s", "3", ref.Path())
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errs)
+	}
+	code, all, errs := run(t, ref, "-i", ref.Path())
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errs)
+	}
+	golden(t, "info-migrate", out+"---\n"+all)
+	if code, out, errs := run(t, ref, "--showme", ref.Path()); code != 0 || !strings.Contains(out, "--restart-seq 2") {
+		t.Errorf("restart after migrations: status %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := run(t, ref, "--showme", "-s", "3", ref.Path()); code != 1 || !strings.Contains(errs, "was taken for a migration and is not a restart point") {
+		t.Errorf("restart from a migration: status %d: %s", code, errs)
+	}
+}
