@@ -61,7 +61,8 @@ take longer (about twice the job's last checkpoint), the job is left to its
 recovery policy (errmgr autor restarts it from its last checkpoint once the
 failure comes). The job must run with checkpoint/restart on (gompirun -am
 ft-enable-cr). gompi-migrate waits as long as the migration takes;
-interrupted, it stops waiting, and gompi-ps --ranks shows where the ranks run.`,
+interrupted, it stops waiting but the migration goes on: gompi-ps --ranks
+shows where the ranks run.`,
 		Example: `  gompi-migrate 12345 --off n1,n2
   gompi-migrate 12345 --ranks 2,5 --onto n3
   gompi-migrate 12345 --off n2 --within 5m --json`,
@@ -157,7 +158,7 @@ func (o *options) run(ctx context.Context, w io.Writer) error {
 	resp, err := pb.NewToolClient(conn).Migrate(ctx, req, grpc.WaitForReady(true))
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted while waiting for gompirun (pid %d) to migrate: gompi-ps --ranks %d shows where the ranks run", o.pid, o.pid)
+			return fmt.Errorf("interrupted while waiting for gompirun (pid %d) to migrate; the migration goes on: gompi-ps --ranks %d shows where the ranks run", o.pid, o.pid)
 		}
 		return fmt.Errorf("ask gompirun (pid %d) to migrate: %s", o.pid, status.Convert(err).Message())
 	}
