@@ -69,14 +69,20 @@ type cluster struct {
 	sentTo   []string // the node of each of sent
 	sendErr  map[string]error
 	terminal int
+	// gate, when set, holds every LocalRelease until it is closed (a
+	// gompirun whose event loop is busy).
+	gate chan struct{}
 }
 
 func (c *cluster) Send(node string, req snapc.LocalRequest) error {
 	c.mu.Lock()
 	c.sent = append(c.sent, req)
 	c.sentTo = append(c.sentTo, node)
-	err := c.sendErr[node]
+	err, gate := c.sendErr[node], c.gate
 	c.mu.Unlock()
+	if gate != nil && req.Kind == snapc.LocalRelease {
+		<-gate
+	}
 	if err != nil {
 		return err
 	}

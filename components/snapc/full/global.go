@@ -375,16 +375,13 @@ func (g *global) NodeLost(node, why string) {
 			g.cur.stop(fmt.Errorf("node %s was lost: %s", node, why))
 		}
 	}
-	// Ranks held by a migration were lost with their node: the job is
-	// being recovered, and nothing is left to release. A node without
-	// held ranks (a migration's destination) leaves the hold to the
-	// migration, which releases it to resume the ranks where they were.
+	// A node lost during a migration's hold (one that held ranks, or the
+	// destination of the moved ones) ends the migration: the job is
+	// recovered by the next policy, and nothing is left to release.
 	if h := g.held; h != nil {
-		if _, ok := h.place.nodeRanks[node]; ok {
-			g.log.Warn("migration hold cleared: a node with held ranks was lost", "node", node, "seq", h.seq, "why", why)
-			g.held = nil
-			g.poke()
-		}
+		g.log.Warn("migration hold cleared: a node was lost during it", "node", node, "seq", h.seq, "why", why)
+		g.held = nil
+		g.poke()
 	}
 }
 
@@ -881,38 +878,40 @@ func storedSettings(in []mca.Setting) []mca.Setting {
 }
 
 // Release ends the held migration checkpoint: every node that held ranks
-// gets a LocalRelease, the hold is cleared and queued requests may run.
-// Leave must name only ranks the migration saved (the others have no
+// gets a LocalRelease, then the hold is cleared and queued requests may
+// run. Leave must name only ranks the migration saved (the others have no
 // local snapshot to run again from); a refused release keeps the hold.
+// The nodes are told on a goroutine of their own: gompirun calls Release
+// from its event loop, which is also what delivers NodeLink.Send.
 func (g *global) Release(rel snapc.Release) error {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	h := g.held
 	switch {
 	case h == nil:
-		g.mu.Unlock()
 		return errors.New("snapc/full: release: no migration checkpoint holds the job's ranks (none was committed, it was released already, or a lost node or the job's end ended it)")
 	case h.releasing:
-		g.mu.Unlock()
 		return fmt.Errorf("snapc/full: release: migration sequence %d is being released already", h.seq)
 	}
 	leave := slices.Clone(rel.Leave)
 	slices.Sort(leave)
 	for i, r := range leave {
 		if _, ok := slices.BinarySearch(h.saved, r); !ok {
-			g.mu.Unlock()
 			return fmt.Errorf("snapc/full: release of migration sequence %d: rank %d cannot leave: the migration saved only ranks %v; the ranks stay held", h.seq, r, h.saved)
 		}
 		if i > 0 && leave[i-1] == r {
-			g.mu.Unlock()
 			return fmt.Errorf("snapc/full: release of migration sequence %d: rank %d leaves twice; the ranks stay held", h.seq, r)
 		}
 	}
 	// The hold stays set while the nodes are told, so no queued request
 	// reaches a node before the release does.
 	h.releasing = true
-	g.mu.Unlock()
+	go g.release(h, snapc.LocalRequest{ID: h.id, Kind: snapc.LocalRelease, Seq: h.seq, Ref: g.spec.Ref, Leave: leave, Peers: rel.Peers})
+	return nil
+}
 
-	var errs []error
+// release sends req to every node of hold h, then ends h.
+func (g *global) release(h *hold, req snapc.LocalRequest) {
 	for _, n := range h.place.nodes {
 		g.mu.Lock()
 		_, lost := g.lost[n]
@@ -920,9 +919,8 @@ func (g *global) Release(rel snapc.Release) error {
 		if lost {
 			continue
 		}
-		req := snapc.LocalRequest{ID: h.id, Kind: snapc.LocalRelease, Seq: h.seq, Ref: g.spec.Ref, Leave: leave, Peers: rel.Peers}
 		if err := g.link.Send(n, req); err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", n, err))
+			g.log.Error("migration release not sent: the node's held ranks stay held", "node", n, "seq", h.seq, "err", err)
 		}
 	}
 	g.mu.Lock()
@@ -931,11 +929,7 @@ func (g *global) Release(rel snapc.Release) error {
 	}
 	g.mu.Unlock()
 	g.poke()
-	g.log.Info("migration released", "seq", h.seq, "leave", leave)
-	if len(errs) > 0 {
-		return fmt.Errorf("snapc/full: release of migration sequence %d: the hold is over, but some nodes were not told (their ranks stay held): %w", h.seq, errors.Join(errs...))
-	}
-	return nil
+	g.log.Info("migration released", "seq", h.seq, "leave", req.Leave)
 }
 
 var _ snapc.Global = (*global)(nil)
