@@ -146,7 +146,7 @@ func (fr *fakeRank) handle(t *testing.T, l *local, req snapc.AppRequest) {
 			return
 		}
 		if req.Dir == "" {
-			if req.Migrate == nil {
+			if len(req.Migrate) == 0 {
 				t.Errorf("rank %d: target without a directory outside a migration: %+v", fr.rank, req)
 			}
 			// Held by a migration: channels drained, nothing saved.

@@ -273,12 +273,16 @@ func (l *local) target(ctx context.Context, req snapc.LocalRequest, ranks []int,
 		return inOrder(ranks, out)
 	default:
 	}
+	var migrate []int // nil unless a migration: the ranks it saves
+	if len(req.Ranks) > 0 {
+		migrate = req.Ranks
+	}
 	dirs := map[int]string{}
 	reqs := map[int]snapc.AppRequest{}
 	for _, r := range ranks {
 		// A migration's ranks not in req.Ranks hold unsaved: no directory.
-		if req.Ranks != nil && !slices.Contains(req.Ranks, r) {
-			reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Options: req.Options, Migrate: req.Ranks}
+		if migrate != nil && !slices.Contains(migrate, r) {
+			reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Options: req.Options, Migrate: migrate}
 			continue
 		}
 		dir, err := l.spec.Store.LocalDir(ctx, req.Ref, req.Seq, r)
@@ -287,7 +291,7 @@ func (l *local) target(ctx context.Context, req snapc.LocalRequest, ranks []int,
 			continue
 		}
 		dirs[r] = dir
-		reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Dir: dir, Options: req.Options, Migrate: req.Ranks}
+		reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Dir: dir, Options: req.Options, Migrate: migrate}
 	}
 	l.mu.Lock()
 	l.dirs[req.ID] = dirs
@@ -322,7 +326,7 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, ranks []int, c
 	l.mu.Unlock()
 	var locals []sstore.Local
 	for _, r := range ranks {
-		if req.Ranks != nil && !slices.Contains(req.Ranks, r) {
+		if len(req.Ranks) > 0 && !slices.Contains(req.Ranks, r) {
 			continue // held by a migration, unsaved
 		}
 		d, ok := dirs[r]

@@ -555,3 +555,24 @@ func TestSetRanksOnSpare(t *testing.T) {
 		t.Errorf("query after the rank moved away: %+v", rep)
 	}
 }
+
+// A target whose Ranks came back empty but not nil (a decoded message) is
+// a checkpoint of every rank, not a migration saving none.
+func TestTargetEmptyRanks(t *testing.T) {
+	c := newCluster(t, []string{"n1", "n1"})
+	if err := os.MkdirAll(c.ref.Path(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep := c.locals["n1"].Handle(t.Context(), snapc.LocalRequest{ID: 1, Kind: snapc.LocalTarget, Ref: c.ref, Target: 3, Ranks: []int{}})
+	if rep.Err != "" || len(rep.Ranks) != 2 {
+		t.Fatalf("reply %+v", rep)
+	}
+	for _, rr := range rep.Ranks {
+		if rr.Err != "" || rr.Dir == "" {
+			t.Errorf("rank %d: %+v, want saved", rr.Rank, rr)
+		}
+		if q := c.seen(rr.Rank); len(q) != 1 || q[0].Migrate != nil {
+			t.Errorf("rank %d was sent %+v", rr.Rank, q)
+		}
+	}
+}
