@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"gompi/frameworks/btl"
@@ -26,8 +27,13 @@ func (p *Proc) PeersMoving(ranks []int) error {
 			return fmt.Errorf("mpi: peers moving: %w: rank %d of %d", ErrArg, r, p.size)
 		}
 	}
+	p.inMu.Lock()
+	defer p.inMu.Unlock()
 	for _, r := range ranks {
 		if r != p.rank {
+			// The old process's connection, to drop once the new one is
+			// known (its new connection may be accepted before that).
+			p.peers[r].oldIn = p.inFrom[r]
 			p.peers[r].moving.Store(true)
 		}
 	}
@@ -37,8 +43,11 @@ func (p *Proc) PeersMoving(ranks []int) error {
 // PeersStayed unmarks ranks whose move was abandoned: they never left,
 // and their connections are whole.
 func (p *Proc) PeersStayed(ranks []int) {
+	p.inMu.Lock()
+	defer p.inMu.Unlock()
 	for _, r := range ranks {
 		if r >= 0 && r < p.size {
+			p.peers[r].oldIn = nil
 			p.peers[r].moving.Store(false)
 		}
 	}
@@ -71,15 +80,49 @@ func (p *Proc) PeersMoved(entries map[int]map[string]string) error {
 			out.Close()
 		}
 		p.inMu.Lock()
-		in := p.inFrom[r]
-		p.inFrom[r] = nil
+		in := pe.oldIn
+		pe.oldIn = nil
+		if in != nil && p.inFrom[r] == in {
+			p.inFrom[r] = nil
+		}
 		p.inMu.Unlock()
 		if in != nil {
 			in.Close()
 		}
+		p.restartControl(r)
 		pe.moving.Store(false)
 	}
 	return errors.Join(errs...)
+}
+
+// restartControl starts the library's own traffic with rank afresh, as
+// the moved rank's new process does: the control context is never saved
+// (state.go), and what the old process exchanged after its save is gone
+// with it.
+func (p *Proc) restartControl(rank int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ctx, cs := range p.ctxs {
+		if ctx>>1 != ctxControl>>1 {
+			continue
+		}
+		cs.recvSeq[rank] = 0
+		cs.unexp = slices.DeleteFunc(cs.unexp, func(m *message) bool {
+			if m.src == rank {
+				putMsg(m)
+				return true
+			}
+			return false
+		})
+	}
+	pe := p.peers[rank]
+	pe.mu.Lock()
+	for ctx, cs := range p.ctxs {
+		if ctx>>1 == ctxControl>>1 {
+			cs.sendSeq[rank] = 0
+		}
+	}
+	pe.mu.Unlock()
 }
 
 // choosePath picks the first transport of this process that reaches the

@@ -115,7 +115,8 @@ type peer struct {
 
 	failErr atomic.Pointer[ProcFailedError] // failed: every operation with it fails
 	gone    atomic.Pointer[ProcFailedError] // said goodbye: receives from it fail
-	moving  atomic.Bool                      // migrating: its connections may close (migrate.go)
+	moving  atomic.Bool                     // migrating: its connections may close (migrate.go)
+	oldIn   btl.Conn                        // migrating: the old process's connection; under Proc.inMu
 
 	sent, recvd atomic.Uint64 // messages, not counting the library's control traffic
 }

@@ -10,6 +10,7 @@ import (
 	crsnone "gompi/components/crs/none"
 	crsself "gompi/components/crs/self"
 	errmgrautor "gompi/components/errmgr/autor"
+	errmgrcrmig "gompi/components/errmgr/crmig"
 	errmgrdefault "gompi/components/errmgr/default"
 	errmgrsustain "gompi/components/errmgr/sustain"
 	filemraw "gompi/components/filem/raw"
@@ -41,6 +42,7 @@ func Register(set *frameworks.Set) {
 	set.SnapC.Register(snapcfull.New())
 	set.ErrMgr.Register(errmgrdefault.New())
 	set.ErrMgr.Register(errmgrautor.New())
+	set.ErrMgr.Register(errmgrcrmig.New())
 	set.ErrMgr.Register(errmgrsustain.New())
 	set.BTL.Register(btltcp.New())
 	set.BTL.Register(btluds.New())

@@ -67,7 +67,10 @@ func (d *daemon) moveRanks(m *pb.MoveRanks) {
 		return
 	}
 	nl := proto.Clone(d.launch).(*pb.Launch)
-	nl.Ranks = slices.DeleteFunc(nl.Ranks, func(r int32) bool { return slices.Contains(m.Out, r) })
+	// MoveRanks reaches every daemon: those the ranks moved to keep them.
+	nl.Ranks = slices.DeleteFunc(nl.Ranks, func(r int32) bool {
+		return slices.Contains(m.Out, r) && int(r) < len(m.RankNodes) && m.RankNodes[r] != d.node
+	})
 	nl.RankNodes = m.RankNodes
 	d.launch = nl
 	ranks := toInts(nl.Ranks)

@@ -68,7 +68,7 @@ func build() error {
 	if raceBuild {
 		args = append(args, "-race")
 	}
-	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./cmd/gompi-checkpoint", "./cmd/gompi-restart",
+	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./cmd/gompi-checkpoint", "./cmd/gompi-restart", "./cmd/gompi-migrate",
 		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./examples/heat", "./testdata/cr/ckpt")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = modRoot
