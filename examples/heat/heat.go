@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -16,6 +17,7 @@ type options struct {
 	size, steps int
 	sleep       time.Duration
 	every       int
+	migrateAt   int
 }
 
 func parse(args []string, out io.Writer) (options, error) {
@@ -26,11 +28,12 @@ func parse(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.steps, "steps", 500, "Jacobi iterations")
 	fs.DurationVar(&o.sleep, "sleep", 0, "pause after each step (to slow a demo down)")
 	fs.IntVar(&o.every, "every", 0, "print the residual every this many steps (0: only at the end)")
+	fs.IntVar(&o.migrateAt, "migrate-at", 0, "after this step the last rank asks to move off its node (cr.Migrate; 0: never)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if o.size < 1 || o.steps < 0 || o.every < 0 {
-		return o, fmt.Errorf("-size must be >= 1, -steps and -every >= 0")
+	if o.size < 1 || o.steps < 0 || o.every < 0 || o.migrateAt < 0 {
+		return o, fmt.Errorf("-size must be >= 1, -steps, -every and -migrate-at >= 0")
 	}
 	return o, nil
 }
@@ -131,6 +134,11 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 		if r == 0 && o.every > 0 && step%o.every == 0 {
 			fmt.Fprintf(out, "step %d: residual %.6e\n", step, residual)
 		}
+		if step == o.migrateAt {
+			if err := migrateLast(c, w); err != nil {
+				return "", fmt.Errorf("step %d: %w", step, err)
+			}
+		}
 		if o.sleep > 0 {
 			time.Sleep(o.sleep)
 		}
@@ -170,4 +178,23 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 	fmt.Fprintf(out, "heat: %dx%d grid, %d steps, ranks: %d, residual %.6e\n", N, N, o.steps, n, residual)
 	fmt.Fprintf(out, "checksum: %s\n", sum)
 	return sum, nil
+}
+
+// migrateLast has the last rank ask to move off its node: the ranks
+// split the world so that it alone calls cr.Migrate on its communicator.
+// It moves at a later safe point.
+func migrateLast(c *cr.Coordinator, w *mpi.Comm) error {
+	last := w.Rank() == w.Size()-1
+	color := 0
+	if last {
+		color = 1
+	}
+	sub, err := w.Split(color, 0)
+	if err != nil {
+		return err
+	}
+	if !last {
+		return nil
+	}
+	return c.Migrate(context.Background(), sub, "", -1, cr.MigrateOptions{OffNode: true})
 }

@@ -80,7 +80,8 @@ type NodeLink interface {
 
 // Global is a job's global coordinator.
 type Global interface {
-	// Checkpoint runs a checkpoint of the whole job (a tool's request) and
+	// Checkpoint runs a checkpoint of the whole job (a tool's request; with
+	// req.Ranks, a migration's, see Request) and
 	// returns once its sequence is committed or has failed. progress, when
 	// not nil, is called with every event of the request, in order, on the
 	// caller's goroutine. Cancelling ctx stops the waiting, never the

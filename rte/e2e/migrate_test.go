@@ -143,3 +143,23 @@ func TestMigrateFailureRecovered(t *testing.T) {
 	}
 	noSurvivors(t, "after the abandoned migration", func() []int { return marked(j.mark) })
 }
+
+// TestMigrateFromRank: heat's last rank asks to move off its node with
+// cr.Migrate; it moves to the spare node at a later safe point and the
+// answer is the uninterrupted run's.
+func TestMigrateFromRank(t *testing.T) {
+	want := uninterrupted(t, threeNodes)
+	j := start(t, append([]string{"-np", "4", "--hostfile", hostfile(t, threeNodes), "-am", "ft-enable-cr",
+		"--mca", "snapc_base_global_snapshot_dir", t.TempDir()}, append(heatArgs(), "-migrate-at", "100")...)...)
+	code, lines, stderr := j.wait()
+	if code != 0 {
+		t.Fatalf("heat with cr.Migrate: status %d\n%s", code, stderr)
+	}
+	if got, _ := heatChecksum(lines, ""); got != want {
+		t.Errorf("checksum %q after the migration, want %q\nstderr:\n%s", got, want, stderr)
+	}
+	if !strings.Contains(stderr, "gompirun: migration: rank 3 n2 -> n3 in") {
+		t.Errorf("gompirun did not report rank 3's move to n3:\n%s", stderr)
+	}
+	noSurvivors(t, "after cr.Migrate", func() []int { return marked(j.mark) })
+}
