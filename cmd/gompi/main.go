@@ -16,6 +16,7 @@ import (
 	"gompi/rte/jobs"
 	"gompi/tools/checkpoint"
 	"gompi/tools/info"
+	"gompi/tools/migrate"
 	"gompi/tools/restart"
 )
 
@@ -32,6 +33,7 @@ func newCommand(version string) *cobra.Command {
 		sub(jobs.NewPSCommand(), "ps"),
 		sub(checkpoint.NewCommand(), "checkpoint"),
 		sub(restart.NewCommand(), "restart"),
+		sub(migrate.NewCommand(), "migrate"),
 	)
 	cli.StopAtArg(root.Commands()[1]) // run: flags end at the program
 	return root

@@ -56,6 +56,10 @@ func (f Fault) Describe() string {
 	if f.Rank < 0 {
 		who = "node " + f.Node
 	}
+	plural := false
+	if p := f.Predict; p != nil && f.Kind == Predicted {
+		who, plural = p.describe()
+	}
 	var what string
 	switch f.Kind {
 	case ProcExited:
@@ -66,6 +70,9 @@ func (f Fault) Describe() string {
 		what = "was lost"
 	case Predicted:
 		what = "is predicted to fail"
+		if plural {
+			what = "are predicted to fail"
+		}
 	default:
 		what = f.Kind.String()
 	}

@@ -3,6 +3,9 @@ package errmgr
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -75,3 +78,37 @@ type Migrator interface {
 // ErrMigrationAbandoned: a failure happened during a migration; the job
 // was left for the next policy of the stack to recover.
 var ErrMigrationAbandoned = errors.New("migration abandoned after a failure during it")
+
+// describe names what a prediction is about ("ranks 2, 5 and node n2"),
+// and whether that is more than one.
+func (p *Prediction) describe() (string, bool) {
+	var parts []string
+	ranks := p.Ranks
+	for _, w := range p.Wishes {
+		if !slices.Contains(ranks, w.Rank) {
+			ranks = append(ranks, w.Rank)
+		}
+	}
+	if len(ranks) > 0 {
+		s := make([]string, len(ranks))
+		for i, r := range ranks {
+			s[i] = strconv.Itoa(r)
+		}
+		word := "rank "
+		if len(ranks) > 1 {
+			word = "ranks "
+		}
+		parts = append(parts, word+strings.Join(s, ", "))
+	}
+	if len(p.Nodes) > 0 {
+		word := "node "
+		if len(p.Nodes) > 1 {
+			word = "nodes "
+		}
+		parts = append(parts, word+strings.Join(p.Nodes, ", "))
+	}
+	if len(parts) == 0 {
+		return "nothing", false
+	}
+	return strings.Join(parts, " and "), len(ranks)+len(p.Nodes) > 1
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,9 +144,13 @@ func (s *service) Migrate(ctx context.Context, req *pb.MigrateRequest) (*pb.Migr
 			resp.Moves = append(resp.Moves, &pb.RankMove{Rank: int32(r), From: m.from[r], To: m.dest[r]})
 		}
 	} else if !resp.Migrated {
+		// crmig's own account says why; the stack's last line only that
+		// nobody acted.
 		resp.Error = "no rank was moved"
-		if n := len(e.st.Actions); n > 0 {
-			resp.Error += ": " + e.st.Actions[n-1]
+		for _, a := range e.st.Actions {
+			if strings.HasPrefix(a, "crmig: ") {
+				resp.Error += ": " + strings.TrimPrefix(a, "crmig: ")
+			}
 		}
 	}
 	return resp, nil
