@@ -53,6 +53,9 @@ func TestMain(m *testing.M) {
 		// On a loaded 2-core machine a daemon may be starved for seconds:
 		// only the heartbeat test relies on the timeout.
 		os.Setenv("GOMPI_MCA_errmgr_base_heartbeat_timeout", "120s")
+		// Race-built processes otherwise sleep a second as they exit,
+		// which every recovery and migration would wait for.
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
 		return m.Run()
 	}())
 }

@@ -397,6 +397,7 @@ func (j *job) abort(report string, code int) {
 		return
 	}
 	j.state = stateAborting
+	j.recovery = nil // an abort ends the job, recovery or not
 	j.closeSnapC("the job is being aborted")
 	if report != "" {
 		fmt.Fprintln(j.o.Stderr, report)
@@ -635,6 +636,10 @@ type openFault struct{ id, status int }
 func (j *job) fault(f errmgr.Fault) int {
 	j.faultSeq++
 	id := j.faultSeq
+	if rec := j.recovery; rec != nil && f.Kind != errmgr.Predicted {
+		j.joinRecovery(rec, f)
+		return id
+	}
 	if f.Kind != errmgr.Predicted && j.migration != nil {
 		j.abandonMigration(f.Describe())
 	}
@@ -735,7 +740,7 @@ func (j *job) nodeLost(d *dconn, detail string) {
 		// Nothing of the job ran there (a spare node, or one its ranks
 		// migrated off): no fault, but nothing goes there any more.
 		fmt.Fprintf(j.o.Stderr, "gompirun: node %s was lost (%s); it ran no ranks, the job goes on\n", d.node, detail)
-	} else if running {
+	} else if running || j.recovery != nil {
 		j.fault(errmgr.Fault{Kind: errmgr.NodeLost, Rank: -1, Node: d.node, Time: time.Now(), Detail: detail})
 	} else {
 		j.log.Warn("daemon lost while the job was ending", "node", d.node, "detail", detail)

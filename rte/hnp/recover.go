@@ -177,3 +177,24 @@ func (j *job) resumed() {
 	j.recoveredFrom = nil
 	fmt.Fprintf(j.o.Stderr, "gompirun: recovery %d: every rank runs again, %.2f s after the failure was handled\n", rec.n, time.Since(rec.start).Seconds())
 }
+
+// joinRecovery adds a fault that happened while the job ends its ranks
+// for a recovery to that recovery: its ranks (a lost node's too) are
+// placed anew, and no policy runs again for it (autor would count it as
+// another recovery, and a recovery already under way would restart the
+// job whatever a policy decided).
+func (j *job) joinRecovery(rec *recovery, f errmgr.Fault) {
+	var lost []int
+	if f.Rank >= 0 {
+		lost = append(lost, f.Rank)
+	}
+	if f.Kind == errmgr.NodeLost {
+		rec.plan.LostNodes = union(rec.plan.LostNodes, []string{f.Node})
+		if d := j.daemons[f.Node]; d != nil {
+			lost = append(lost, d.ranks...)
+		}
+	}
+	rec.plan.Lost = union(rec.plan.Lost, lost)
+	j.elog.Info("fault joins the recovery under way", "fault", f.Describe(), "recovery", rec.n)
+	fmt.Fprintf(j.o.Stderr, "gompirun: %s; it joins recovery %d under way\n", f.Describe(), rec.n)
+}
