@@ -85,8 +85,8 @@ func TestNotAGompirun(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, fmt.Sprintf("process %d (checkpoint.test) is not a gompirun", os.Getpid())) {
 		t.Errorf("our own pid: status %d: %s", code, errs)
 	}
-	if err := findHNP(os.Getpid()); !errors.Is(err, jobs.ErrNoJob) {
-		t.Errorf("findHNP: %v, want ErrNoJob", err)
+	if err := jobs.FindHNP(os.Getpid()); !errors.Is(err, jobs.ErrNoJob) {
+		t.Errorf("FindHNP: %v, want ErrNoJob", err)
 	}
 }
 

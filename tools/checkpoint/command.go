@@ -36,8 +36,7 @@ type options struct {
 	term, stop      bool
 	status, verbose bool
 	list, asJSON    bool
-	hnpPID          int
-	hnpJob          string
+	job             jobs.Selector
 
 	pid int
 }
@@ -71,8 +70,7 @@ gompi-checkpoint is interrupted: gompirun finishes it, or fails it, by itself.`,
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print more (implies --status)")
 	f.BoolVarP(&o.list, "list", "l", false, "list the job's committed snapshot sequences instead of checkpointing")
 	f.BoolVar(&o.asJSON, "json", false, "print the outcome as JSON")
-	f.IntVar(&o.hnpPID, "hnp-pid", 0, "PID of the job's gompirun (instead of the argument)")
-	f.StringVar(&o.hnpJob, "hnp-jobid", "", "job id of the job (instead of the PID)")
+	o.job.AddFlags(f)
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if err := o.complete(args); err != nil {
 			return err
@@ -84,30 +82,7 @@ gompi-checkpoint is interrupted: gompirun finishes it, or fails it, by itself.`,
 
 // complete checks the flags and finds the job's gompirun.
 func (o *options) complete(args []string) error {
-	given := 0
-	if len(args) == 1 {
-		pid, err := strconv.Atoi(args[0])
-		if err != nil || pid <= 0 {
-			return cli.Usagef("%q is not a process id: give the PID of the job's gompirun (gompi-ps lists them)", args[0])
-		}
-		o.pid = pid
-		given++
-	}
-	if o.hnpPID != 0 {
-		if o.hnpPID < 0 {
-			return cli.Usagef("--hnp-pid %d is not a process id", o.hnpPID)
-		}
-		o.pid = o.hnpPID
-		given++
-	}
-	if o.hnpJob != "" {
-		given++
-	}
 	switch {
-	case given == 0:
-		return cli.Usagef("which job? give the PID of its gompirun (gompi-ps lists them)")
-	case given > 1:
-		return cli.Usagef("give the job once: a PID, --hnp-pid or --hnp-jobid")
 	case o.term && o.stop:
 		return cli.Usagef("--term and --stop both given: a job cannot both end and stop")
 	case o.list && (o.term || o.stop):
@@ -116,42 +91,13 @@ func (o *options) complete(args []string) error {
 	if o.verbose {
 		o.status = true
 	}
-	if o.hnpJob != "" {
-		recs, err := jobs.List()
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if r.Job == o.hnpJob {
-				o.pid = r.PID
-			}
-		}
-		if o.pid == 0 {
-			return fmt.Errorf("job %s: %w (gompi-ps lists the running jobs)", o.hnpJob, jobs.ErrNoJob)
-		}
-	}
-	return nil
-}
-
-// findHNP makes sure pid is a running gompirun and says what it is when not.
-func findHNP(pid int) error {
-	r, err := jobs.Read(pid)
-	if err == nil && r.PID == pid && r.Alive() {
-		return nil
-	}
-	if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); serr != nil {
-		return fmt.Errorf("no process with pid %d: %w (the job has ended? gompi-ps lists the running jobs)", pid, jobs.ErrNoJob)
-	}
-	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	name := strings.TrimSpace(string(comm))
-	if name == "" {
-		name = "unknown"
-	}
-	return fmt.Errorf("process %d (%s) is not a gompirun: %w; give the PID of the job's gompirun (gompi-ps lists them)", pid, name, jobs.ErrNoJob)
+	pid, err := o.job.PID(args)
+	o.pid = pid
+	return err
 }
 
 func (o *options) run(ctx context.Context, w io.Writer) error {
-	if err := findHNP(o.pid); err != nil {
+	if err := jobs.FindHNP(o.pid); err != nil {
 		return err
 	}
 	conn, err := jobs.Dial(o.pid)

@@ -34,7 +34,7 @@ type options struct {
 	ranks           []int
 	within          time.Duration
 	asJSON, verbose bool
-	hnpPID          int
+	job             jobs.Selector
 
 	pid int
 }
@@ -76,7 +76,7 @@ shows where the ranks run.`,
 	f.DurationVar(&o.within, "within", 0, "when the fault is expected, from now (e.g. 5m); 0 = unknown")
 	f.BoolVar(&o.asJSON, "json", false, "print the outcome as JSON")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print the request and what the job's fault policies did")
-	f.IntVar(&o.hnpPID, "hnp-pid", 0, "PID of the job's gompirun (instead of the argument)")
+	o.job.AddFlags(f)
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if err := o.complete(args); err != nil {
 			return err
@@ -86,29 +86,14 @@ shows where the ranks run.`,
 	return cmd
 }
 
-// complete checks the command line; every error is a usage error.
+// complete checks the command line and finds the job's gompirun.
 func (o *options) complete(args []string) error {
-	given := 0
-	if len(args) == 1 {
-		pid, err := strconv.Atoi(args[0])
-		if err != nil || pid <= 0 {
-			return cli.Usagef("%q is not a process id: give the PID of the job's gompirun (gompi-ps lists them)", args[0])
-		}
-		o.pid = pid
-		given++
+	pid, err := o.job.PID(args)
+	if err != nil {
+		return err
 	}
-	if o.hnpPID != 0 {
-		if o.hnpPID < 0 {
-			return cli.Usagef("--hnp-pid %d is not a process id", o.hnpPID)
-		}
-		o.pid = o.hnpPID
-		given++
-	}
+	o.pid = pid
 	switch {
-	case given == 0:
-		return cli.Usagef("which job? give the PID of its gompirun (gompi-ps lists them)")
-	case given > 1:
-		return cli.Usagef("give the job once: a PID or --hnp-pid")
 	case len(o.off) == 0 && len(o.ranks) == 0:
 		return cli.Usagef("what to migrate? give --off NODES (every rank of those nodes) or --ranks RANKS")
 	case o.within < 0:
@@ -122,23 +107,8 @@ func (o *options) complete(args []string) error {
 	return nil
 }
 
-// checkHNP makes sure pid is the gompirun of a running job.
-func checkHNP(pid int) error {
-	r, err := jobs.Read(pid)
-	if errors.Is(err, jobs.ErrNoJob) {
-		return fmt.Errorf("pid %d: %w: give the PID of the job's gompirun (gompi-ps lists them)", pid, jobs.ErrNoJob)
-	}
-	if err != nil {
-		return err
-	}
-	if r.PID != pid || !r.Alive() {
-		return fmt.Errorf("pid %d: the gompirun of job %s has ended: %w (gompi-ps lists the running jobs)", pid, r.Job, jobs.ErrNoJob)
-	}
-	return nil
-}
-
 func (o *options) run(ctx context.Context, w io.Writer) error {
-	if err := checkHNP(o.pid); err != nil {
+	if err := jobs.FindHNP(o.pid); err != nil {
 		return err
 	}
 	conn, err := jobs.Dial(o.pid)

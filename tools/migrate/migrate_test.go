@@ -90,7 +90,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"12", "--off", "n1", "--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"12", "--off", "n1", "-q"}, 2, "unknown shorthand flag: 'q'"},
 		{[]string{"12", "13", "--off", "n1"}, 2, "accepts at most 1 arg"},
-		{[]string{"12", "--hnp-pid", "13", "--off", "n1"}, 2, "give the job once: a PID or --hnp-pid"},
+		{[]string{"12", "--hnp-pid", "13", "--off", "n1"}, 2, "give the job once: a PID, --hnp-pid or --hnp-jobid"},
 		{[]string{"--hnp-pid", "-3", "--off", "n1"}, 2, "--hnp-pid -3 is not a process id"},
 	}
 	for _, tt := range tests {
@@ -111,11 +111,16 @@ func TestNotAGompirun(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range []int{dead.Process.Pid, os.Getpid()} {
-		code, _, errs := run(strconv.Itoa(pid), "--off", "n1")
-		want := fmt.Sprintf("gompi-migrate: pid %d: no running gompi job: give the PID of the job's gompirun (gompi-ps lists them)\n", pid)
-		if code != 1 || errs != want {
-			t.Errorf("pid %d: status %d, stderr %q, want 1 and %q", pid, code, errs, want)
+	for _, tt := range []struct {
+		pid  int
+		want string
+	}{
+		{dead.Process.Pid, fmt.Sprintf("gompi-migrate: no process with pid %d", dead.Process.Pid)},
+		{os.Getpid(), fmt.Sprintf("gompi-migrate: process %d (migrate.test) is not a gompirun", os.Getpid())},
+	} {
+		code, _, errs := run(strconv.Itoa(tt.pid), "--off", "n1")
+		if code != 1 || !strings.HasPrefix(errs, tt.want) {
+			t.Errorf("pid %d: status %d, stderr %q, want 1 and %q", tt.pid, code, errs, tt.want)
 		}
 	}
 	// A record left by a gompirun whose PID now runs something else.
@@ -126,8 +131,8 @@ func TestNotAGompirun(t *testing.T) {
 	if err := jobs.Write(dir, jobs.Record{Job: "cafe", PID: os.Getpid(), ProcStart: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkHNP(os.Getpid()); !errors.Is(err, jobs.ErrNoJob) || !strings.Contains(err.Error(), "the gompirun of job cafe has ended") {
-		t.Errorf("checkHNP of a stale record: %v", err)
+	if err := jobs.FindHNP(os.Getpid()); !errors.Is(err, jobs.ErrNoJob) || !strings.Contains(err.Error(), "is not a gompirun") {
+		t.Errorf("FindHNP of a stale record: %v", err)
 	}
 }
 
