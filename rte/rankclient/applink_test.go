@@ -38,13 +38,15 @@ func (d *fakeDaemon) Requests(_ *pb.AppRequestsRequest, s grpc.ServerStreamingSe
 		return err
 	}
 	close(d.streamUp)
+	// The stream ends when the rank goes away, possibly while requests
+	// are still being sent.
+	defer close(d.ended)
 	for _, r := range d.requests {
 		if err := s.Send(control.AppRequestToProto(r)); err != nil {
 			return err
 		}
 	}
 	<-s.Context().Done()
-	close(d.ended)
 	return nil
 }
 
