@@ -126,6 +126,7 @@ type Coordinator struct {
 	attempted  uint64  // the last safe point a checkpoint ran at
 	drainedAt  uint64  // the last safe point the channels were drained at
 	finalizing bool
+	quiesceAt  uint64 // QuiesceStart's point while it serves it: a target there waits for the quiesce
 	quiesce    *quiesceState
 	restart    *restartState
 	ch         crcp.Channels         // of the checkpoint running

@@ -134,7 +134,7 @@ func (c *Coordinator) serve(n uint64, until <-chan struct{}) error {
 	c.atPoint = true
 	defer func() { c.atPoint = false }()
 	for {
-		if t := c.pending; t != nil && t.req.Target == n {
+		if t := c.pending; t != nil && t.req.Target == n && (c.quiesceAt != n || len(t.req.Migrate) > 0) {
 			c.pending, c.active = nil, t
 			c.mu.Unlock()
 			err := c.run(t, n)
@@ -572,7 +572,13 @@ func (c *Coordinator) QuiesceStart(ctx context.Context) error {
 		c.mu.Unlock()
 		return err
 	}
-	if err := c.serve(n, nil); err != nil {
+	// A checkpoint targeted at this point is taken once quiesced (at
+	// QuiesceEnd or QuiesceCheckpoint), as ranks that quiesced before the
+	// target reached them take it: every rank must take it the same way.
+	c.quiesceAt = n
+	err := c.serve(n, nil)
+	c.quiesceAt = 0
+	if err != nil {
 		c.mu.Unlock()
 		return err
 	}
