@@ -653,9 +653,25 @@ func TestOrphanedChild(t *testing.T) {
 		t.Fatal("the fixture's child is not running; the test proves nothing")
 	}
 	l.host.Close()
+	// SIGKILL is delivered asynchronously: wait (bounded) for each member
+	// still listed to end, through its pidfd, before judging.
+	for _, p := range groupMembers(t, pid) {
+		waitGone(p, 10*time.Second)
+	}
 	if left := groupMembers(t, pid); len(left) != 0 {
 		t.Errorf("processes of the plugin's group left after Close: %v", left)
 	}
+}
+
+// waitGone waits until process pid has ended (or bound passed).
+func waitGone(pid int, bound time.Duration) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // already gone
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	_, _ = unix.Poll(fds, int(bound.Milliseconds()))
 }
 
 // groupMembers lists the live processes of process group pgid.
