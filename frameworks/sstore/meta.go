@@ -83,6 +83,20 @@ func (g *GlobalMeta) Committed() []int {
 	return out
 }
 
+// NewestTimed returns the committed restart point that finished last
+// and says how long it took (Finished - Started); false when no committed
+// one has both times.
+func (g *GlobalMeta) NewestTimed() (SeqRecord, bool) {
+	var newest SeqRecord
+	found := false
+	for _, s := range g.Seqs {
+		if s.Committed && !s.Migrate && s.Finished.After(s.Started) && (!found || s.Finished.After(newest.Finished)) {
+			newest, found = s, true
+		}
+	}
+	return newest, found
+}
+
 // NextSeq is the number the next checkpoint of this reference takes.
 func (g *GlobalMeta) NextSeq() int {
 	n := 0

@@ -325,3 +325,31 @@ func FuzzParseLocal(f *testing.F) {
 		}
 	})
 }
+
+func TestNewestTimed(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tests := []struct {
+		name string
+		seqs []SeqRecord
+		want int // -1: none
+	}{
+		{"none", nil, -1},
+		{"uncommitted only", []SeqRecord{{Seq: 0, Started: at(0), Finished: at(2)}}, -1},
+		{"committed without times", []SeqRecord{{Seq: 0, Committed: true}}, -1},
+		{"newest finish wins", []SeqRecord{
+			{Seq: 0, Committed: true, Started: at(0), Finished: at(5)},
+			{Seq: 1, Committed: true, Started: at(1), Finished: at(3)},
+		}, 0},
+		{"migration skipped", []SeqRecord{
+			{Seq: 0, Committed: true, Started: at(0), Finished: at(2)},
+			{Seq: 1, Committed: true, Migrate: true, Started: at(3), Finished: at(4)},
+		}, 0},
+	}
+	for _, tt := range tests {
+		s, ok := (&GlobalMeta{Seqs: tt.seqs}).NewestTimed()
+		if ok != (tt.want >= 0) || (ok && s.Seq != tt.want) {
+			t.Errorf("%s: NewestTimed = %+v, %v; want seq %d", tt.name, s, ok, tt.want)
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/mapping"
 )
@@ -37,16 +36,14 @@ import (
 
 // migration is the migration in progress.
 type migration struct {
-	dest     map[int]string // the moving ranks' new nodes
-	from     map[int]string // their old nodes
-	ranks    []int          // the moving ranks, ascending
-	why      string
-	start    time.Time
-	saved    time.Time // the save was committed
-	seq      int
-	entries  map[int]map[string]string // rejoined ranks' new endpoints
-	reply    chan migrateOutcome
-	released bool
+	dest    map[int]string // the moving ranks' new nodes
+	from    map[int]string // their old nodes
+	ranks   []int          // the moving ranks, ascending
+	start   time.Time
+	saved   time.Time // the save was committed
+	seq     int
+	entries map[int]map[string]string // rejoined ranks' new endpoints
+	reply   chan migrateOutcome
 }
 
 type migrateOutcome struct {
@@ -91,22 +88,12 @@ func (rt jobRuntime) CheckpointTime(ctx context.Context) (time.Duration, bool) {
 	if j.global == nil {
 		return 0, false
 	}
-	ms := j.o.Meta
-	if ms == nil {
-		ms = sstore.ThisNode
-	}
-	meta, err := ms.ReadGlobal(ctx, j.global.Ref())
+	meta, err := j.readMeta(ctx)
 	if err != nil {
 		return 0, false
 	}
-	var took time.Duration
-	var newest time.Time
-	for _, s := range meta.Seqs {
-		if s.Committed && !s.Migrate && s.Finished.After(s.Started) && s.Finished.After(newest) {
-			newest, took = s.Finished, s.Finished.Sub(s.Started)
-		}
-	}
-	return took, !newest.IsZero()
+	s, ok := meta.NewestTimed()
+	return s.Finished.Sub(s.Started), ok
 }
 
 // Migrate implements errmgr.Migrator.
@@ -149,7 +136,7 @@ func (j *job) startMigration(e evMigrate) {
 		refuse("no rank to move")
 		return
 	}
-	mig := &migration{dest: map[int]string{}, from: map[int]string{}, why: e.m.Why, start: time.Now(), reply: e.reply, entries: map[int]map[string]string{}}
+	mig := &migration{dest: map[int]string{}, from: map[int]string{}, start: time.Now(), reply: e.reply, entries: map[int]map[string]string{}}
 	for r, n := range e.m.Dest {
 		if r < 0 || r >= len(j.ranks) {
 			refuse("rank %d: the job has ranks 0 to %d", r, len(j.ranks)-1)
@@ -176,7 +163,7 @@ func (j *job) startMigration(e evMigrate) {
 	}
 	sort.Ints(mig.ranks)
 	j.migration = mig
-	j.elog.Info("migration: saving the moving ranks", "ranks", mig.ranks, "to", mig.dest)
+	j.elog.Info("migration: saving the moving ranks", "ranks", mig.ranks, "to", mig.dest, "why", e.m.Why)
 	g, ranks := j.global, slices.Clone(mig.ranks)
 	go func() {
 		res, err := g.Checkpoint(context.Background(), snapc.Request{Ranks: ranks}, nil)
@@ -259,7 +246,6 @@ func (j *job) rejoin(node string, e *pb.RankData) {
 		j.abandonMigration(fmt.Sprintf("the held ranks could not be released: %v", err))
 		return
 	}
-	mig.released = true
 	for r, n := range mig.from {
 		j.movedFrom[r] = n
 	}

@@ -45,11 +45,7 @@ func (rt jobRuntime) Recover(ctx context.Context, r errmgr.Recovery) (int, error
 		return 0, fmt.Errorf("hnp: recover: the job does not coordinate checkpoints (run it with -am ft-enable-cr): %w", errmgr.ErrNoCheckpoint)
 	}
 	ref := j.global.Ref()
-	ms := j.o.Meta
-	if ms == nil {
-		ms = sstore.ThisNode
-	}
-	meta, err := ms.ReadGlobal(ctx, ref)
+	meta, err := j.readMeta(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("hnp: recover: %w: %w", errmgr.ErrNoCheckpoint, err)
 	}
@@ -69,6 +65,15 @@ func (rt jobRuntime) Recover(ctx context.Context, r errmgr.Recovery) (int, error
 		return 0, err
 	}
 	return point.Seq.Seq, nil
+}
+
+// readMeta reads the global metadata of the job's reference (C/R on).
+func (j *job) readMeta(ctx context.Context) (*sstore.GlobalMeta, error) {
+	ms := j.o.Meta
+	if ms == nil {
+		ms = sstore.ThisNode
+	}
+	return ms.ReadGlobal(ctx, j.global.Ref())
 }
 
 // startRecovery ends every rank for a recovery. A second fault while the

@@ -48,12 +48,10 @@ func suggestInterval(vals *mca.Values) *Interval {
 		if err != nil {
 			continue
 		}
-		for _, s := range meta.Seqs {
-			if s.Committed && !s.Migrate && s.Finished.After(s.Started) && s.Finished.After(newest) {
-				newest = s.Finished
-				iv.C = s.Finished.Sub(s.Started)
-				iv.From = fmt.Sprintf("%s sequence %d", ref.Name, s.Seq)
-			}
+		if s, ok := meta.NewestTimed(); ok && s.Finished.After(newest) {
+			newest = s.Finished
+			iv.C = s.Finished.Sub(s.Started)
+			iv.From = fmt.Sprintf("%s sequence %d", ref.Name, s.Seq)
 		}
 	}
 	if iv.C == 0 {
