@@ -125,7 +125,7 @@ func Run(ctx context.Context, opts Options) error {
 	if w == nil || w.Job != opts.Job {
 		return fmt.Errorf("gompid: gompirun answered %v, want the welcome of job %s", first, opts.Job)
 	}
-	settings := SettingsFromProto(w.Settings)
+	settings := control.SettingsFromProto(w.Settings)
 	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleDaemon, Settings: settings, LogOutput: os.Stderr})
 	if err != nil {
 		return fmt.Errorf("gompid: job parameters: %w", err)
@@ -192,28 +192,6 @@ func Run(ctx context.Context, opts Options) error {
 		t.Stop()
 	}
 	return end
-}
-
-// SettingsFromProto converts settings from the wire.
-func SettingsFromProto(in []*pb.Setting) []mca.Setting {
-	out := make([]mca.Setting, 0, len(in))
-	for _, s := range in {
-		var src mca.Source
-		if err := src.UnmarshalText([]byte(s.Source)); err != nil {
-			src = mca.SourceCommandLine // a newer sender's source: it was set on purpose
-		}
-		out = append(out, mca.Setting{Name: s.Name, Value: s.Value, Origin: mca.Origin{Source: src, Where: s.Where}})
-	}
-	return out
-}
-
-// SettingsToProto converts settings for the wire.
-func SettingsToProto(in []mca.Setting) []*pb.Setting {
-	out := make([]*pb.Setting, 0, len(in))
-	for _, s := range in {
-		out = append(out, &pb.Setting{Name: s.Name, Value: s.Value, Source: s.Origin.Source.String(), Where: s.Origin.Where})
-	}
-	return out
 }
 
 type daemon struct {

@@ -22,8 +22,8 @@ import (
 	"gompi/frameworks/plm"
 	"gompi/frameworks/snapc"
 	"gompi/mca"
+	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
-	"gompi/rte/daemon"
 	"gompi/rte/mapping"
 	"gompi/rte/proc"
 )
@@ -191,7 +191,7 @@ func newJob(id string, o Options, m mapping.Map, program, cwd string, stack *err
 	j := &job{
 		id: id, o: o, m: m, program: program, cwd: cwd, stack: stack, vals: vals,
 		log: log, elog: elog, start: time.Now(),
-		settings:   daemon.SettingsToProto(vals.All()),
+		settings:   control.SettingsToProto(vals.All()),
 		hbPeriod:   vals.Duration(plm.ParamHBPeriod),
 		hbTimeout:  vals.Duration(plm.ParamHBTimeout),
 		killGrace:  vals.Duration(plm.ParamKillGrace),

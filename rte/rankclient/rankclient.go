@@ -29,7 +29,6 @@ import (
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
-	"gompi/rte/daemon"
 )
 
 // ErrNotLaunched is returned by Init when the process was not started by
@@ -106,7 +105,7 @@ func Init(ctx context.Context) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("rankclient: hello to gompid at %s: %w", sock, err)
 	}
-	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Settings: daemon.SettingsFromProto(hello.Settings)})
+	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Settings: control.SettingsFromProto(hello.Settings)})
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("rankclient: job parameters: %w", err)
