@@ -33,6 +33,7 @@ import (
 	"gompi/boot"
 	"gompi/frameworks/plm"
 	"gompi/mca"
+	"gompi/mca/queue"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -595,7 +596,7 @@ func (d *daemon) procFailed(m *pb.ProcFailed) {
 	if len(fresh) > 0 {
 		ev := &pb.RankEvent{Failed: fresh, Why: why}
 		for s := range d.subs {
-			s.push(ev)
+			s.Put(ev)
 		}
 	}
 	var sends []*pb.FenceContribution
@@ -613,32 +614,8 @@ func (d *daemon) procFailed(m *pb.ProcFailed) {
 }
 
 // eventSub is one rank's Events stream: notices queue here (never
-// blocking the daemon) until the stream's goroutine sends them.
-type eventSub struct {
-	mu    sync.Mutex
-	queue []*pb.RankEvent
-	wake  chan struct{}
-}
-
-func newEventSub() *eventSub { return &eventSub{wake: make(chan struct{}, 1)} }
-
-func (s *eventSub) push(ev *pb.RankEvent) {
-	s.mu.Lock()
-	s.queue = append(s.queue, ev)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (s *eventSub) take() []*pb.RankEvent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q := s.queue
-	s.queue = nil
-	return q
-}
+// blocking the daemon) until the stream's goroutine, its owner, sends them.
+type eventSub = queue.Queue[*pb.RankEvent]
 
 func (d *daemon) fenceLocked(seq uint64) *fence {
 	f, ok := d.fences[seq]

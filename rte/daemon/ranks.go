@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"gompi/mca/queue"
 	pb "gompi/rte/control/proto"
 )
 
@@ -132,7 +133,7 @@ func (s *rankService) Abort(_ context.Context, req *pb.AbortRequest) (*pb.AbortR
 // declared before it opened first, until the rank or the daemon leaves.
 func (s *rankService) Events(req *pb.EventsRequest, stream grpc.ServerStreamingServer[pb.RankEvent]) error {
 	d := s.d
-	sub := newEventSub()
+	sub := queue.New[*pb.RankEvent]()
 	d.mu.Lock()
 	if _, err := s.ours(req.Rank); err != nil {
 		d.mu.Unlock()
@@ -147,7 +148,7 @@ func (s *rankService) Events(req *pb.EventsRequest, stream grpc.ServerStreamingS
 	for _, why := range slices.Sorted(maps.Keys(byWhy)) {
 		ranks := byWhy[why]
 		slices.Sort(ranks)
-		sub.push(&pb.RankEvent{Failed: ranks, Why: why})
+		sub.Put(&pb.RankEvent{Failed: ranks, Why: why})
 	}
 	if d.subs == nil {
 		d.subs = map[*eventSub]bool{}
@@ -160,15 +161,12 @@ func (s *rankService) Events(req *pb.EventsRequest, stream grpc.ServerStreamingS
 		d.mu.Unlock()
 	}()
 	for {
-		select {
-		case <-sub.wake:
-			for _, ev := range sub.take() {
-				if err := stream.Send(ev); err != nil {
-					return err
-				}
-			}
-		case <-stream.Context().Done():
-			return nil
+		ev, err := sub.Pop(stream.Context())
+		if err != nil {
+			return nil // the rank's stream ended
+		}
+		if err := stream.Send(ev); err != nil {
+			return err
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
+	"gompi/mca/queue"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -35,7 +36,7 @@ type crState struct {
 
 	mu       sync.Mutex
 	local    snapc.Local
-	apps     map[int]*appConn
+	apps     map[int]*appConn // a rank's Requests stream owns its queue
 	pending  map[uint64]chan *pb.RankCheckpointDone
 	nextCkpt uint64
 }
@@ -141,11 +142,7 @@ func (d *daemon) appGone(rank int, why string) {
 
 // appConn is one rank's application coordinator: an ordered, unbounded
 // queue of requests drained by its Requests stream.
-type appConn struct {
-	mu   sync.Mutex
-	q    []*pb.AppRequestMsg
-	wake chan struct{}
-}
+type appConn = queue.Queue[*pb.AppRequestMsg]
 
 // appPort is the daemon as the local coordinator's snapc.AppPort.
 type appPort daemon
@@ -158,13 +155,9 @@ func (p *appPort) Send(rank int, req snapc.AppRequest) error {
 	if a == nil {
 		return fmt.Errorf("%w: the rank does not run one (it does not use package cr), has not started it yet, or is finalizing", snapc.ErrNoApp)
 	}
-	a.mu.Lock()
-	a.q = append(a.q, control.AppRequestToProto(req))
-	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
+	// Dropped when the stream has just ended: AppGone follows and tells
+	// the local coordinator.
+	a.Put(control.AppRequestToProto(req))
 	return nil
 }
 
@@ -178,7 +171,7 @@ func (s *rankService) Requests(req *pb.AppRequestsRequest, stream grpc.ServerStr
 		return err
 	}
 	rank := int(req.Rank)
-	a := &appConn{wake: make(chan struct{}, 1)}
+	a := queue.New[*pb.AppRequestMsg]()
 	d.cr.mu.Lock()
 	if d.cr.apps[rank] != nil {
 		d.cr.mu.Unlock()
@@ -190,25 +183,19 @@ func (s *rankService) Requests(req *pb.AppRequestsRequest, stream grpc.ServerStr
 		d.cr.mu.Lock()
 		delete(d.cr.apps, rank)
 		d.cr.mu.Unlock()
+		a.Close()
 		d.appGone(rank, fmt.Sprintf("rank %d's checkpoint coordinator left (the rank finalized or ended)", rank))
 	}()
 	if err := stream.Send(&pb.AppRequestMsg{Ready: true}); err != nil {
 		return err
 	}
 	for {
-		a.mu.Lock()
-		q := a.q
-		a.q = nil
-		a.mu.Unlock()
-		for _, m := range q {
-			if err := stream.Send(m); err != nil {
-				return err
-			}
+		m, err := a.Pop(stream.Context())
+		if err != nil {
+			return nil // the rank's stream ended
 		}
-		select {
-		case <-a.wake:
-		case <-stream.Context().Done():
-			return nil
+		if err := stream.Send(m); err != nil {
+			return err
 		}
 	}
 }

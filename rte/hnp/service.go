@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"gompi/frameworks/errmgr"
+	"gompi/mca/queue"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 )
@@ -188,56 +188,30 @@ func (j *job) print(o *pb.RankOutput) {
 }
 
 // mailbox is an unbounded, ordered queue of messages to one daemon: the
-// job never blocks on a slow daemon.
-type mailbox struct {
-	mu     sync.Mutex
-	q      []*pb.HNPMessage
-	closed bool
-	wake   chan struct{}
-}
+// job never blocks on a slow daemon. The daemon's Attach owns it: its run
+// is the one consumer.
+type mailbox struct{ q *queue.Queue[*pb.HNPMessage] }
 
-func newMailbox() *mailbox { return &mailbox{wake: make(chan struct{}, 1)} }
+func newMailbox() *mailbox { return &mailbox{q: queue.New[*pb.HNPMessage]()} }
 
-func (b *mailbox) put(m *pb.HNPMessage) {
-	b.mu.Lock()
-	if !b.closed {
-		b.q = append(b.q, m)
-	}
-	b.mu.Unlock()
-	b.poke()
-}
-
-func (b *mailbox) poke() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
-}
+// put queues m; once the mailbox is closed, m is dropped.
+func (b *mailbox) put(m *pb.HNPMessage) { b.q.Put(m) }
 
 // close stops the mailbox once what is queued has been sent.
-func (b *mailbox) close() {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	b.poke()
-}
+func (b *mailbox) close() { b.q.Close() }
 
+// run sends the queued messages in order until the mailbox is closed and
+// empty or the stream breaks.
 func (b *mailbox) run(stream grpcStream) {
 	for {
-		b.mu.Lock()
-		q, closed := b.q, b.closed
-		b.q = nil
-		b.mu.Unlock()
+		q, err := b.q.PopAll(context.Background()) // close ends it
+		if err != nil {
+			return
+		}
 		for _, m := range q {
 			if err := stream.Send(m); err != nil {
 				return
 			}
-		}
-		if closed && len(q) == 0 {
-			return
-		}
-		if len(q) == 0 {
-			<-b.wake
 		}
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
+	"gompi/mca/queue"
 )
 
 // global is a job's global coordinator. Requests run one at a time on one
@@ -33,26 +35,43 @@ type global struct {
 	mu sync.Mutex
 	// place is where the ranks run now; Place replaces it, and each
 	// request runs with the one it started with (request.place).
-	place   *placement
-	queue   []*request
+	place *placement
+	// queue holds the requests not started yet, in arrival order; the
+	// worker (loop) owns its consumer end. Puts happen under mu, and
+	// Close closes it under mu, so nothing is queued after Close.
+	queue *queue.Queue[*request]
+	// apps are the ranks' requests in the queue, by target, so a rank's
+	// call joins the request of its target; a request leaves it when it
+	// starts.
+	apps    map[uint64]*request
 	cur     *request
 	closed  error
 	lost    map[string]string // node -> why it was lost
 	appDone []appResult       // the last rank-requested checkpoints, newest last
 	nextID  uint64
-	wake    chan struct{}
+	state   loopState
 	// held is the committed migration checkpoint whose ranks wait for
 	// Release; while it is set, no other request starts.
 	held *hold
 }
 
+// loopState is what the worker does.
+type loopState int
+
+const (
+	loopWaiting loopState = iota // for a ready request
+	loopRunning                  // a request (cur)
+	loopHolding                  // for the end of a migration's hold
+)
+
 // hold is a committed migration checkpoint whose ranks are held.
 type hold struct {
 	id        uint64
 	seq       int
-	place     *placement // as it was for the request: its nodes hold the ranks
-	saved     []int      // the ranks saved (Request.Ranks), ascending
-	releasing bool       // Release is sending it to the nodes
+	place     *placement    // as it was for the request: its nodes hold the ranks
+	saved     []int         // the ranks saved (Request.Ranks), ascending
+	releasing bool          // Release is sending it to the nodes
+	over      chan struct{} // closed when the hold ends (endHoldLocked)
 }
 
 type appResult struct {
@@ -80,7 +99,7 @@ func newGlobal(spec snapc.JobSpec, link snapc.NodeLink) (*global, error) {
 		}
 	}
 	g := &global{spec: spec, link: link, log: logger(spec.Log), pause: p, place: newPlacement(spec.RankNodes),
-		ranks: len(spec.RankNodes), lost: map[string]string{}, wake: make(chan struct{}, 1)}
+		ranks: len(spec.RankNodes), lost: map[string]string{}, queue: queue.New[*request](), apps: map[uint64]*request{}}
 	g.spec.RankNodes = slices.Clone(spec.RankNodes)
 	go g.loop()
 	return g, nil
@@ -131,6 +150,9 @@ type request struct {
 	app   bool         // asked for by the ranks (cr.Checkpoint)
 	want  uint64       // the ranks' target (app)
 	asked map[int]bool // the ranks that asked (app); it runs once all have
+	// ready is set (under g.mu) once every rank asked (app), and read by
+	// the queue's worker without g.mu.
+	ready atomic.Bool
 	// migrate: the ranks a migration's checkpoint saves, ascending (nil:
 	// a checkpoint of the whole job).
 	migrate []int
@@ -165,6 +187,10 @@ func (g *global) newRequest(opts crs.Options) *request {
 // mailboxes sized for its nodes. g.mu is held.
 func (g *global) start(r *request) {
 	r.place = g.place
+	if r.app {
+		delete(g.apps, r.want)
+	}
+	g.state = loopRunning
 	n := len(r.place.nodes)
 	r.inbox, r.progress = make(chan snapc.LocalReply, 8*n+8), make(chan snapc.LocalReply, 4*n+4)
 	g.cur = r
@@ -263,9 +289,9 @@ func (g *global) Checkpoint(ctx context.Context, req snapc.Request, progress fun
 	}
 	r := g.newRequest(req.Options)
 	r.migrate = migrate
-	g.queue = append(g.queue, r)
+	r.ready.Store(true)
+	g.queue.Put(r)
 	g.mu.Unlock()
-	g.poke()
 	return r.wait(ctx, progress)
 }
 
@@ -319,21 +345,24 @@ func (g *global) AppCheckpoint(ctx context.Context, rank int, target uint64, opt
 	if c := g.cur; c != nil && c.migrate == nil && ((c.app && c.want == target) || c.chosenTarget() == target) {
 		r = c
 	}
-	for _, q := range g.queue {
-		if r == nil && q.app && q.want == target {
-			r = q
-		}
+	if r == nil {
+		r = g.apps[target]
 	}
 	if r == nil {
 		r = g.newRequest(opts)
 		r.app, r.want, r.asked = true, target, map[int]bool{}
-		g.queue = append(g.queue, r)
+		g.apps[target] = r
+		g.queue.Put(r)
 	}
 	if r.asked != nil {
 		r.asked[rank] = true
+		// cr.Checkpoint is collective: the request runs once every rank
+		// asked, so none is queried before its coordinator is up.
+		if len(r.asked) == g.ranks && !r.ready.Swap(true) {
+			g.queue.Wake()
+		}
 	}
 	g.mu.Unlock()
-	g.poke()
 	g.log.Debug("rank asks for a checkpoint", "rank", rank, "target", target, "request", r.id)
 	return r.wait(ctx, nil)
 }
@@ -380,8 +409,7 @@ func (g *global) NodeLost(node, why string) {
 	// recovered by the next policy, and nothing is left to release.
 	if h := g.held; h != nil {
 		g.log.Warn("migration hold cleared: a node was lost during it", "node", node, "seq", h.seq, "why", why)
-		g.held = nil
-		g.poke()
+		g.endHoldLocked()
 	}
 }
 
@@ -395,46 +423,34 @@ func (g *global) Close(why error) {
 		return
 	}
 	g.closed = fmt.Errorf("snapc/full: no checkpoint: %w", why)
-	g.held = nil
+	g.endHoldLocked()
 	if g.cur != nil {
 		g.cur.stop(why)
 	}
-	g.poke()
+	g.queue.Close() // the worker ends the queued requests with g.closed
 }
 
-func (g *global) poke() {
-	select {
-	case g.wake <- struct{}{}:
-	default:
+// endHoldLocked ends the hold, if any: the worker goes on. g.mu is held.
+func (g *global) endHoldLocked() {
+	if g.held != nil {
+		close(g.held.over)
+		g.held = nil
 	}
 }
 
 func (g *global) loop() {
 	for {
+		r, err := g.queue.PopFunc(context.Background(), (*request).isReady)
+		if err != nil {
+			return // closed, and every queued request was ended
+		}
 		g.mu.Lock()
-		// A held migration lets no request start before its release.
-		for (len(g.queue) == 0 || g.held != nil) && g.closed == nil {
-			g.mu.Unlock()
-			<-g.wake
-			g.mu.Lock()
-		}
 		if g.closed != nil {
-			q, err := g.queue, g.closed
-			g.queue = nil
+			err := g.closed
 			g.mu.Unlock()
-			for _, r := range q {
-				r.finish(snapc.Result{}, err)
-			}
-			return
-		}
-		i := slices.IndexFunc(g.queue, g.ready)
-		if i < 0 {
-			g.mu.Unlock()
-			<-g.wake
+			r.finish(snapc.Result{}, err)
 			continue
 		}
-		r := g.queue[i]
-		g.queue = slices.Delete(g.queue, i, i+1)
 		g.start(r)
 		g.mu.Unlock()
 
@@ -450,13 +466,31 @@ func (g *global) loop() {
 		}
 		g.mu.Unlock()
 		r.finish(res, err)
+		g.waitHold()
 	}
 }
 
-// ready reports whether a queued request can run: a tool's at once; the
-// ranks' (cr.Checkpoint is collective) once every rank has asked, so none
-// is queried before its coordinator is up. g.mu is held.
-func (g *global) ready(r *request) bool { return !r.app || len(r.asked) == g.ranks }
+// isReady reports whether a queued request can run: a tool's at once; the
+// ranks' once every rank has asked.
+func (r *request) isReady() bool { return r.ready.Load() }
+
+// waitHold waits while a migration's hold lasts: a held migration lets no
+// request start before its release (or a lost node, or the job's end).
+func (g *global) waitHold() {
+	g.mu.Lock()
+	h := g.held
+	if h == nil {
+		g.state = loopWaiting
+		g.mu.Unlock()
+		return
+	}
+	g.state = loopHolding
+	g.mu.Unlock()
+	<-h.over
+	g.mu.Lock()
+	g.state = loopWaiting
+	g.mu.Unlock()
+}
 
 func (g *global) event(r *request, p snapc.Phase, node string, seq int, detail string) {
 	r.emit(snapc.Event{Phase: p, Node: node, Seq: seq, Detail: detail, Time: time.Now()})
@@ -647,7 +681,7 @@ func (g *global) run(r *request) (snapc.Result, error) {
 		// job's end meanwhile already said there is nothing to hold.
 		g.mu.Lock()
 		if g.closed == nil && r.stopped() == nil {
-			g.held = &hold{id: r.id, seq: seq, place: place, saved: r.migrate}
+			g.held = &hold{id: r.id, seq: seq, place: place, saved: r.migrate, over: make(chan struct{})}
 		}
 		g.mu.Unlock()
 		g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed for a migration (not a restart point): %s; ranks %v saved, every rank holds until the release",
@@ -925,10 +959,9 @@ func (g *global) release(h *hold, req snapc.LocalRequest) {
 	}
 	g.mu.Lock()
 	if g.held == h {
-		g.held = nil
+		g.endHoldLocked()
 	}
 	g.mu.Unlock()
-	g.poke()
 	g.log.Info("migration released", "seq", h.seq, "leave", req.Leave)
 }
 

@@ -72,20 +72,20 @@ func (c *cluster) waitReleased() {
 	}
 }
 
-// waitQueued waits until n requests are queued and the coordinator's loop
-// has taken its wake-up call: it has looked at the queue since the last
-// request came. It fails the test if a request started meanwhile.
+// waitQueued waits until n requests are queued and the coordinator's
+// worker waits for the hold to end (it starts nothing before). It fails
+// the test if a request started meanwhile.
 func (c *cluster) waitQueued(n int) {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c.g.mu.Lock()
-		queued, cur, woken := len(c.g.queue), c.g.cur, len(c.g.wake)
+		queued, cur, holding := c.g.queue.Len(), c.g.cur, c.g.state == loopHolding
 		c.g.mu.Unlock()
 		if cur != nil {
 			c.t.Fatalf("request %d started while the ranks are held", cur.id)
 		}
-		if queued == n && woken == 0 {
+		if queued == n && holding {
 			return
 		}
 		if time.Now().After(deadline) {
