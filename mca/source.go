@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 )
 
 // Source says where a parameter value came from, weakest first.
@@ -121,11 +121,12 @@ type layer struct {
 }
 
 // Sources holds every raw value a process was given, before they are checked
-// against the registered parameters. The values live in one viper instance
-// of the process's own (never the global one), layered in precedence order.
+// against the registered parameters, as layers in precedence order: a
+// name's value is the one of the strongest layer that sets it. (The layers
+// are all the precedence needs, so no configuration library is linked: the
+// sources are read by every rank that runs alone.)
 type Sources struct {
-	layers   []layer // weakest first
-	v        *viper.Viper
+	layers   []layer  // weakest first
 	amcaSets []string // resolved AMCA set names/paths, leftmost first
 }
 
@@ -151,8 +152,7 @@ func LoadSources(opts SourceOptions) (*Sources, error) {
 		}
 	}
 
-	s := &Sources{v: viper.NewWithOptions(viper.KeyDelimiter("::"))}
-	s.v.AllowEmptyEnv(true) // `GOMPI_MCA_crs=` sets an empty value, as `crs =` does in a file
+	s := &Sources{}
 
 	if err := s.addFile(SourceSystemFile, filepath.Join(opts.SysconfDir, "mca-params.conf")); err != nil {
 		return nil, err
@@ -195,26 +195,6 @@ func LoadSources(opts SourceOptions) (*Sources, error) {
 	}
 	s.layers = append(s.layers, env, cmd)
 
-	// Files go into viper's config layer (merged weakest first, later maps
-	// override earlier keys), the command line into its override layer;
-	// environment variables are bound per registered name in Resolve.
-	for _, l := range s.layers {
-		if l.source == SourceEnv || l.source == SourceCommandLine {
-			continue
-		}
-		m := make(map[string]any, len(l.entries))
-		for k, e := range l.entries {
-			m[k] = e.Value
-		}
-		if err := s.v.MergeConfigMap(m); err != nil {
-			return nil, fmt.Errorf("mca: merge parameters: %w", err)
-		}
-	}
-	for k, e := range cmd.entries {
-		if k == strings.ToLower(k) { // viper folds case; names are exact, so a mis-cased one stays unknown
-			s.v.Set(k, e.Value)
-		}
-	}
 	return s, nil
 }
 
@@ -259,18 +239,23 @@ func fileLayer(src Source, where string, entries []Entry) layer {
 	return l
 }
 
+// addYAML reads $HOME/.gompi/config.yaml. Keys are folded to lower case
+// and a '.' in a key nests like indentation does (sstore.stage.compress);
+// a key without a value (null) sets nothing.
 func (s *Sources) addYAML(path string) error {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	y := viper.New()
-	y.SetConfigFile(path)
-	y.SetConfigType("yaml")
-	if err := y.ReadInConfig(); err != nil {
+	if err != nil {
+		return fmt.Errorf("mca: read parameter file: %w", err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("mca: %s: %w", path, err)
 	}
 	l := layer{source: SourceUserYAML, entries: map[string]Setting{}}
-	flattenYAML("", y.AllSettings(), func(k, v string) {
+	flattenYAML("", doc, func(k, v string) {
 		l.entries[k] = Setting{Name: k, Value: v, Origin: Origin{SourceUserYAML, path}}
 	})
 	s.layers = append(s.layers, l)
@@ -281,13 +266,19 @@ func (s *Sources) addYAML(path string) error {
 // nesting (sstore: {stage: {compress: zstd}}), joined with '_'.
 func flattenYAML(prefix string, m map[string]any, put func(k, v string)) {
 	for k, v := range m {
-		key := strings.ToLower(k)
+		key := strings.ReplaceAll(strings.ToLower(k), ".", "_")
 		if prefix != "" {
 			key = prefix + "_" + key
 		}
 		switch t := v.(type) {
 		case map[string]any:
 			flattenYAML(key, t, put)
+		case map[any]any: // a mapping with keys that are not strings (1: x)
+			sm := make(map[string]any, len(t))
+			for k, v := range t {
+				sm[fmt.Sprint(k)] = v
+			}
+			flattenYAML(key, sm, put)
 		case []any:
 			parts := make([]string, len(t))
 			for i, x := range t {
@@ -295,7 +286,6 @@ func flattenYAML(prefix string, m map[string]any, put func(k, v string)) {
 			}
 			put(key, strings.Join(parts, ","))
 		case nil:
-			put(key, "")
 		default:
 			put(key, fmt.Sprint(t))
 		}

@@ -33,16 +33,9 @@ func (p *Params) Resolve(s *Sources) (*Values, error) {
 	vals := &Values{m: map[string]Setting{}, params: p}
 	var errs []error
 	for _, q := range p.All() {
-		s.v.SetDefault(q.Name, q.Default)
-		if err := s.v.BindEnv(q.Name, EnvPrefix+q.Name); err != nil {
-			return nil, fmt.Errorf("mca: bind %s: %w", q.Name, err)
-		}
-		set := Setting{Name: q.Name, Value: s.v.GetString(q.Name), Origin: Origin{Source: SourceDefault}}
+		set := Setting{Name: q.Name, Value: q.Default, Origin: Origin{Source: SourceDefault}}
 		if raw, ok := s.Peek(q.Name); ok {
-			set.Origin = raw.Origin
-			if raw.Value != set.Value { // cannot happen unless the layers and viper disagree
-				return nil, fmt.Errorf("mca: %s: store holds %q, %s set %q", q.Name, set.Value, raw.Origin, raw.Value)
-			}
+			set = raw
 		}
 		if err := q.check(set.Value); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %s = %q (from %s): %v", ErrBadValue, q.Name, set.Value, set.Origin, err))

@@ -392,3 +392,31 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+// The user's YAML file reads as it did when a configuration library read it:
+// keys fold to lower case, a '.' in a key nests, lists join with ',', and a
+// key without a value sets nothing (the default stays).
+func TestYAMLForms(t *testing.T) {
+	w := newWorld(t)
+	w.write(t, filepath.Join(w.home, ".gompi", "config.yaml"),
+		"CRS: upper\nsstore.stage:\n  Compress: zstd\nbtl_list: [tcp, uds, self]\ncrs_self_prefix:\nsstore_stage_cache: 4\n")
+	src, err := LoadSources(w.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := testParams().Resolve(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"crs": "upper", "sstore_stage_compress": "zstd", "btl_list": "tcp,uds,self",
+		"crs_self_prefix": "app", "sstore_stage_cache": "4",
+	} {
+		if got := vals.Get(name).Value; got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if got := vals.Get("crs_self_prefix").Origin.Source; got != SourceDefault {
+		t.Errorf("crs_self_prefix from %v, want the default", got)
+	}
+}
