@@ -493,6 +493,8 @@ func (j *job) handle(e any) {
 		e.reply <- j.status()
 	case evSnapcSend:
 		j.snapcSend(e)
+	case evRankCheckpoint:
+		j.startRankCheckpoint(e)
 	case evTerminate:
 		j.terminate()
 	}

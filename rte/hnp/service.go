@@ -83,14 +83,22 @@ func (s *service) Attach(stream grpcStream) error {
 			if j.global == nil {
 				continue
 			}
-			rep, err := control.LocalReplyFromProto(b.SnapcReply, d.node, len(j.m.RankNode))
+			// The rank count never changes (j.m does, on the actor).
+			rep, err := control.LocalReplyFromProto(b.SnapcReply, d.node, len(j.ranks))
 			if err != nil {
 				j.log.Warn("bad checkpoint reply", "node", d.node, "err", err)
 				continue
 			}
 			j.global.Deliver(rep)
 		case *pb.DaemonMessage_RankCheckpoint:
-			go j.rankCheckpoint(d.node, box, b.RankCheckpoint)
+			// The actor checks that the node runs the rank (the placement
+			// is its own: a migration changes it), then the checkpoint
+			// runs on a goroutine of its own.
+			if !j.send(evRankCheckpoint{node: d.node, box: box, m: b.RankCheckpoint}) {
+				box.close()
+				<-sent
+				return nil
+			}
 		default:
 			if !j.send(evMsg{node: d.node, m: m}) {
 				box.close()

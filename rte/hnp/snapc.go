@@ -264,21 +264,39 @@ func (s *service) Snapshots(context.Context, *pb.SnapshotsRequest) (*pb.Snapshot
 	return &pb.SnapshotsResponse{Dir: ref.Dir, Ref: ref.Name}, nil
 }
 
-// rankCheckpoint runs a rank's request and answers its daemon.
-func (j *job) rankCheckpoint(node string, box *mailbox, m *pb.RankCheckpoint) {
+// evRankCheckpoint is a rank's cr.Checkpoint, relayed by its daemon.
+type evRankCheckpoint struct {
+	node string
+	box  *mailbox
+	m    *pb.RankCheckpoint
+}
+
+// startRankCheckpoint checks, on the actor, that the asking node runs the
+// rank, and runs the request on a goroutine of its own (it lasts as long
+// as the checkpoint): that goroutine gets what it needs by value.
+func (j *job) startRankCheckpoint(e evRankCheckpoint) {
+	var refused error
+	if r := e.m.Rank; r < 0 || int(r) >= len(j.m.RankNode) || j.m.RankNode[r] != e.node {
+		refused = fmt.Errorf("node %s asked for a checkpoint for rank %d, which it does not run", e.node, r)
+	}
+	go rankCheckpoint(j.snapc, j.global, e.box, e.m, refused)
+}
+
+// rankCheckpoint runs a rank's request (refused, when set, is the
+// actor's refusal) and answers its daemon.
+func rankCheckpoint(mod snapc.Module, g snapc.Global, box *mailbox, m *pb.RankCheckpoint, refused error) {
 	done := &pb.RankCheckpointDone{Id: m.Id, Seq: -1}
 	var res snapc.Result
-	var err error
+	err := refused
 	switch {
-	case m.Rank < 0 || int(m.Rank) >= len(j.m.RankNode) || j.m.RankNode[m.Rank] != node:
-		err = fmt.Errorf("node %s asked for a checkpoint for rank %d, which it does not run", node, m.Rank)
-	case j.global == nil:
-		_, err = j.snapc.Checkpoint(context.Background(), snapc.Request{Options: control.OptionsFromProto(m.Options)})
+	case err != nil:
+	case g == nil:
+		_, err = mod.Checkpoint(context.Background(), snapc.Request{Options: control.OptionsFromProto(m.Options)})
 		if err == nil {
 			err = snapc.ErrDisabled
 		}
 	default:
-		res, err = j.global.AppCheckpoint(context.Background(), int(m.Rank), m.Target, control.OptionsFromProto(m.Options))
+		res, err = g.AppCheckpoint(context.Background(), int(m.Rank), m.Target, control.OptionsFromProto(m.Options))
 	}
 	if err != nil {
 		done.Error = err.Error()
