@@ -28,8 +28,8 @@ import (
 	"sync"
 	"syscall"
 
+	"gompi/frameworks/plm/proc"
 	"gompi/mca"
-	"gompi/rte/proc"
 )
 
 // Name of the framework, and of its selection parameter.

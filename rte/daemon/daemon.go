@@ -32,12 +32,12 @@ import (
 
 	"gompi/boot"
 	"gompi/frameworks/plm"
+	"gompi/frameworks/plm/proc"
 	"gompi/mca"
 	"gompi/mca/queue"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
-	"gompi/rte/proc"
 )
 
 // ErrHNPLost is wrapped by Run's error when gompirun went away before

@@ -20,12 +20,12 @@ import (
 
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/plm"
+	"gompi/frameworks/plm/proc"
 	"gompi/frameworks/snapc"
 	"gompi/mca"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/mapping"
-	"gompi/rte/proc"
 )
 
 // Job states, as gompi-ps shows them.

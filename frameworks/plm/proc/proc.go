@@ -4,6 +4,11 @@
 // parent-death signal, and every child is started from one OS thread that
 // lives as long as the process.
 //
+// It belongs to the plm framework (whose base starts the daemons' launch
+// processes with it) and is shared with the runtime that starts ranks
+// (rte/daemon) and reads their exit status (rte/hnp): frameworks never
+// import the runtime, the runtime may use a framework's base.
+//
 // Linux delivers the parent-death signal when the *thread* that forked the
 // child exits, not the process. Go moves goroutines between threads and
 // may end idle threads, so Pdeathsig set from an arbitrary goroutine can
