@@ -12,6 +12,7 @@ import (
 	crcpbkmrk "gompi/components/crcp/bkmrk"
 	"gompi/frameworks"
 	"gompi/frameworks/crcp"
+	"gompi/frameworks/crcp/crcptest"
 	"gompi/frameworks/crs"
 	"gompi/mca"
 	"gompi/mpi"
@@ -304,4 +305,23 @@ func BenchmarkSendSelf(b *testing.B) {
 			})
 		})
 	}
+}
+
+// TestConformance runs the CRCP kit on modules selected through the
+// component, as a rank with C/R on selects them.
+func TestConformance(t *testing.T) {
+	crcptest.Run(t, func(t *testing.T) crcp.Module {
+		params := mca.NewParams()
+		set := frameworks.New(params)
+		set.CRCP.Register(crcpbkmrk.New())
+		vals, err := params.ResolveSettings(crOn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := set.CRCP.SelectOne(t.Context(), vals, mca.RoleApp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Module
+	}, crcptest.Options{})
 }

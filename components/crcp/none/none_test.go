@@ -8,6 +8,7 @@ import (
 
 	"gompi/frameworks"
 	"gompi/frameworks/crcp"
+	"gompi/frameworks/crcp/crcptest"
 	"gompi/frameworks/crs"
 	"gompi/mca"
 )
@@ -76,4 +77,16 @@ func TestSelect(t *testing.T) {
 	if _, err := set.CRCP.SelectOne(context.Background(), vals, mca.RoleApp, nil); !errors.Is(err, mca.ErrNoComponent) {
 		t.Errorf("SelectOne with crcp=^none: %v, want ErrNoComponent", err)
 	}
+}
+
+// TestConformance runs the CRCP kit: none refuses every checkpoint and
+// leaves the channels alone.
+func TestConformance(t *testing.T) {
+	crcptest.Run(t, func(t *testing.T) crcp.Module {
+		m, _, err := New().Query(t.Context(), mca.Query{Role: mca.RoleApp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, crcptest.Options{Refuses: ErrNoProtocol})
 }
