@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"gompi/frameworks/crcp"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
@@ -372,7 +373,6 @@ func (c *Coordinator) run(t *target, n uint64) error {
 		c.ch = nil
 		c.mu.Unlock()
 	}()
-	rank := c.p.Rank()
 	cause := func(err error) error {
 		if ctx.Err() != nil && t.cancelledNow(c) {
 			return fmt.Errorf("cancelled by the coordinator: %w", err)
@@ -382,22 +382,39 @@ func (c *Coordinator) run(t *target, n uint64) error {
 
 	if q == nil {
 		if err := c.stack.Prepare(ctx); err != nil {
-			c.replyTarget(req, fmt.Errorf("rank %d: prepare for safe point %d: %w", rank, n, cause(err)))
+			c.replyTarget(req, fmt.Errorf("rank %d: prepare for safe point %d: %w", c.p.Rank(), n, cause(err)))
 			return nil
 		}
 		c.mu.Lock()
 		c.drainedAt = n
 		c.mu.Unlock()
 	}
-	// A migration saves only the moving ranks; the others hold here.
+	serr, release := c.saveAt(ctx, req, n, cause)
+	c.replyTarget(req, serr)
+	// Agree that every rank saved: no rank sends again before all saved
+	// (a message sent after a rank's save must not be captured by a peer
+	// still saving), and --term ends the job only if the snapshot is whole.
+	allOK := serr == nil
+	if q == nil || req.Options.Term {
+		allOK = c.allSaved(ctx, ch, n, serr == nil)
+	}
+	if len(req.Migrate) > 0 {
+		return c.migrationEnd(ctx, req, n, serr, allOK, release)
+	}
+	return c.afterSave(ctx, req, n, serr, allOK, q == nil)
+}
+
+// saveAt saves this rank at safe point n. A migration saves only the
+// moving ranks (the others hold); for one, the returned channel brings
+// the release once every rank saved.
+func (c *Coordinator) saveAt(ctx context.Context, req snapc.AppRequest, n uint64, cause func(error) error) (serr error, release chan snapc.AppRequest) {
+	rank := c.p.Rank()
 	mig := len(req.Migrate) > 0
-	var serr error
 	if !mig || slices.Contains(req.Migrate, rank) {
 		if serr = c.saveLocal(ctx, req, n); serr != nil {
 			serr = fmt.Errorf("rank %d: save at safe point %d: %w", rank, n, cause(serr))
 		}
 	}
-	var release chan snapc.AppRequest
 	if mig && serr == nil {
 		// Before anyone may learn that all saved: the moving ranks end
 		// soon after, and the release may come at once.
@@ -407,28 +424,33 @@ func (c *Coordinator) run(t *target, n uint64) error {
 			release = c.awaitRelease(req.ID)
 		}
 	}
-	c.replyTarget(req, serr)
-	// Agree that every rank saved: no rank sends again before all saved
-	// (a message sent after a rank's save must not be captured by a peer
-	// still saving), and --term ends the job only if the snapshot is whole.
-	allOK := serr == nil
-	if q == nil || req.Options.Term {
-		ok := uint64(0)
-		if serr == nil {
-			ok = 1
-		}
-		got, err := ch.Exchange(ctx, slices.Repeat([]uint64{ok}, c.p.Size()))
-		if err != nil {
-			allOK = false
-			c.log.Warn("checkpoint: could not learn whether every rank saved", "safepoint", n, "err", err)
-		}
-		for _, v := range got {
-			allOK = allOK && v == 1
-		}
+	return serr, release
+}
+
+// allSaved tells every rank whether this one saved (ok) and reports
+// whether all did; not learning it counts as not all.
+func (c *Coordinator) allSaved(ctx context.Context, ch crcp.Channels, n uint64, ok bool) bool {
+	mine := uint64(0)
+	if ok {
+		mine = 1
 	}
-	if mig {
-		return c.migrationEnd(ctx, req, n, serr, allOK, release)
+	allOK := ok
+	got, err := ch.Exchange(ctx, slices.Repeat([]uint64{mine}, c.p.Size()))
+	if err != nil {
+		allOK = false
+		c.log.Warn("checkpoint: could not learn whether every rank saved", "safepoint", n, "err", err)
 	}
+	for _, v := range got {
+		allOK = allOK && v == 1
+	}
+	return allOK
+}
+
+// afterSave ends a checkpoint that is no migration: the INC stack
+// recovers if run prepared it (recoverStack; it does not while the job
+// is quiesced), then the rank terminates (--term, every rank saved) or
+// continues.
+func (c *Coordinator) afterSave(ctx context.Context, req snapc.AppRequest, n uint64, serr error, allOK, recoverStack bool) error {
 	state := crs.StateContinue
 	switch {
 	case serr != nil:
@@ -436,7 +458,7 @@ func (c *Coordinator) run(t *target, n uint64) error {
 	case allOK && req.Options.Term:
 		state = crs.StateTerm
 	}
-	if q == nil {
+	if recoverStack {
 		if err := c.stack.Recover(context.WithoutCancel(ctx), state); err != nil {
 			c.log.Warn("checkpoint: recovering the INC stack", "state", state, "err", err)
 		}

@@ -147,32 +147,12 @@ func Collect(ctx context.Context, in Input, q Query) (*Report, error) {
 	if q.Level < 1 || q.Level > 9 {
 		return nil, fmt.Errorf("info: level %d: want 1 to 9", q.Level)
 	}
-	fws := in.Frameworks
-	fwNames := make([]string, len(fws))
-	for i, f := range fws {
-		fwNames[i] = f.Name()
+	comp, err := componentAsked(in.Frameworks, q)
+	if err != nil {
+		return nil, err
 	}
 	rep := &Report{Version: in.Version, AMCASets: append([]string{}, in.AMCASets...), Role: q.Role.String(), Level: int(q.Level), Frameworks: []Framework{},
 		Interval: suggestInterval(in.Values)}
-
-	wantParams := q.All || q.Framework != ""
-	comp := q.Component
-	if comp == "all" {
-		comp = ""
-	}
-	switch q.Framework {
-	case "", "all", baseGroup:
-	default:
-		if !slices.Contains(fwNames, q.Framework) {
-			return nil, &UnknownError{What: "framework", Name: q.Framework, Known: append(append([]string(nil), fwNames...), "all", baseGroup)}
-		}
-	}
-	if q.Framework == "all" || q.Framework == baseGroup {
-		if comp != "" && comp != "base" {
-			return nil, &UnknownError{What: q.Framework + " component", Name: comp, Known: []string{"all", "base"}}
-		}
-		comp = ""
-	}
 
 	byOwner := map[string][]*mca.Param{}
 	for _, prm := range in.Params.All() {
@@ -180,7 +160,7 @@ func Collect(ctx context.Context, in Input, q Query) (*Report, error) {
 	}
 	claimed := map[string]bool{}
 
-	for _, f := range fws {
+	for _, f := range in.Frameworks {
 		name := f.Name()
 		claimed[name] = true
 		for _, c := range f.Components() {
@@ -189,48 +169,9 @@ func Collect(ctx context.Context, in Input, q Query) (*Report, error) {
 		if q.Framework == baseGroup || (q.Framework != "" && q.Framework != "all" && q.Framework != name) {
 			continue
 		}
-		if comp != "" {
-			var known []string
-			for _, c := range f.Components() {
-				known = append(known, c.Name)
-			}
-			if !slices.Contains(known, comp) {
-				return nil, &UnknownError{What: name + " component", Name: comp, Known: append(known, "all")}
-			}
-		}
-		probes, err := f.Probe(ctx, in.Values, q.Role)
+		fw, err := collectFramework(ctx, f, in.Values, q, comp, byOwner)
 		if err != nil {
-			return nil, err // the registry's error names the framework, the value, its origin and the known components
-		}
-		sel := in.Values.Get(name)
-		fw := Framework{Name: name, Description: f.Description(), Selection: Selection{sel.Value, sel.Origin}, Components: []Component{}}
-		if wantParams {
-			fw.Params = params(byOwner[name], in.Values, q.Level)
-		}
-		for _, pr := range probes {
-			if comp != "" && pr.Info.Name != comp {
-				continue
-			}
-			c := Component{Name: pr.Info.Name, Description: pr.Info.Description, Version: pr.Info.Version,
-				Origin: pr.Info.Origin, Priority: pr.Priority}
-			switch {
-			case pr.Selected:
-				c.Status = StatusSelected
-			case pr.Excluded:
-				c.Status = StatusExcluded
-				c.Reason = excludedBy(name, sel.Value)
-			case pr.Failed != "":
-				c.Status, c.Reason = StatusFailed, pr.Failed
-			case pr.Skipped != "":
-				// the reason wraps mca.ErrSkip, whose text only repeats the status
-				c.Status, c.Reason = StatusSkipped, strings.TrimSuffix(pr.Skipped, ": "+mca.ErrSkip.Error())
-			default:
-				c.Status = StatusAvailable
-			}
-			if wantParams {
-				c.Params = params(byOwner[name+"/"+c.Name], in.Values, q.Level)
-			}
-			fw.Components = append(fw.Components, c)
+			return nil, err
 		}
 		rep.Frameworks = append(rep.Frameworks, fw)
 	}
@@ -246,6 +187,90 @@ func Collect(ctx context.Context, in Input, q Query) (*Report, error) {
 		rep.Params = params(rest, in.Values, q.Level)
 	}
 	return rep, nil
+}
+
+// componentAsked checks the framework q names and returns the component
+// it names ("" for every one).
+func componentAsked(fws []mca.FrameworkInfo, q Query) (string, error) {
+	fwNames := make([]string, len(fws))
+	for i, f := range fws {
+		fwNames[i] = f.Name()
+	}
+	comp := q.Component
+	if comp == "all" {
+		comp = ""
+	}
+	switch q.Framework {
+	case "", "all", baseGroup:
+	default:
+		if !slices.Contains(fwNames, q.Framework) {
+			return "", &UnknownError{What: "framework", Name: q.Framework, Known: append(append([]string(nil), fwNames...), "all", baseGroup)}
+		}
+	}
+	if q.Framework == "all" || q.Framework == baseGroup {
+		if comp != "" && comp != "base" {
+			return "", &UnknownError{What: q.Framework + " component", Name: comp, Known: []string{"all", "base"}}
+		}
+		comp = ""
+	}
+	return comp, nil
+}
+
+// collectFramework probes one framework and reports its components (only
+// comp, unless empty) and, when q asks for parameters, theirs.
+func collectFramework(ctx context.Context, f mca.FrameworkInfo, vals *mca.Values, q Query, comp string, byOwner map[string][]*mca.Param) (Framework, error) {
+	name := f.Name()
+	wantParams := q.All || q.Framework != ""
+	if comp != "" {
+		var known []string
+		for _, c := range f.Components() {
+			known = append(known, c.Name)
+		}
+		if !slices.Contains(known, comp) {
+			return Framework{}, &UnknownError{What: name + " component", Name: comp, Known: append(known, "all")}
+		}
+	}
+	probes, err := f.Probe(ctx, vals, q.Role)
+	if err != nil {
+		return Framework{}, err // the registry's error names the framework, the value, its origin and the known components
+	}
+	sel := vals.Get(name)
+	fw := Framework{Name: name, Description: f.Description(), Selection: Selection{sel.Value, sel.Origin}, Components: []Component{}}
+	if wantParams {
+		fw.Params = params(byOwner[name], vals, q.Level)
+	}
+	for _, pr := range probes {
+		if comp != "" && pr.Info.Name != comp {
+			continue
+		}
+		c := probed(name, sel.Value, pr)
+		if wantParams {
+			c.Params = params(byOwner[name+"/"+c.Name], vals, q.Level)
+		}
+		fw.Components = append(fw.Components, c)
+	}
+	return fw, nil
+}
+
+// probed is one component of a framework as selection saw it.
+func probed(framework, selector string, pr mca.Probe) Component {
+	c := Component{Name: pr.Info.Name, Description: pr.Info.Description, Version: pr.Info.Version,
+		Origin: pr.Info.Origin, Priority: pr.Priority}
+	switch {
+	case pr.Selected:
+		c.Status = StatusSelected
+	case pr.Excluded:
+		c.Status = StatusExcluded
+		c.Reason = excludedBy(framework, selector)
+	case pr.Failed != "":
+		c.Status, c.Reason = StatusFailed, pr.Failed
+	case pr.Skipped != "":
+		// the reason wraps mca.ErrSkip, whose text only repeats the status
+		c.Status, c.Reason = StatusSkipped, strings.TrimSuffix(pr.Skipped, ": "+mca.ErrSkip.Error())
+	default:
+		c.Status = StatusAvailable
+	}
+	return c
 }
 
 func excludedBy(framework, selector string) string {
