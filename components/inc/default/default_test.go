@@ -12,6 +12,7 @@ import (
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/inc"
+	"gompi/frameworks/inc/inctest"
 	"gompi/mca"
 )
 
@@ -595,4 +596,16 @@ func TestSelect(t *testing.T) {
 	if err != nil || c.Priority != 3 {
 		t.Errorf("SelectOne with inc=default, priority 3: %+v, %v", c, err)
 	}
+}
+
+// TestConformance runs the INC kit on stacks selected through the
+// component.
+func TestConformance(t *testing.T) {
+	inctest.Run(t, func(t *testing.T) inc.Module {
+		m, _, err := New().Query(t.Context(), mca.Query{Role: mca.RoleApp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	})
 }
