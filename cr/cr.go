@@ -12,7 +12,6 @@ import (
 	"gompi/frameworks/crs"
 	"gompi/frameworks/inc"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
 	"gompi/mca"
 	"gompi/mpi"
 )
@@ -111,7 +110,8 @@ type Coordinator struct {
 	stack   inc.Module
 	crs     crs.Module
 	crsName string
-	detach  func()
+	// provisioned: crs holds this coordinator's state source (undo closes it).
+	provisioned bool
 	// reason is why this rank cannot be checkpointed ("" when it can).
 	reason string
 	reg    stateRegistry
@@ -161,10 +161,6 @@ type restartState struct {
 	resumed  bool
 }
 
-type attacher interface {
-	Attach(save func(ctx context.Context, dir string) ([]sstore.FileRecord, error)) (detach func(), err error)
-}
-
 func attach(p *mpi.Proc, cfg config) (*Coordinator, error) {
 	if cfg.log == nil {
 		cfg.log = slog.Default()
@@ -207,13 +203,15 @@ func attach(p *mpi.Proc, cfg config) (*Coordinator, error) {
 		c.reason = fmt.Sprintf("rank %d: no CRS can save it (%v); run with -am ft-enable-cr (crs=self)", p.Rank(), err)
 	default:
 		c.crs, c.crsName = cc.Module, cc.Info.Name
-		a, ok := cc.Module.(attacher)
-		if !ok {
+		host := crs.Host{Rank: &crs.RankHost{Save: c.saveFiles}, Log: c.log}
+		ok, err := mca.Provision(ctx, cc.Module, host)
+		switch {
+		case !ok || errors.Is(err, crs.ErrNotCheckpointable):
 			c.reason = fmt.Sprintf("rank %d: crs=%s cannot save a rank at its safe points; run with -am ft-enable-cr (crs=self)", p.Rank(), cc.Info.Name)
-			break
-		}
-		if c.detach, err = a.Attach(c.saveState); err != nil {
+		case err != nil:
 			return nil, fmt.Errorf("cr: rank %d: %w", p.Rank(), err)
+		default:
+			c.provisioned = true
 		}
 	}
 	if c.reason == "" && p.CRCP() == nil && p.Size() > 1 {
@@ -238,9 +236,12 @@ func attach(p *mpi.Proc, cfg config) (*Coordinator, error) {
 	return c, nil
 }
 
+// undo ends the CRS's provisioning with this rank's state.
 func (c *Coordinator) undo() {
-	if c.detach != nil {
-		c.detach()
+	if c.provisioned {
+		if err := mca.Close(c.crs); err != nil {
+			c.log.Warn("close the CRS", "crs", c.crsName, "err", err)
+		}
 	}
 }
 

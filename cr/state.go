@@ -137,7 +137,21 @@ func (c *Coordinator) OnRestart(f func(dir string) error) error {
 
 var reservedFiles = []string{AppStateFile, snapc.LibraryStateFile, sstore.LocalMetaFile}
 
-// saveState is the state source attached to crs=self: the files of the
+// saveFiles is the rank's state source a CRS that runs inside the rank
+// (self) is provisioned with (crs.RankHost.Save): saveState's file names.
+func (c *Coordinator) saveFiles(ctx context.Context, dir string) ([]string, error) {
+	recs, err := c.saveState(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(recs))
+	for i, r := range recs {
+		names[i] = r.Name
+	}
+	return names, nil
+}
+
+// saveState writes the rank's registered state into dir: the files of the
 // OnCheckpoint callbacks, then app.state.
 func (c *Coordinator) saveState(ctx context.Context, dir string) ([]sstore.FileRecord, error) {
 	r := &c.reg

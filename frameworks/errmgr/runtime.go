@@ -36,10 +36,14 @@ type Runtime interface {
 	NotifyFailed(ctx context.Context, ranks []int, why string) error
 }
 
-// Binder is implemented by a Module that acts on the job (rather than
-// only deciding): gompirun calls Bind on every stacked module that
-// implements it, once, before the job's ranks start and before any fault
-// can reach Handle.
-type Binder interface {
-	Bind(rt Runtime)
+// Host is what gompirun provisions a Module with when the module acts on
+// the job rather than only deciding (mca.Provisioner[Host]): the job it
+// watches. gompirun provisions every stacked module that takes a Host
+// before the job's ranks start and before any fault can reach Handle; a
+// recovery starts a new run of the job, and the modules are provisioned
+// again with the new run before it starts, so a module keeps the newest
+// Host (and may reset what it counts per run).
+type Host struct {
+	// Job is the run of the job the module acts on.
+	Job Runtime
 }

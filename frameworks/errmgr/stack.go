@@ -50,6 +50,17 @@ func NewStack(mods []Named) *Stack {
 	return s
 }
 
+// Provision provisions every module of the stack that takes a Host (see
+// Host) with h, in stack order, and stops at the first error.
+func (s *Stack) Provision(ctx context.Context, h Host) error {
+	for _, m := range s.mods {
+		if _, err := mca.Provision(ctx, m.Module, h); err != nil {
+			return fmt.Errorf("errmgr/%s: provision: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
 // FromCandidates builds a stack from a stacked selection.
 func FromCandidates(cands []mca.Candidate[Module]) *Stack {
 	mods := make([]Named, len(cands))

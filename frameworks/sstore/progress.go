@@ -55,19 +55,18 @@ func ReportProgress(ctx context.Context, p Progress) {
 	}
 }
 
-// Env is what the process hosting a Module gives it beyond parameters.
-type Env struct {
+// Host is what a Module is provisioned with (mca.Provisioner[Host]) by
+// the process that runs it: gompid, once, after selection and before any
+// other call (package boot's assembly). stage needs it (the node's name for
+// its local folder, FileM for the drain); central and none do not. A Sync's
+// progress reporting is not part of it: it travels in the Sync's context
+// (WithProgress), since it belongs to one request.
+type Host struct {
 	// Node is the node the process serves ("" outside a job: a tool).
 	Node string
 	// FileM moves files to and from global storage (the process's
-	// selected FileM module).
+	// selected FileM module; nil in a process that only writes local
+	// snapshots).
 	FileM filem.Module
 	Log   *slog.Logger
-}
-
-// Binder is implemented by a Module that needs its Env (stage: the node's
-// name for its local folder, FileM for the drain). The process calls Bind
-// once, after selection and before any other call.
-type Binder interface {
-	Bind(env Env) error
 }

@@ -48,12 +48,12 @@ func selectCR(ctx context.Context, p *boot.Process, node string) (*crState, erro
 	if err != nil {
 		return nil, fmt.Errorf("gompid: choose the stable storage: %w", err)
 	}
-	if b, ok := st.Module.(sstore.Binder); ok {
+	if _, ok := st.Module.(mca.Provisioner[sstore.Host]); ok {
 		fm, err := p.Frameworks.FileM.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(filem.Name))
 		if err != nil {
 			return nil, fmt.Errorf("gompid: choose the file mover for sstore %s: %w", st.Info.Name, err)
 		}
-		if err := b.Bind(sstore.Env{Node: node, FileM: fm.Module, Log: p.FrameworkLogger(sstore.Name)}); err != nil {
+		if _, err := mca.Provision(ctx, st.Module, sstore.Host{Node: node, FileM: fm.Module, Log: p.FrameworkLogger(sstore.Name)}); err != nil {
 			return nil, fmt.Errorf("gompid: sstore %s: %w", st.Info.Name, err)
 		}
 	}

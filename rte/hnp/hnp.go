@@ -162,7 +162,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("choose how to start daemons: %w", err)
 	}
-	stack, binders, err := selectErrMgr(ctx, o.Proc)
+	stack, err := selectErrMgr(ctx, o.Proc)
 	if err != nil {
 		return 1, err
 	}
@@ -192,8 +192,8 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 
 	j := newJob(id, o, m, program, cwd, stack, o.Proc.FrameworkLogger(errmgr.Name), log)
-	for _, b := range binders {
-		b.Bind(jobRuntime{j})
+	if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{j}}); err != nil {
+		return 1, err
 	}
 	if err := j.startSnapC(ctx); err != nil {
 		return 1, err
@@ -259,8 +259,8 @@ func Run(ctx context.Context, o Options) (int, error) {
 		o.Restart = &Restart{Ref: rec.ref, Seq: rec.seq, Meta: o.Meta}
 		nj := newJob(id, o, next, program, cwd, stack, o.Proc.FrameworkLogger(errmgr.Name), log)
 		nj.recoveries, nj.recoveredFrom = rec.n, rec
-		for _, b := range binders {
-			b.Bind(jobRuntime{nj})
+		if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{nj}}); err != nil {
+			return 1, fmt.Errorf("recovery %d: %w", rec.n, err)
 		}
 		if err := nj.startSnapC(ctx); err != nil {
 			return 1, fmt.Errorf("recovery %d: %w", rec.n, err)
@@ -276,25 +276,19 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 }
 
-// selectErrMgr builds the ErrMgr stack, and returns its modules that act
-// on the job (errmgr.Binder), to be bound to it before it starts. With no
-// component available the stack's own fallback aborts on every fault, as
-// default would.
-func selectErrMgr(ctx context.Context, p *boot.Process) (*errmgr.Stack, []errmgr.Binder, error) {
+// selectErrMgr builds the ErrMgr stack; its modules that act on the job
+// are provisioned with each run before it starts. With no component
+// available the stack's own fallback aborts on every fault, as default
+// would.
+func selectErrMgr(ctx context.Context, p *boot.Process) (*errmgr.Stack, error) {
 	cands, err := p.Frameworks.ErrMgr.Select(ctx, p.Values, mca.RoleHNP, p.FrameworkLogger(errmgr.Name))
 	if errors.Is(err, mca.ErrNoComponent) {
-		return errmgr.NewStack(nil), nil, nil
+		return errmgr.NewStack(nil), nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("choose the error policies: %w", err)
+		return nil, fmt.Errorf("choose the error policies: %w", err)
 	}
-	var binders []errmgr.Binder
-	for _, c := range cands {
-		if b, ok := c.Module.(errmgr.Binder); ok {
-			binders = append(binders, b)
-		}
-	}
-	return errmgr.FromCandidates(cands), binders, nil
+	return errmgr.FromCandidates(cands), nil
 }
 
 // listenTCP opens the listener remote daemons dial and returns the

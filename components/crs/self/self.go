@@ -6,13 +6,11 @@
 // process's callbacks. A restart re-runs the program unchanged; the
 // program restores itself through package cr.
 //
-// The state comes from package cr through an optional method of the
-// module, found by type assertion:
-//
-//	Attach(save func(ctx context.Context, dir string) ([]sstore.FileRecord, error)) (detach func(), err error)
-//
-// save writes the registered state into dir and returns the records of
-// the files it wrote (sizes and checksums). Checkpoint calls it.
+// The state comes from package cr, which provisions the rank's module
+// with a crs.Host whose Rank.Save writes the registered state into a
+// directory and names the files written; Checkpoint calls it. Close drops
+// it. Provisioned anywhere but in a rank, the module refuses with
+// crs.ErrNotCheckpointable.
 //
 // Like Open MPI's, it cannot stop a process once saved (--stop): the
 // process saves itself and must go on running to do anything else.
@@ -22,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -38,10 +37,6 @@ const Name = "self"
 
 // Priority is the component's default priority: above none.
 const Priority = 20
-
-// SaveFunc writes a process's registered state into dir and returns the
-// records of the files written.
-type SaveFunc = func(ctx context.Context, dir string) ([]sstore.FileRecord, error)
 
 type component struct{}
 
@@ -73,34 +68,33 @@ func (component) Query(_ context.Context, q mca.Query) (crs.Module, int, error) 
 // Module saves the process it lives in.
 type Module struct {
 	mu   sync.Mutex
-	save SaveFunc
-	id   int
+	save func(ctx context.Context, dir string) ([]string, error)
 }
 
-// NewModule returns a module with no state attached.
+// NewModule returns a module with no state source: Provision gives it one.
 func NewModule() *Module { return &Module{} }
 
-// Attach gives the module the process's registered state; detach
-// removes it. One source at a time.
-func (m *Module) Attach(save func(ctx context.Context, dir string) ([]sstore.FileRecord, error)) (detach func(), err error) {
-	if save == nil {
-		return nil, errors.New("crs/self: attach: nil state source")
+// Provision gives the module the rank's registered state (h.Rank). One
+// source at a time: a second Provision before Close is refused.
+func (m *Module) Provision(_ context.Context, h crs.Host) error {
+	if h.Rank == nil || h.Rank.Save == nil {
+		return fmt.Errorf("crs/self: provision: %w: crs=self saves a rank from inside, from its registered state; this host is not a rank", crs.ErrNotCheckpointable)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.save != nil {
-		return nil, errors.New("crs/self: attach: a state source is already attached")
+		return errors.New("crs/self: provision: a state source is already attached")
 	}
-	m.save = save
-	m.id++
-	id := m.id
-	return func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if m.id == id {
-			m.save = nil
-		}
-	}, nil
+	m.save = h.Rank.Save
+	return nil
+}
+
+// Close drops the state source: the module is left as NewModule made it.
+func (m *Module) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.save = nil
+	return nil
 }
 
 // Checkpoint saves this process into req.Dir through the attached source.
@@ -126,16 +120,13 @@ func (m *Module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs
 	if save == nil {
 		return fail(fmt.Errorf("%w: the program registered no state (crs=self needs cr.Protect, cr.OnCheckpoint or cr.SafePoint)", crs.ErrNotCheckpointable))
 	}
-	recs, err := save(ctx, req.Dir)
+	files, err := save(ctx, req.Dir)
 	if err != nil {
 		return fail(err)
 	}
-	res := crs.CheckpointResult{State: crs.StateContinue, Meta: map[string]string{"self_files": strconv.Itoa(len(recs))}}
+	res := crs.CheckpointResult{State: crs.StateContinue, Files: files, Meta: map[string]string{"self_files": strconv.Itoa(len(files))}}
 	if req.Options.Term {
 		res.State = crs.StateTerm
-	}
-	for _, r := range recs {
-		res.Files = append(res.Files, r.Name)
 	}
 	return res, nil
 }
@@ -182,4 +173,6 @@ func alive(pid int) error {
 var (
 	_ mca.Component[crs.Module] = component{}
 	_ crs.Module                = (*Module)(nil)
+	_ mca.Provisioner[crs.Host] = (*Module)(nil)
+	_ io.Closer                 = (*Module)(nil)
 )

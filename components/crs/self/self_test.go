@@ -3,6 +3,7 @@ package crsself
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,12 +69,18 @@ func TestQuerySkips(t *testing.T) {
 	}
 }
 
-type attacher interface {
-	Attach(save func(ctx context.Context, dir string) ([]sstore.FileRecord, error)) (func(), error)
+type provisioner interface {
+	mca.Provisioner[crs.Host]
+	io.Closer
+}
+
+// rankHost is a rank's host whose state source is save.
+func rankHost(save func(ctx context.Context, dir string) ([]string, error)) crs.Host {
+	return crs.Host{Rank: &crs.RankHost{Save: save}}
 }
 
 // writeState is a state source writing one file.
-func writeState(ctx context.Context, dir string) ([]sstore.FileRecord, error) {
+func writeState(ctx context.Context, dir string) ([]string, error) {
 	w, err := sstore.CreateFile(dir, "app.state")
 	if err != nil {
 		return nil, err
@@ -83,25 +90,27 @@ func writeState(ctx context.Context, dir string) ([]sstore.FileRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []sstore.FileRecord{rec}, nil
+	return []string{rec.Name}, nil
 }
 
 func TestCheckpointOwnProcess(t *testing.T) {
 	m := newModule(t)
-	a, ok := m.(attacher)
+	a, ok := m.(provisioner)
 	if !ok {
-		t.Fatal("the module has no Attach method")
+		t.Fatal("the module has no Provision and Close methods")
 	}
 	dir := t.TempDir()
 	own := crs.CheckpointRequest{PID: os.Getpid(), Dir: dir}
 	if _, err := m.Checkpoint(t.Context(), own); !errors.Is(err, crs.ErrNotCheckpointable) || !strings.Contains(err.Error(), "cr.Protect") {
 		t.Fatalf("checkpoint with nothing attached: %v", err)
 	}
-	detach, err := a.Attach(writeState)
-	if err != nil {
+	if err := a.Provision(t.Context(), crs.Host{}); !errors.Is(err, crs.ErrNotCheckpointable) {
+		t.Fatalf("provision outside a rank: %v", err)
+	}
+	if err := a.Provision(t.Context(), rankHost(writeState)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Attach(writeState); err == nil {
+	if err := a.Provision(t.Context(), rankHost(writeState)); err == nil {
 		t.Fatal("a second source was attached")
 	}
 	tests := []struct {
@@ -133,12 +142,14 @@ func TestCheckpointOwnProcess(t *testing.T) {
 			}
 		})
 	}
-	detach()
-	if _, err := m.Checkpoint(t.Context(), own); !errors.Is(err, crs.ErrNotCheckpointable) {
-		t.Fatalf("checkpoint after detach: %v", err)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
 	}
-	failing := func(context.Context, string) ([]sstore.FileRecord, error) { return nil, errors.New("disk full") }
-	if _, err := a.Attach(failing); err != nil {
+	if _, err := m.Checkpoint(t.Context(), own); !errors.Is(err, crs.ErrNotCheckpointable) {
+		t.Fatalf("checkpoint after close: %v", err)
+	}
+	failing := func(context.Context, string) ([]string, error) { return nil, errors.New("disk full") }
+	if err := a.Provision(t.Context(), rankHost(failing)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Checkpoint(t.Context(), own); err == nil || !strings.Contains(err.Error(), "disk full") {

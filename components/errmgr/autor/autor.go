@@ -93,11 +93,13 @@ type Module struct {
 // NewModule returns a module allowing limit recoveries.
 func NewModule(limit int, sameNode bool) *Module { return &Module{limit: limit, sameNode: sameNode} }
 
-// Bind implements errmgr.Binder.
-func (m *Module) Bind(rt errmgr.Runtime) {
+// Provision implements mca.Provisioner[errmgr.Host].
+func (m *Module) Provision(_ context.Context, h errmgr.Host) error {
+	rt := h.Job
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rt = rt
+	return nil
 }
 
 // Recoveries returns how many recoveries the module started.
@@ -167,5 +169,5 @@ func rankList(ranks []int) string {
 var (
 	_ mca.Component[errmgr.Module] = component{}
 	_ errmgr.Module                = (*Module)(nil)
-	_ errmgr.Binder                = (*Module)(nil)
+	_ mca.Provisioner[errmgr.Host] = (*Module)(nil)
 )

@@ -66,9 +66,9 @@ func TestHandle(t *testing.T) {
 			j := &job{err: tt.err, seq: 3}
 			m := NewModule(tt.limit, tt.same)
 			if tt.plain {
-				m.Bind(j)
+				m.Provision(context.Background(), errmgr.Host{Job: j})
 			} else {
-				m.Bind(recoverable{j})
+				m.Provision(context.Background(), errmgr.Host{Job: recoverable{j}})
 			}
 			var st errmgr.Status
 			for i, f := range tt.faults {

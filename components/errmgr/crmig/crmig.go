@@ -82,16 +82,19 @@ type Module struct {
 	rt errmgr.Runtime
 }
 
-// NewModule returns a module; Bind must give it its job before it handles
-// a fault.
+// NewModule returns a module; Provision must give it its job before it
+// handles a fault.
 func NewModule() *Module { return &Module{} }
 
-// Bind implements errmgr.Binder. A new run of the job (after autor
-// restarted it) binds again; the module keeps the newest.
-func (m *Module) Bind(rt errmgr.Runtime) {
+// Provision implements mca.Provisioner[errmgr.Host]. A new run of the job
+// (after autor restarted it) provisions it again; the module keeps the
+// newest.
+func (m *Module) Provision(_ context.Context, h errmgr.Host) error {
+	rt := h.Job
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rt = rt
+	return nil
 }
 
 func (m *Module) runtime() errmgr.Runtime {
@@ -201,5 +204,5 @@ func roundDur(d time.Duration) string {
 var (
 	_ mca.Component[errmgr.Module] = component{}
 	_ errmgr.Module                = (*Module)(nil)
-	_ errmgr.Binder                = (*Module)(nil)
+	_ mca.Provisioner[errmgr.Host] = (*Module)(nil)
 )

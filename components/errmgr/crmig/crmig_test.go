@@ -110,9 +110,9 @@ func TestHandle(t *testing.T) {
 			switch {
 			case tt.unbound:
 			case tt.plain:
-				m.Bind(job{})
+				m.Provision(context.Background(), errmgr.Host{Job: job{}})
 			default:
-				m.Bind(mv)
+				m.Provision(context.Background(), errmgr.Host{Job: mv})
 			}
 			st := errmgr.Status{Faults: []errmgr.Fault{tt.fault}}
 			d, err := m.Handle(t.Context(), tt.fault, &st)
@@ -165,9 +165,9 @@ func TestStack(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewModule()
-			c.Bind(tt.mv)
+			c.Provision(context.Background(), errmgr.Host{Job: tt.mv})
 			a := autor.NewModule(5, false)
-			a.Bind(tt.mv)
+			a.Provision(context.Background(), errmgr.Host{Job: tt.mv})
 			s := errmgr.NewStack([]errmgr.Named{{Name: Name, Module: c}, {Name: autor.Name, Module: a}})
 			if got := s.Names(); !slices.Equal(got, []string{Name, autor.Name}) {
 				t.Fatalf("stack %q", got)

@@ -89,17 +89,20 @@ type Module struct {
 	failed map[int]bool // ranks declared failed so far
 }
 
-// NewModule returns a module allowing limit lost ranks (0 = no bound); Bind
-// must give it its job before it handles a fault.
+// NewModule returns a module allowing limit lost ranks (0 = no bound);
+// Provision must give it its job before it handles a fault.
 func NewModule(limit int) *Module { return &Module{limit: limit} }
 
-// Bind implements errmgr.Binder. Binding to a new run of the job (after
-// a recovery restarted every rank) forgets the ranks lost before: they
-// run again. The bound on lost ranks counts per run.
-func (m *Module) Bind(rt errmgr.Runtime) {
+// Provision implements mca.Provisioner[errmgr.Host]. Provisioning with a
+// new run of the job (after a recovery restarted every rank) forgets the
+// ranks lost before: they run again. The bound on lost ranks counts per
+// run.
+func (m *Module) Provision(_ context.Context, h errmgr.Host) error {
+	rt := h.Job
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rt, m.failed = rt, nil
+	return nil
 }
 
 // Failed returns the ranks declared failed so far, ascending.
@@ -193,5 +196,5 @@ func sortedKeys(m map[int]bool) []int {
 var (
 	_ mca.Component[errmgr.Module] = component{}
 	_ errmgr.Module                = (*Module)(nil)
-	_ errmgr.Binder                = (*Module)(nil)
+	_ mca.Provisioner[errmgr.Host] = (*Module)(nil)
 )

@@ -124,7 +124,7 @@ func TestHandle(t *testing.T) {
 			j := newJob()
 			j.err = tt.notify
 			m := NewModule(tt.limit)
-			m.Bind(j)
+			m.Provision(context.Background(), errmgr.Host{Job: j})
 			for i, s := range tt.steps {
 				before := len(j.notified)
 				var st errmgr.Status
@@ -154,12 +154,12 @@ func TestHandle(t *testing.T) {
 // rank lost.
 func TestRebind(t *testing.T) {
 	m := NewModule(1)
-	m.Bind(newJob())
+	m.Provision(context.Background(), errmgr.Host{Job: newJob()})
 	var st errmgr.Status
 	if d, err := m.Handle(context.Background(), killed2, &st); d != errmgr.Recovered || err != nil {
 		t.Fatalf("first run: %v, %v", d, err)
 	}
-	m.Bind(newJob())
+	m.Provision(context.Background(), errmgr.Host{Job: newJob()})
 	if f := m.Failed(); len(f) != 0 {
 		t.Fatalf("failed ranks %v carried into a new run", f)
 	}
@@ -240,8 +240,8 @@ func TestStack(t *testing.T) {
 	}
 	j := newJob()
 	for _, c := range cands {
-		if b, ok := c.Module.(errmgr.Binder); ok {
-			b.Bind(j)
+		if b, ok := c.Module.(mca.Provisioner[errmgr.Host]); ok {
+			b.Provision(context.Background(), errmgr.Host{Job: j})
 		}
 	}
 	s := errmgr.FromCandidates(cands)

@@ -22,7 +22,7 @@ func BenchmarkDrainSFTP(b *testing.B) {
 	s := filemtest.StartSSHD(b)
 	fm := sftpModule(b, s)
 	benchDrain(b, func(f *fixture) {
-		if err := f.m.Bind(sstore.Env{Node: f.node, FileM: fm}); err != nil {
+		if err := f.m.Provision(context.Background(), sstore.Host{Node: f.node, FileM: fm}); err != nil {
 			b.Fatal(err)
 		}
 		f.ref.Dir = fmt.Sprintf("sftp://root@127.0.0.1:%d%s", s.Port, f.global)

@@ -76,7 +76,7 @@ func newFixture(t testing.TB, wrap func(filem.Module) filem.Module, settings ...
 	if wrap != nil {
 		f.fm = wrap(f.raw)
 	}
-	if err := f.m.Bind(sstore.Env{Node: f.node, FileM: f.fm}); err != nil {
+	if err := f.m.Provision(context.Background(), sstore.Host{Node: f.node, FileM: f.fm}); err != nil {
 		t.Fatal(err)
 	}
 	f.ref = sstore.Ref{Dir: f.global, Name: sstore.RefName("4711")}

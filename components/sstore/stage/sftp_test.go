@@ -50,7 +50,7 @@ func TestSFTP(t *testing.T) {
 		t.Run(alg, func(t *testing.T) {
 			sp := &spy{Module: fm}
 			f := newFixture(t, nil, ParamCompress+"="+alg, ParamMaxInflight+"=4")
-			if err := f.m.Bind(sstore.Env{Node: "n1", FileM: sp}); err != nil {
+			if err := f.m.Provision(context.Background(), sstore.Host{Node: "n1", FileM: sp}); err != nil {
 				t.Fatal(err)
 			}
 			local := f.ref

@@ -182,7 +182,7 @@ type module struct {
 
 	mu      sync.Mutex
 	bound   bool
-	env     sstore.Env
+	env     sstore.Host
 	log     *slog.Logger
 	nodeDir string
 	active  map[syncKey]int // sequences being drained, which eviction spares
@@ -198,20 +198,20 @@ func newModule(c config) *module {
 	return &module{cfg: c, sem: make(chan struct{}, c.maxInflight), active: map[syncKey]int{}, temps: map[string]bool{}}
 }
 
-// Bind gives the module its node and FileM. A tool (node "") stages under
-// the host's name. FileM may be nil in a process that only writes local
-// snapshots; Sync and Fetch then fail.
-func (m *module) Bind(env sstore.Env) error {
+// Provision gives the module its node and FileM. A tool (node "") stages
+// under the host's name. FileM may be nil in a process that only writes
+// local snapshots; Sync and Fetch then fail.
+func (m *module) Provision(_ context.Context, env sstore.Host) error {
 	node := env.Node
 	if node == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return fmt.Errorf("sstore/stage: bind: no node name given and the host name is unknown: %w", err)
+			return fmt.Errorf("sstore/stage: provision: no node name given and the host name is unknown: %w", err)
 		}
 		node = h
 	}
 	if err := checkName("node name", node); err != nil {
-		return fmt.Errorf("sstore/stage: bind: %w", err)
+		return fmt.Errorf("sstore/stage: provision: %w", err)
 	}
 	log := env.Log
 	if log == nil {
@@ -224,20 +224,20 @@ func (m *module) Bind(env sstore.Env) error {
 	return nil
 }
 
-// binding returns the module's Env and node folder, or an error when the
+// binding returns the module's Host and node folder, or an error when the
 // process never bound it.
-func (m *module) binding(op string) (sstore.Env, string, *slog.Logger, error) {
+func (m *module) binding(op string) (sstore.Host, string, *slog.Logger, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.bound {
-		return sstore.Env{}, "", nil, fmt.Errorf("sstore/stage: %s: the module was not bound to its node (the hosting process must call Bind with the node's name and FileM after selection)", op)
+		return sstore.Host{}, "", nil, fmt.Errorf("sstore/stage: %s: the module was not bound to its node (the hosting process must provision it with an sstore.Host, the node's name and FileM, after selection)", op)
 	}
 	return m.env, m.nodeDir, m.log, nil
 }
 
 // prepare checks a call's reference and sequence and makes sure the node
 // folder exists and is this user's.
-func (m *module) prepare(op string, ref sstore.Ref, seq int) (sstore.Env, string, *slog.Logger, error) {
+func (m *module) prepare(op string, ref sstore.Ref, seq int) (sstore.Host, string, *slog.Logger, error) {
 	env, nodeDir, log, err := m.binding(op)
 	if err != nil {
 		return env, "", nil, err
@@ -346,5 +346,5 @@ func remoteHint(ref sstore.Ref, err error) error {
 var (
 	_ mca.Component[sstore.Module] = component{}
 	_ sstore.Module                = (*module)(nil)
-	_ sstore.Binder                = (*module)(nil)
+	_ mca.Provisioner[sstore.Host] = (*module)(nil)
 )

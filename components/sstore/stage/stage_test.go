@@ -85,16 +85,16 @@ func TestUnbound(t *testing.T) {
 	}
 	for name, call := range calls {
 		if err := call(); err == nil || !strings.Contains(err.Error(), "not bound") {
-			t.Errorf("%s before Bind: %v", name, err)
+			t.Errorf("%s before Provision: %v", name, err)
 		}
 	}
 	for _, node := range []string{"..", "a/b", "x\x00"} {
-		if err := m.(sstore.Binder).Bind(sstore.Env{Node: node}); err == nil {
-			t.Errorf("Bind with node %q accepted", node)
+		if err := m.(mca.Provisioner[sstore.Host]).Provision(ctx, sstore.Host{Node: node}); err == nil {
+			t.Errorf("Provision with node %q accepted", node)
 		}
 	}
 	// A process that only writes local snapshots binds without FileM.
-	if err := m.(sstore.Binder).Bind(sstore.Env{Node: "n1"}); err != nil {
+	if err := m.(mca.Provisioner[sstore.Host]).Provision(ctx, sstore.Host{Node: "n1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Sync(ctx, ref, 0, []sstore.Local{{Rank: 0, Dir: t.TempDir()}}); err == nil || !strings.Contains(err.Error(), "no FileM") {
@@ -126,7 +126,7 @@ func TestLocalDir(t *testing.T) {
 	}
 	// Another node on the same machine has its own folder.
 	other := newModule(f.m.cfg)
-	if err := other.Bind(sstore.Env{Node: "n2"}); err != nil {
+	if err := other.Provision(ctx, sstore.Host{Node: "n2"}); err != nil {
 		t.Fatal(err)
 	}
 	if d, err := other.LocalDir(ctx, f.ref, 3, 1); err != nil || d == dir || !strings.HasPrefix(d, NodeDir(f.root, "n2")) {
@@ -161,7 +161,7 @@ func TestDefaultRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.(sstore.Binder).Bind(sstore.Env{Node: "n7"})
+	m.(mca.Provisioner[sstore.Host]).Provision(context.Background(), sstore.Host{Node: "n7"})
 	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("1")}
 	dir, err := m.LocalDir(context.Background(), ref, 0, 0)
 	if err != nil || !strings.HasPrefix(dir, filepath.Join(root, "n7")+"/") {

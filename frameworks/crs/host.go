@@ -1,0 +1,81 @@
+package crs
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"syscall"
+)
+
+// Host is what a CRS module is provisioned with (mca.Provisioner[Host]) in
+// the process that runs it. A CRS runs in one of two places, and exactly
+// one of Rank and Daemon is set, by that process:
+//
+//   - inside the rank it saves (self): package cr provisions the rank's
+//     selected module once the program asks for checkpoints, with the
+//     rank's registered state (Rank);
+//   - in gompid, or in a plugin child of gompid, saving and restoring the
+//     node's ranks from outside (a transparent CRS such as criu, dumping
+//     and restoring through CRIU's RPC): gompid provisions it with what a
+//     restored rank needs from the daemon and a way to hand the daemon
+//     back the processes it restored (Daemon).
+//
+// A module that cannot work where it is provisioned returns an error
+// wrapping ErrNotCheckpointable (self in gompid, criu in a rank), so the
+// host can say why its ranks cannot be saved. Close (io.Closer) ends the
+// provisioning: self drops the rank's state source, a transparent CRS its
+// connection to the checkpointing service.
+//
+// Across the plugin bridge the host is all that crosses besides the
+// module's calls: Daemon.Files travel as descriptors (SCM_RIGHTS over the
+// plugin's socket) and restored processes come back as PIDs. To wait on a
+// rank restored by a plugin child (or by CRIU's service), gompid must be a
+// child subreaper (PR_SET_CHILD_SUBREAPER), so that the rank becomes its
+// child when the restorer lets go; it is to become one when it first
+// provisions a CRS with a DaemonHost (no built-in CRS takes one yet: the
+// criu component will be the first).
+type Host struct {
+	Rank   *RankHost
+	Daemon *DaemonHost
+	Log    *slog.Logger
+}
+
+// RankHost is a rank's side of a CRS that runs inside it.
+type RankHost struct {
+	// Save writes the rank's registered state (package cr: values given to
+	// cr.Protect, files of cr.OnCheckpoint callbacks) into dir and returns
+	// the names of the files written, relative to dir, in a stable order.
+	Save func(ctx context.Context, dir string) ([]string, error)
+}
+
+// DaemonHost is gompid's side of a CRS that saves and restores the node's
+// ranks from outside them.
+type DaemonHost struct {
+	// Node is the node the daemon serves.
+	Node string
+	// Files are descriptors every restored rank inherits, in order from
+	// descriptor 3 (as exec.Cmd.ExtraFiles): the lifeline pipe by which a
+	// rank notices its daemon's death, its control connection. A restored
+	// image finds them where the original process had them.
+	Files []*os.File
+	// Restored hands the daemon a rank the CRS brought back itself (rather
+	// than returning a Launch for the daemon to start): the daemon waits on
+	// it as on the ranks it started. It must not block.
+	Restored func(rank int, p Process)
+}
+
+// Process is a rank a CRS restored, for the daemon to wait on.
+type Process interface {
+	// PID is the restored process's id in the daemon's PID namespace.
+	PID() int
+	// Wait returns once the process has ended, with how it ended, or
+	// with ctx's error.
+	Wait(ctx context.Context) (Exit, error)
+}
+
+// Exit is how a process ended: its exit status, or the signal that
+// killed it (Signal non-zero).
+type Exit struct {
+	Code   int
+	Signal syscall.Signal
+}
