@@ -1,7 +1,8 @@
 // Package frameworks holds one registry per framework of a process: the
-// seven C/R frameworks (crs, crcp, inc, sstore, filem, snapc, errmgr), with
-// the runtime's own pluggable parts joining them as they land. Built-in
-// components are added by package components/builtin, plugins by mca/plugin.
+// seven C/R frameworks (crs, crcp, inc, sstore, filem, snapc, errmgr) and
+// the runtime's two (btl, the transports between ranks, and plm, how
+// gompirun starts its daemons). Built-in components are added by package
+// components/builtin, plugins by mca/plugin.
 package frameworks
 
 import (

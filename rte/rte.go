@@ -3,8 +3,9 @@
 // sockets and node-local files, and the record a running gompirun leaves
 // for tools. The parts themselves are in the subpackages: hnp (gompirun),
 // daemon (gompid), rankclient (a rank's side), control (the authenticated
-// control plane), hostfile and mapping (where ranks go), proc (children
-// that never outlive their parent), and jobs (finding running jobs).
+// control plane), hostfile and mapping (where ranks go), and jobs (finding
+// running jobs). Starting children that never outlive their parent is the
+// launch framework's base, frameworks/plm/proc.
 package rte
 
 import (

@@ -4,8 +4,11 @@
 // restart. Every send and every delivered receive of the mpi package passes
 // through the selected module (the PML wrapper of Hursey's section 3.4.1).
 //
-// Components: none (C/R off: the mpi package does not call it at all),
-// later bkmrk (bookmark exchange and drain), coll2pc and cvc.
+// Components: bkmrk (bookmark exchange and drain; -am ft-enable-cr
+// selects it) and none (C/R off: the mpi package does not call it at all).
+// Modules run inside a rank, on its message path, so the framework stays
+// in process: it is no plugin framework. Package crcptest is the
+// conformance kit.
 package crcp
 
 import (

@@ -4,10 +4,14 @@
 // from that directory. It never moves snapshot bytes anywhere else: storage
 // is SStore's job and transport FileM's.
 //
-// Components: none (the process cannot be checkpointed; C/R off), later
-// self (application callbacks and registered state, in-process) and criu
-// (transparent, system level). Open MPI's opal/mca/crs is the model; its
-// "none" silently saved nothing, ours refuses with ErrNotCheckpointable.
+// Components: self (application callbacks and registered state, saved by
+// the rank itself at a safe point; -am ft-enable-cr selects it) and none
+// (the process cannot be checkpointed; C/R off). Open MPI's opal/mca/crs
+// is the model; its "none" silently saved nothing, ours refuses with
+// ErrNotCheckpointable. A self snapshot restarts by running the program
+// again (gompid relaunches its Launch and package cr restores it), so
+// Module.Restart is exercised by the conformance kit (crstest) and the
+// plugin bridge until a transparent, system-level CRS restarts through it.
 package crs
 
 import (

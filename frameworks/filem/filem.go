@@ -2,8 +2,8 @@
 // directory trees across node boundaries. It is the only framework that
 // moves snapshot bytes between machines; others hand it paths.
 //
-// Components: raw (nodes share a file system: local copies), later rsh
-// (ssh/scp commands) and sftp (pkg/sftp against an OpenSSH server). Every
+// Components: raw (nodes share a file system: local copies), rsh (ssh and
+// scp commands) and sftp (pkg/sftp against an OpenSSH server). Every
 // component writes a destination through a temporary name and renames it
 // into place, so a reader never sees half a file and a failed move leaves
 // the destination as it was.

@@ -4,9 +4,10 @@
 // coordinators inside the ranks, then writes the global metadata and
 // commits the sequence number last.
 //
-// Components: none (C/R off: every request is refused with a message saying
-// how to turn it on), later full (global, local and application
-// coordinators).
+// Components: full (the global coordinator in gompirun, a local one in
+// each gompid, and the application coordinators of package cr in the
+// ranks; -am ft-enable-cr selects it) and none (C/R off: every request is
+// refused with a message saying how to turn it on).
 package snapc
 
 import (
