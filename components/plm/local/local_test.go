@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gompi/frameworks"
+	"gompi/frameworks/plm"
+	"gompi/frameworks/plm/plmtest"
 	"gompi/mca"
 )
 
@@ -26,4 +28,27 @@ func TestQuery(t *testing.T) {
 			t.Errorf("Query as %v: %v, want a skip", role, err)
 		}
 	}
+}
+
+// TestConformance runs the PLM kit: the kit's daemon is started on two
+// simulated nodes.
+func TestConformance(t *testing.T) {
+	plmtest.Run(t, plmtest.Options{
+		Nodes:   []string{"n0", "n1"},
+		Network: "unix",
+		NewModule: func(t *testing.T, daemon string) plm.Module {
+			params := mca.NewParams()
+			set := frameworks.New(params)
+			set.PLM.Register(New())
+			vals, err := params.ResolveSettings([]mca.Setting{{Name: ParamDaemonPath, Value: daemon}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := set.PLM.SelectOne(t.Context(), vals, mca.RoleHNP, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.Module
+		},
+	})
 }

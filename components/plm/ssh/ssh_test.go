@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"gompi/frameworks"
+	"gompi/frameworks/filem/filemtest"
+	"gompi/frameworks/plm"
+	"gompi/frameworks/plm/plmtest"
 	"gompi/mca"
 )
 
@@ -75,4 +78,31 @@ func TestQuery(t *testing.T) {
 	if _, _, err := New().Query(context.Background(), mca.Query{Values: vals, Role: mca.RoleDaemon}); !errors.Is(err, mca.ErrSkip) {
 		t.Errorf("Query as a daemon: %v, want a skip", err)
 	}
+}
+
+// TestConformance runs the PLM kit through a private sshd on this machine:
+// its two node names are two ways of naming it.
+func TestConformance(t *testing.T) {
+	sshd := filemtest.StartSSHD(t)
+	plmtest.Run(t, plmtest.Options{
+		Nodes:   []string{"127.0.0.1", "root@127.0.0.1"},
+		Network: "tcp",
+		NewModule: func(t *testing.T, daemon string) plm.Module {
+			params := mca.NewParams()
+			set := frameworks.New(params)
+			set.PLM.Register(New())
+			vals, err := params.ResolveSettings([]mca.Setting{
+				{Name: ParamArgs, Value: sshd.SSHArgs()},
+				{Name: ParamDaemonPath, Value: daemon},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := set.PLM.SelectOne(t.Context(), vals, mca.RoleHNP, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.Module
+		},
+	})
 }
