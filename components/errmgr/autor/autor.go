@@ -66,9 +66,8 @@ func (component) Info() mca.ComponentInfo {
 
 // Query answers when autor was asked for and C/R is on.
 func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
-	if !q.Values.Bool(ParamEnable) && !mca.Names(q.Values, errmgr.Name, Name) {
-		return nil, 0, fmt.Errorf("errmgr/autor: not asked for (name it, --mca %s %s,%s, or set %s=1): %w",
-			errmgr.Name, Name, errmgr.DefaultName, ParamEnable, mca.ErrSkip)
+	if err := q.SkipUnlessAsked(errmgr.Name, Name, ParamEnable, Name+","+errmgr.DefaultName); err != nil {
+		return nil, 0, err
 	}
 	if !q.Values.Bool("ft_cr_enabled") {
 		return nil, 0, fmt.Errorf("errmgr/autor: it restarts jobs from their checkpoints, and checkpoint/restart is off: run with -am ft-enable-cr: %w", mca.ErrSkip)

@@ -69,9 +69,8 @@ func (component) Info() mca.ComponentInfo {
 // selection, or with errmgr_sustain_enable. Otherwise it skips, so an
 // application not written for failures is aborted as before.
 func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
-	if !q.Values.Bool(ParamEnable) && !mca.Names(q.Values, errmgr.Name, Name) {
-		return nil, 0, fmt.Errorf("errmgr/sustain: not asked for (name it, --mca %s %s,%s, or set %s=1): %w",
-			errmgr.Name, Name, errmgr.DefaultName, ParamEnable, mca.ErrSkip)
+	if err := q.SkipUnlessAsked(errmgr.Name, Name, ParamEnable, Name+","+errmgr.DefaultName); err != nil {
+		return nil, 0, err
 	}
 	limit := q.Values.Int(ParamMaxFailures)
 	if limit < 0 {

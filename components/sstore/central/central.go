@@ -48,8 +48,8 @@ func (component) Info() mca.ComponentInfo {
 // Query answers when checkpoint/restart is on (ft_cr_enabled) or when
 // sstore names central explicitly; with C/R off, none is left to refuse.
 func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
-	if !q.Values.Bool("ft_cr_enabled") && !mca.Names(q.Values, sstore.Name, Name) {
-		return nil, 0, fmt.Errorf("sstore/central: checkpoint/restart is off (ft_cr_enabled=0): %w", mca.ErrSkip)
+	if err := q.SkipUnlessCR(sstore.Name, Name); err != nil {
+		return nil, 0, err
 	}
 	return module{}, q.Priority, nil
 }

@@ -97,8 +97,8 @@ type config struct {
 // Query answers when checkpoint/restart is on (ft_cr_enabled) or when
 // sstore names stage explicitly; bad parameter values fail it.
 func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
-	if !q.Values.Bool("ft_cr_enabled") && !mca.Names(q.Values, sstore.Name, Name) {
-		return nil, 0, fmt.Errorf("sstore/stage: checkpoint/restart is off (ft_cr_enabled=0): %w", mca.ErrSkip)
+	if err := q.SkipUnlessCR(sstore.Name, Name); err != nil {
+		return nil, 0, err
 	}
 	v := q.Values
 	c := config{
