@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gompi/frameworks"
 	"reflect"
 	"strings"
 	"testing"
 
+	errmgrdefault "gompi/components/errmgr/default"
 	"gompi/frameworks/errmgr"
+	"gompi/frameworks/errmgr/errmgrtest"
 	"gompi/mca"
 )
 
@@ -121,4 +124,14 @@ func TestQuery(t *testing.T) {
 			t.Errorf("%v: %v, want a skip saying %q", tt.settings, err, tt.skip)
 		}
 	}
+}
+
+// TestConformance runs the ErrMgr kit on the component selected as
+// gompirun selects it.
+func TestConformance(t *testing.T) {
+	errmgrtest.Run(t, errmgrtest.Options{
+		Component: New(),
+		Settings:  []mca.Setting{{Name: ParamEnable, Value: "1"}, {Name: "ft_cr_enabled", Value: "1"}},
+		Register:  func(set *frameworks.Set) { set.ErrMgr.Register(errmgrdefault.New()) },
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gompi/frameworks"
 	"maps"
 	"regexp"
 	"slices"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"gompi/components/errmgr/autor"
+	errmgrdefault "gompi/components/errmgr/default"
 	"gompi/frameworks/errmgr"
+	"gompi/frameworks/errmgr/errmgrtest"
 	"gompi/mca"
 )
 
@@ -235,4 +238,14 @@ func TestInfo(t *testing.T) {
 	if len(info.Params) != 1 || info.Params[0].Name != ParamEnable || info.Params[0].Default != "1" || info.Params[0].Type != mca.Bool {
 		t.Errorf("params %+v, want %s, a Bool defaulting to 1", info.Params, ParamEnable)
 	}
+}
+
+// TestConformance runs the ErrMgr kit on the component selected as
+// gompirun selects it.
+func TestConformance(t *testing.T) {
+	errmgrtest.Run(t, errmgrtest.Options{
+		Component: New(),
+		Settings:  []mca.Setting{{Name: ParamEnable, Value: "1"}, {Name: "ft_cr_enabled", Value: "1"}},
+		Register:  func(set *frameworks.Set) { set.ErrMgr.Register(errmgrdefault.New()) },
+	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"gompi/frameworks"
 	"gompi/frameworks/errmgr"
+	"gompi/frameworks/errmgr/errmgrtest"
 	"gompi/mca"
 )
 
@@ -149,4 +150,14 @@ func TestStackedSelectionDefaultLast(t *testing.T) {
 		st.Report != "gompirun: job aborted: rank 2 on node n1 exited with status 3\ngompirun: tried before aborting: recovering: failed: recovering: rank 2: not mine" {
 		t.Errorf("without default: %v, report %q", d, st.Report)
 	}
+}
+
+// TestConformance runs the ErrMgr kit on the component selected as
+// gompirun selects it.
+func TestConformance(t *testing.T) {
+	errmgrtest.Run(t, errmgrtest.Options{
+		Component: New(),
+		Settings:  nil,
+		Register:  nil,
+	})
 }

@@ -11,6 +11,7 @@ import (
 	errmgrdefault "gompi/components/errmgr/default"
 	"gompi/frameworks"
 	"gompi/frameworks/errmgr"
+	"gompi/frameworks/errmgr/errmgrtest"
 	"gompi/mca"
 )
 
@@ -263,3 +264,13 @@ func TestStack(t *testing.T) {
 }
 
 var _ errmgr.Runtime = (*job)(nil)
+
+// TestConformance runs the ErrMgr kit on the component selected as
+// gompirun selects it.
+func TestConformance(t *testing.T) {
+	errmgrtest.Run(t, errmgrtest.Options{
+		Component: New(),
+		Settings:  []mca.Setting{{Name: ParamEnable, Value: "1"}},
+		Register:  func(set *frameworks.Set) { set.ErrMgr.Register(errmgrdefault.New()) },
+	})
+}
