@@ -67,7 +67,9 @@ func build() error {
 		return err
 	}
 	modRoot := filepath.Dir(strings.TrimSpace(string(out)))
-	args := []string{"build", "-o", bin + "/"}
+	// gompitest: the binaries carry the test hooks the crash matrix
+	// uses (snapc_full_test_pause_at); users' builds do not.
+	args := []string{"build", "-tags", "gompitest", "-o", bin + "/"}
 	if raceBuild {
 		args = append(args, "-race")
 	}

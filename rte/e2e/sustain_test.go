@@ -38,7 +38,7 @@ func buildSustain(t *testing.T) {
 		if sustainErr = os.MkdirAll(sustainBin, 0o700); sustainErr != nil {
 			return
 		}
-		args := []string{"build", "-o", sustainBin + "/"}
+		args := []string{"build", "-tags", "gompitest", "-o", sustainBin + "/"} // as the other binaries (harness_test.go)
 		if raceBuild {
 			args = append(args, "-race")
 		}

@@ -34,9 +34,6 @@ const chunkSize = 1 << 20
 // tmpMarker is part of every temporary name, so a leftover is recognisable.
 const tmpMarker = ".filem-tmp-"
 
-// afterChunk, when set by a test, runs after each chunk a copy writes.
-var afterChunk func()
-
 type component struct{}
 
 // New returns the raw FileM component.
@@ -72,6 +69,13 @@ func (component) Query(ctx context.Context, q mca.Query) (filem.Module, int, err
 type module struct {
 	max  int
 	host string
+	copier
+}
+
+// copier copies files and trees. Its one field is a seam for the
+// package's tests: the modules Query makes leave it nil.
+type copier struct {
+	afterChunk func() // runs after each chunk a copy writes
 }
 
 func (m *module) Put(ctx context.Context, ts []filem.Transfer) error {
@@ -151,7 +155,7 @@ func (m *module) copyOne(ctx context.Context, op, name string, r filem.Remote, s
 	if src == "" || dst == "" {
 		return fail(errors.New("empty path"))
 	}
-	if err := copyPath(ctx, src, dst); err != nil {
+	if err := m.copyPath(ctx, src, dst); err != nil {
 		return fail(err)
 	}
 	return nil
@@ -165,7 +169,7 @@ func dstName(op string, r filem.Remote, dst string) string {
 }
 
 // copyPath copies the file or tree at src to dst, replacing dst.
-func copyPath(ctx context.Context, src, dst string) error {
+func (c copier) copyPath(ctx context.Context, src, dst string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return err
@@ -191,7 +195,7 @@ func copyPath(ctx context.Context, src, dst string) error {
 			return err
 		}
 		tmp = f.Name()
-		if err := fillFile(ctx, f, src, fi.Mode()); err != nil {
+		if err := c.fillFile(ctx, f, src, fi.Mode()); err != nil {
 			os.Remove(tmp)
 			return err
 		}
@@ -200,7 +204,7 @@ func copyPath(ctx context.Context, src, dst string) error {
 		if err != nil {
 			return err
 		}
-		if err := copyTree(ctx, src, tmp, fi.Mode()); err != nil {
+		if err := c.copyTree(ctx, src, tmp, fi.Mode()); err != nil {
 			os.RemoveAll(tmp)
 			return err
 		}
@@ -260,14 +264,14 @@ func replace(tmp, dst string) error {
 
 // fillFile copies src into the open temporary file f, gives it mode and
 // syncs it. f is closed on return.
-func fillFile(ctx context.Context, f *os.File, src string, mode fs.FileMode) error {
+func (c copier) fillFile(ctx context.Context, f *os.File, src string, mode fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		f.Close()
 		return err
 	}
 	defer in.Close()
-	if err := copyChunks(ctx, f, in); err != nil {
+	if err := c.copyChunks(ctx, f, in); err != nil {
 		f.Close()
 		return err
 	}
@@ -282,14 +286,14 @@ func fillFile(ctx context.Context, f *os.File, src string, mode fs.FileMode) err
 	return f.Close()
 }
 
-func copyChunks(ctx context.Context, w io.Writer, r io.Reader) error {
+func (c copier) copyChunks(ctx context.Context, w io.Writer, r io.Reader) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		n, err := io.CopyN(w, r, chunkSize)
-		if afterChunk != nil {
-			afterChunk()
+		if c.afterChunk != nil {
+			c.afterChunk()
 		}
 		if err == io.EOF {
 			return nil
@@ -306,7 +310,7 @@ func copyChunks(ctx context.Context, w io.Writer, r io.Reader) error {
 // copyTree fills the existing, empty directory dst with the contents of src
 // and gives it mode. Files inside are written directly: the whole tree is
 // still under a temporary name.
-func copyTree(ctx context.Context, src, dst string, mode fs.FileMode) error {
+func (c copier) copyTree(ctx context.Context, src, dst string, mode fs.FileMode) error {
 	ents, err := os.ReadDir(src)
 	if err != nil {
 		return err
@@ -326,14 +330,14 @@ func copyTree(ctx context.Context, src, dst string, mode fs.FileMode) error {
 			if err != nil {
 				return err
 			}
-			if err := fillFile(ctx, f, s, fi.Mode()); err != nil {
+			if err := c.fillFile(ctx, f, s, fi.Mode()); err != nil {
 				return err
 			}
 		case fi.IsDir():
 			if err := os.Mkdir(d, 0o700); err != nil {
 				return err
 			}
-			if err := copyTree(ctx, s, d, fi.Mode()); err != nil {
+			if err := c.copyTree(ctx, s, d, fi.Mode()); err != nil {
 				return err
 			}
 		case fi.Mode()&fs.ModeSymlink != 0:

@@ -100,8 +100,7 @@ func TestCancelDuringCopy(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	chunks := 0
-	afterChunk = func() { chunks++; cancel() }
-	t.Cleanup(func() { afterChunk = nil })
+	m.(*module).afterChunk = func() { chunks++; cancel() }
 	err := m.Put(ctx, []filem.Transfer{{Local: src, Remote: filem.Remote{Path: dst}}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("put cancelled mid-copy: %v, want context.Canceled", err)

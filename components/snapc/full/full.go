@@ -28,12 +28,23 @@ const Priority = 20
 // ParamQueryTimeout bounds the first question of a checkpoint.
 const ParamQueryTimeout = "snapc_full_query_timeout"
 
-type component struct{}
+// component is snapc/full. hooks registers the test hooks' parameters
+// (hook.go): set in builds with -tags gompitest and in the package's own
+// tests, never in the binaries users get.
+type component struct{ hooks bool }
 
 // New returns the full SnapC component.
-func New() mca.Component[snapc.Module] { return component{} }
+func New() mca.Component[snapc.Module] { return component{hooks: testHooks} }
 
-func (component) Info() mca.ComponentInfo {
+func (c component) Info() mca.ComponentInfo {
+	params := []mca.ParamSpec{
+		{Name: ParamQueryTimeout, Type: mca.Duration, Default: "60s", Level: mca.LevelTuner,
+			Help: "How long each rank has to answer the first question of a checkpoint (its safe-point count); a rank that does not answer fails the request. 0 means no limit"},
+	}
+	if c.hooks {
+		params = append(params, mca.ParamSpec{Name: ParamPauseAt, Type: mca.String, Level: mca.LevelDev + 2,
+			Help: "Test hook, not a feature: pause a checkpoint at this point (query, seq, write, local, sync, commit, committed; point:seq for one sequence) until the test kills a process"})
+	}
 	return mca.ComponentInfo{
 		Framework:   snapc.Name,
 		Name:        Name,
@@ -41,12 +52,7 @@ func (component) Info() mca.ComponentInfo {
 		Version:     "1.0.0",
 		Priority:    Priority,
 		Origin:      "built-in",
-		Params: []mca.ParamSpec{
-			{Name: ParamQueryTimeout, Type: mca.Duration, Default: "60s", Level: mca.LevelTuner,
-				Help: "How long each rank has to answer the first question of a checkpoint (its safe-point count); a rank that does not answer fails the request. 0 means no limit"},
-			{Name: ParamPauseAt, Type: mca.String, Level: mca.LevelDev + 2,
-				Help: "Test hook, not a feature: pause a checkpoint at this point (query, seq, write, local, sync, commit, committed; point:seq for one sequence) until the test kills a process"},
-		},
+		Params:      params,
 	}
 }
 
@@ -55,8 +61,10 @@ func (component) Query(_ context.Context, q mca.Query) (snapc.Module, int, error
 	if !q.Values.Bool("ft_cr_enabled") && !mca.Names(q.Values, snapc.Name, Name) {
 		return nil, 0, fmt.Errorf("snapc/full: checkpoint/restart is off (ft_cr_enabled=0): %w", mca.ErrSkip)
 	}
-	if _, err := ParsePausePoint(q.Values.String(ParamPauseAt)); err != nil {
-		return nil, 0, err
+	if q.Values.Has(ParamPauseAt) { // a build with the test hooks
+		if _, err := ParsePausePoint(q.Values.String(ParamPauseAt)); err != nil {
+			return nil, 0, err
+		}
 	}
 	return module{}, q.Priority, nil
 }

@@ -23,7 +23,7 @@ func values(t *testing.T, settings ...string) *mca.Values {
 	t.Helper()
 	params := mca.NewParams()
 	fw := mca.NewFramework[snapc.Module](params, snapc.Name, "test", mca.WithParams(snapc.FrameworkParams()...))
-	fw.Register(New())
+	fw.Register(newWithHooks())
 	mca.NewFramework[sstore.Module](params, sstore.Name, "test").Register(central.New())
 	var s []mca.Setting
 	for _, kv := range settings {
@@ -647,7 +647,7 @@ func TestComponent(t *testing.T) {
 		{[]string{"ft_cr_enabled=1", ParamPauseAt + "=never"}, false},
 	}
 	for _, tt := range tests {
-		m, _, err := New().Query(context.Background(), mca.Query{Values: values(t, tt.settings...), Priority: 20})
+		m, _, err := newWithHooks().Query(context.Background(), mca.Query{Values: values(t, tt.settings...), Priority: 20})
 		if tt.answers != (err == nil) {
 			t.Errorf("%v: %v", tt.settings, err)
 		}

@@ -14,7 +14,9 @@ import (
 // is gone (so killing gompi-checkpoint lets the checkpoint finish by
 // itself) or when the request fails; gompid's when the request is
 // cancelled. Each pause is announced with a warning
-// "snapc/full test hook: paused at <point> of seq <n>".
+// "snapc/full test hook: paused at <point> of seq <n>". The parameter
+// exists only in builds with -tags gompitest (hooks_on.go), which the
+// end-to-end tests make, and in this package's tests.
 const ParamPauseAt = "snapc_full_test_pause_at"
 
 // The pause points, in the order a checkpoint reaches them.
