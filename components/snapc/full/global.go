@@ -64,16 +64,6 @@ const (
 	loopHolding                  // for the end of a migration's hold
 )
 
-// hold is a committed migration checkpoint whose ranks are held.
-type hold struct {
-	id        uint64
-	seq       int
-	place     *placement    // as it was for the request: its nodes hold the ranks
-	saved     []int         // the ranks saved (Request.Ranks), ascending
-	releasing bool          // Release is sending it to the nodes
-	over      chan struct{} // closed when the hold ends (endHoldLocked)
-}
-
 type appResult struct {
 	target uint64
 	res    snapc.Result
@@ -295,31 +285,6 @@ func (g *global) Checkpoint(ctx context.Context, req snapc.Request, progress fun
 	return r.wait(ctx, progress)
 }
 
-// checkMigration checks the ranks of a migration's request and returns
-// them ascending (nil for a checkpoint of the whole job).
-func (g *global) checkMigration(req snapc.Request) ([]int, error) {
-	if len(req.Ranks) == 0 {
-		return nil, nil
-	}
-	switch {
-	case req.Options.Term:
-		return nil, fmt.Errorf("snapc/full: %w: a migration of ranks %v cannot end the job (term): its saved ranks end at its release, the others resume; checkpoint the whole job to end it", snapc.ErrRefused, req.Ranks)
-	case req.Options.Stop:
-		return nil, fmt.Errorf("snapc/full: %w: a migration of ranks %v cannot stop the ranks (stop): every rank is held until its release", snapc.ErrRefused, req.Ranks)
-	}
-	ranks := slices.Clone(req.Ranks)
-	slices.Sort(ranks)
-	for i, r := range ranks {
-		if r < 0 || r >= g.ranks {
-			return nil, fmt.Errorf("snapc/full: %w: migration of rank %d: the job has ranks 0 to %d", snapc.ErrRefused, r, g.ranks-1)
-		}
-		if i > 0 && ranks[i-1] == r {
-			return nil, fmt.Errorf("snapc/full: %w: migration of ranks %v names rank %d twice", snapc.ErrRefused, req.Ranks, r)
-		}
-	}
-	return ranks, nil
-}
-
 // AppCheckpoint runs, or joins, the checkpoint the ranks ask for at target.
 func (g *global) AppCheckpoint(ctx context.Context, rank int, target uint64, opts crs.Options) (snapc.Result, error) {
 	if rank < 0 || rank >= g.ranks {
@@ -496,10 +461,10 @@ func (g *global) event(r *request, p snapc.Phase, node string, seq int, detail s
 	r.emit(snapc.Event{Phase: p, Node: node, Seq: seq, Detail: detail, Time: time.Now()})
 }
 
-// run is one checkpoint, from query to commit. A migration's (r.migrate)
-// ends holding every rank (g.held) instead of letting them go on.
+// run is one checkpoint, from query to commit (checkpoint.go). A
+// migration's (migrationPath) ends holding every rank (g.held) instead of
+// letting them go on.
 func (g *global) run(r *request) (snapc.Result, error) {
-	start := time.Now()
 	// Storage calls (a remote reference's metadata) end when the request
 	// is stopped.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -511,214 +476,12 @@ func (g *global) run(r *request) (snapc.Result, error) {
 		case <-ctx.Done():
 		}
 	}()
-	ref := g.spec.Ref
-	place := r.place
-	mig := r.migrate != nil
-	seq := -1
-	fail := func(err error) (snapc.Result, error) {
-		g.cancelAll(r)
-		if seq < 0 {
-			if !errors.Is(err, snapc.ErrRefused) {
-				err = fmt.Errorf("%w: %w", snapc.ErrFailed, err)
-			}
-			err = fmt.Errorf("snapc/full: %w", err)
-		} else {
-			err = fmt.Errorf("snapc/full: %w: sequence %d of %s stays uncommitted (earlier sequences are intact): %w", snapc.ErrFailed, seq, ref.Name, err)
-		}
-		g.event(r, snapc.PhaseFailed, "", seq, err.Error())
-		g.log.Warn("checkpoint failed", "request", r.id, "migrate", r.migrate, "err", err)
-		return snapc.Result{}, err
-	}
-	if mig {
-		g.event(r, snapc.PhaseRequested, "", -1, fmt.Sprintf("request %d: a migration of ranks %v", r.id, r.migrate))
-	} else {
-		g.event(r, snapc.PhaseRequested, "", -1, fmt.Sprintf("request %d", r.id))
-	}
-	g.mu.Lock()
-	for _, n := range place.nodes {
-		if why, ok := g.lost[n]; ok {
-			g.mu.Unlock()
-			return fail(fmt.Errorf("node %s was lost: %s", n, why))
-		}
-	}
-	g.mu.Unlock()
-
-	meta, err := g.readMeta(ctx)
+	c := &ckpt{g: g, r: r, path: r.path(), ctx: ctx, start: time.Now(), ref: g.spec.Ref, place: r.place, seq: -1}
+	res, err := c.steps()
 	if err != nil {
-		return fail(err)
-	}
-	planned := meta.NextSeq()
-
-	// Query: every rank's count, and whether it can be saved at all. A
-	// migration asks every rank too: the held ones must reach the same
-	// safe point with their channels drained.
-	var refusals []string
-	var maxCount uint64
-	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalQuery, Seq: planned, Ref: ref, Options: r.opts}, place.nodeRanks,
-		func(node string, rr snapc.RankReply) error {
-			if !rr.Checkpointable {
-				reason := rr.Reason
-				if reason == "" {
-					reason = "it gave no reason"
-				}
-				refusals = append(refusals, fmt.Sprintf("rank %d on node %s cannot be checkpointed: %s", rr.Rank, node, reason))
-			}
-			maxCount = max(maxCount, rr.Count)
-			return nil
-		}, nil, nil)
-	if err != nil {
-		return fail(err)
-	}
-	if len(refusals) > 0 {
-		sort.Strings(refusals)
-		return fail(fmt.Errorf("%w: %s; no rank was affected", snapc.ErrRefused, strings.Join(refusals, "; ")))
-	}
-	target := maxCount + 1
-	if r.app {
-		target = r.want
-	}
-	r.mu.Lock()
-	r.target = target
-	r.mu.Unlock()
-	if mig {
-		g.event(r, snapc.PhaseQuery, "", -1, fmt.Sprintf("%d ranks can be checkpointed; target safe point %d; saving ranks %v for a migration, the others are held", g.ranks, target, r.migrate))
-	} else {
-		g.event(r, snapc.PhaseQuery, "", -1, fmt.Sprintf("%d ranks can be checkpointed; target safe point %d", g.ranks, target))
-	}
-	if err := g.pauseAt(r, PauseQuery, planned); err != nil {
-		return fail(err)
-	}
-
-	// The sequence is recorded, uncommitted, before anything is written.
-	seq = meta.NextSeq()
-	meta.Seqs = append(meta.Seqs, sstore.SeqRecord{Seq: seq, Migrate: mig, Started: time.Now()})
-	if err := g.metaStore().WriteGlobal(ctx, ref, meta); err != nil {
-		seq = -1
-		return fail(fmt.Errorf("%w (check %s)", err, snapc.ParamGlobalDir))
-	}
-	if err := g.pauseAt(r, PauseSeq, seq); err != nil {
-		return fail(err)
-	}
-
-	// Target: each node asks its ranks to save at the target (a
-	// migration: its ranks of r.migrate save, the others hold there).
-	var rankErrs []string
-	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalTarget, Seq: seq, Ref: ref, Target: target, Options: r.opts, Ranks: r.migrate},
-		place.nodeRanks,
-		func(node string, rr snapc.RankReply) error {
-			if rr.Err != "" {
-				rankErrs = append(rankErrs, fmt.Sprintf("rank %d on node %s: %s", rr.Rank, node, rr.Err))
-			}
-			return nil
-		},
-		func(rep snapc.LocalReply) {
-			for _, rr := range rep.Ranks {
-				if rr.Err != "" {
-					return
-				}
-			}
-			g.event(r, snapc.PhaseLocalWrite, rep.Node, seq, r.describeWrite(rep))
-		},
-		func() {
-			if mig {
-				g.event(r, snapc.PhaseTarget, "", seq, fmt.Sprintf("sequence %d recorded in %s for a migration (not a restart point); ranks %v save at safe point %d, the others hold there",
-					seq, ref.Name, r.migrate, target))
-			} else {
-				g.event(r, snapc.PhaseTarget, "", seq, fmt.Sprintf("sequence %d recorded in %s; ranks save at safe point %d", seq, ref.Name, target))
-			}
-		})
-	if err == nil && len(rankErrs) > 0 {
-		sort.Strings(rankErrs)
-		err = errors.New(strings.Join(rankErrs, "; "))
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if err := g.pauseAt(r, PauseLocal, seq); err != nil {
-		return fail(err)
-	}
-
-	// Sync: every node with saved ranks makes their local snapshots stable.
-	saved := place.nodeRanks
-	if mig {
-		saved = place.only(r.migrate)
-	}
-	got := map[int]sstore.ProcRecord{}
-	err = g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalSync, Seq: seq, Ref: ref, Options: r.opts, Ranks: r.migrate}, saved,
-		func(node string, rr snapc.RankReply) error {
-			if rr.Err != "" {
-				return fmt.Errorf("rank %d on node %s: %s", rr.Rank, node, rr.Err)
-			}
-			got[rr.Rank] = sstore.ProcRecord{Rank: rr.Rank, Node: node, CRS: rr.CRS}
-			return nil
-		}, nil, nil)
-	if err != nil {
-		return fail(err)
-	}
-	procs := make([]sstore.ProcRecord, 0, len(got))
-	for _, p := range got {
-		procs = append(procs, p)
-	}
-	slices.SortFunc(procs, func(a, b sstore.ProcRecord) int { return a.Rank - b.Rank })
-	g.event(r, snapc.PhaseSync, "", seq, fmt.Sprintf("%d local snapshots stable", len(procs)))
-	if err := g.pauseAt(r, PauseCommit, seq); err != nil {
-		return fail(err)
-	}
-	if err := r.stopped(); err != nil {
-		return fail(err)
-	}
-
-	// Commit: the ranks' records and the commit mark, last, atomically.
-	rec, _ := meta.Seq(seq)
-	rec.Procs, rec.Committed, rec.Finished = procs, true, time.Now()
-	if err := g.metaStore().WriteGlobal(ctx, ref, meta); err != nil {
-		return fail(err)
-	}
-	res := snapc.Result{Ref: ref.Name, Dir: ref.Dir, Seq: seq, Duration: time.Since(start)}
-	if mig {
-		// The hold starts before anyone can see the result, so the
-		// release that follows it always finds it; a node lost or the
-		// job's end meanwhile already said there is nothing to hold.
-		g.mu.Lock()
-		if g.closed == nil && r.stopped() == nil {
-			g.held = &hold{id: r.id, seq: seq, place: place, saved: r.migrate, over: make(chan struct{})}
-		}
-		g.mu.Unlock()
-		g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed for a migration (not a restart point): %s; ranks %v saved, every rank holds until the release",
-			seq, ref, r.migrate))
-		g.log.Info("migration checkpoint committed; ranks held", "ref", ref.String(), "seq", seq, "saved", r.migrate, "took", res.Duration)
-	} else {
-		g.event(r, snapc.PhaseCommit, "", seq, fmt.Sprintf("sequence %d committed: %s", seq, ref))
-		g.log.Info("checkpoint committed", "ref", ref.String(), "seq", seq, "took", res.Duration)
-	}
-	if err := g.pauseAt(r, PauseCommitted, seq); err != nil {
-		g.log.Warn("checkpoint committed, but the job is ending", "seq", seq, "err", err)
-	}
-	if mig {
-		// The ranks stay held: Release ends the request on the nodes.
-		return res, nil
-	}
-	for _, n := range place.nodes {
-		_ = g.link.Send(n, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalDone, Seq: seq, Ref: ref})
-	}
-	if r.opts.Term {
-		g.link.Terminate()
+		return c.fail(err)
 	}
 	return res, nil
-}
-
-// describeWrite is a node's local write as a status line shows it.
-func (r *request) describeWrite(rep snapc.LocalReply) string {
-	if r.migrate == nil {
-		return fmt.Sprintf("%d local snapshots written", len(rep.Ranks))
-	}
-	saved := 0
-	for _, rr := range rep.Ranks {
-		if _, ok := slices.BinarySearch(r.migrate, rr.Rank); ok {
-			saved++
-		}
-	}
-	return fmt.Sprintf("%d local snapshots written, %d ranks held unsaved", saved, len(rep.Ranks)-saved)
 }
 
 // round sends req to every node of want and collects one reply from each,
@@ -815,20 +578,6 @@ func (g *global) round(r *request, req snapc.LocalRequest, want map[string][]int
 	return nil
 }
 
-// only is the placement's nodes restricted to ranks (ascending): the
-// nodes that run some of them, each with its ranks among them.
-func (p *placement) only(ranks []int) map[string][]int {
-	out := map[string][]int{}
-	for _, n := range p.nodes {
-		for _, r := range p.nodeRanks[n] {
-			if _, ok := slices.BinarySearch(ranks, r); ok {
-				out[n] = append(out[n], r)
-			}
-		}
-	}
-	return out
-}
-
 // checkRanks makes sure a node answered for exactly the ranks asked of it
 // (want, ascending).
 func checkRanks(rep snapc.LocalReply, want []int) error {
@@ -909,60 +658,6 @@ func storedSettings(in []mca.Setting) []mca.Setting {
 		}
 	}
 	return out
-}
-
-// Release ends the held migration checkpoint: every node that held ranks
-// gets a LocalRelease, then the hold is cleared and queued requests may
-// run. Leave must name only ranks the migration saved (the others have no
-// local snapshot to run again from); a refused release keeps the hold.
-// The nodes are told on a goroutine of their own: gompirun calls Release
-// from its event loop, which is also what delivers NodeLink.Send.
-func (g *global) Release(rel snapc.Release) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	h := g.held
-	switch {
-	case h == nil:
-		return errors.New("snapc/full: release: no migration checkpoint holds the job's ranks (none was committed, it was released already, or a lost node or the job's end ended it)")
-	case h.releasing:
-		return fmt.Errorf("snapc/full: release: migration sequence %d is being released already", h.seq)
-	}
-	leave := slices.Clone(rel.Leave)
-	slices.Sort(leave)
-	for i, r := range leave {
-		if _, ok := slices.BinarySearch(h.saved, r); !ok {
-			return fmt.Errorf("snapc/full: release of migration sequence %d: rank %d cannot leave: the migration saved only ranks %v; the ranks stay held", h.seq, r, h.saved)
-		}
-		if i > 0 && leave[i-1] == r {
-			return fmt.Errorf("snapc/full: release of migration sequence %d: rank %d leaves twice; the ranks stay held", h.seq, r)
-		}
-	}
-	// The hold stays set while the nodes are told, so no queued request
-	// reaches a node before the release does.
-	h.releasing = true
-	go g.release(h, snapc.LocalRequest{ID: h.id, Kind: snapc.LocalRelease, Seq: h.seq, Ref: g.spec.Ref, Leave: leave, Peers: rel.Peers})
-	return nil
-}
-
-// release sends req to every node of hold h, then ends h.
-func (g *global) release(h *hold, req snapc.LocalRequest) {
-	for _, n := range h.place.nodes {
-		g.mu.Lock()
-		_, lost := g.lost[n]
-		g.mu.Unlock()
-		if lost {
-			continue
-		}
-		if err := g.link.Send(n, req); err != nil {
-			g.log.Error("migration release not sent: the node's held ranks stay held", "node", n, "seq", h.seq, "err", err)
-		}
-	}
-	g.mu.Lock()
-	if g.held == h {
-		g.endHoldLocked()
-	}
-	g.mu.Unlock()
-	g.log.Info("migration released", "seq", h.seq, "leave", req.Leave)
 }
 
 var _ snapc.Global = (*global)(nil)
