@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/sstoretest"
 	"gompi/mca"
 )
 
@@ -158,4 +159,16 @@ func TestSyncRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConformance runs the SStore kit on the module the component answers
+// with when C/R is on.
+func TestConformance(t *testing.T) {
+	sstoretest.Run(t, func(t *testing.T) sstore.Module {
+		m, _, err := New().Query(t.Context(), mca.Query{Values: values(t, "ft_cr_enabled=1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, sstoretest.Options{})
 }

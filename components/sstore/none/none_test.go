@@ -8,6 +8,7 @@ import (
 
 	"gompi/frameworks"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/sstoretest"
 	"gompi/mca"
 )
 
@@ -71,4 +72,15 @@ func TestSelect(t *testing.T) {
 	if err := c.Module.Remove(context.Background(), sstore.Ref{}, 0); !errors.Is(err, sstore.ErrDisabled) {
 		t.Errorf("selected module Remove = %v, want sstore.ErrDisabled", err)
 	}
+}
+
+// TestConformance runs the SStore kit: none refuses every call.
+func TestConformance(t *testing.T) {
+	sstoretest.Run(t, func(t *testing.T) sstore.Module {
+		m, _, err := New().Query(t.Context(), mca.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, sstoretest.Options{Disabled: true})
 }

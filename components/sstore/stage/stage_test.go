@@ -13,6 +13,7 @@ import (
 
 	"gompi/frameworks/filem"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/sstoretest"
 	"gompi/frameworks/sstore/compress"
 	"gompi/mca"
 )
@@ -411,4 +412,11 @@ func mustLocalDir(t testing.TB, f *fixture, ref sstore.Ref, seq, rank int) strin
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestConformance runs the SStore kit on stage selected and provisioned as
+// gompid does (node n1, FileM raw), its node-local root and global folder
+// in temporary directories.
+func TestConformance(t *testing.T) {
+	sstoretest.Run(t, func(t *testing.T) sstore.Module { return newFixture(t, nil).m }, sstoretest.Options{})
 }

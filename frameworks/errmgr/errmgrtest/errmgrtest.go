@@ -87,7 +87,9 @@ func Run(t *testing.T, opts Options) {
 }
 
 // selection is a stacked selection as gompirun makes it.
-type selection struct{ cands []mca.Candidate[errmgr.Module] }
+type selection struct {
+	cands []mca.Candidate[errmgr.Module]
+}
 
 func selected(t *testing.T, opts Options) selection {
 	t.Helper()
