@@ -58,8 +58,8 @@ func (c component) Info() mca.ComponentInfo {
 
 // Query answers when checkpoint/restart is on or snapc names full.
 func (component) Query(_ context.Context, q mca.Query) (snapc.Module, int, error) {
-	if !q.Values.Bool("ft_cr_enabled") && !mca.Names(q.Values, snapc.Name, Name) {
-		return nil, 0, fmt.Errorf("snapc/full: checkpoint/restart is off (ft_cr_enabled=0): %w", mca.ErrSkip)
+	if err := q.SkipUnlessCR(snapc.Name, Name); err != nil {
+		return nil, 0, err
 	}
 	if q.Values.Has(ParamPauseAt) { // a build with the test hooks
 		if _, err := ParsePausePoint(q.Values.String(ParamPauseAt)); err != nil {
