@@ -14,6 +14,7 @@ import (
 	"gompi/components/sstore/central"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
+	"gompi/frameworks/snapc/snapctest"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
 )
@@ -734,4 +735,17 @@ func TestDescribeProgress(t *testing.T) {
 			t.Errorf("describeProgress(%+v) = %q, want %q", tt.p, got, tt.want)
 		}
 	}
+}
+
+// TestConformance runs the SnapC kit on full as selected with C/R on, its
+// nodes storing with central.
+func TestConformance(t *testing.T) {
+	vals := values(t, "ft_cr_enabled=1")
+	snapctest.Run(t, func(t *testing.T) snapc.Module {
+		m, _, err := New().Query(t.Context(), mca.Query{Values: vals, Priority: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, snapctest.Options{Values: vals, Store: storeOf(t, vals)})
 }

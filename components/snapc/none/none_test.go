@@ -8,6 +8,7 @@ import (
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
+	"gompi/frameworks/snapc/snapctest"
 	"gompi/mca"
 )
 
@@ -45,4 +46,15 @@ func TestSelect(t *testing.T) {
 	if _, err := c.Module.Checkpoint(context.Background(), snapc.Request{}); !errors.Is(err, snapc.ErrDisabled) {
 		t.Errorf("selected module Checkpoint = %v, want snapc.ErrDisabled", err)
 	}
+}
+
+// TestConformance runs the SnapC kit: none refuses every request.
+func TestConformance(t *testing.T) {
+	snapctest.Run(t, func(t *testing.T) snapc.Module {
+		m, _, err := New().Query(t.Context(), mca.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, snapctest.Options{Disabled: true})
 }

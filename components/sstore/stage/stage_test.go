@@ -13,8 +13,8 @@ import (
 
 	"gompi/frameworks/filem"
 	"gompi/frameworks/sstore"
-	"gompi/frameworks/sstore/sstoretest"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/sstoretest"
 	"gompi/mca"
 )
 
