@@ -186,21 +186,20 @@ func attach(p *mpi.Proc, cfg config) (*Coordinator, error) {
 			return nil
 		}
 	}
-	b := p.Bootstrap()
-	set, vals := b.Frameworks(), b.Values()
-	if set == nil || vals == nil {
-		return nil, fmt.Errorf("cr: rank %d: the runtime gave no framework registries or parameters", p.Rank())
+	// The rank's modules were selected when it started (boot.AssembleApp);
+	// the CRS is the job's, chosen once by gompirun.
+	mods := p.Modules()
+	if mods == nil {
+		return nil, fmt.Errorf("cr: rank %d: the rank has no modules (not started by mpi.InitWith)", p.Rank())
 	}
+	if mods.INCErr != nil {
+		return nil, fmt.Errorf("cr: rank %d: select the INC stack: %w", p.Rank(), mods.INCErr)
+	}
+	c.stack = mods.INC.Module
 	ctx := context.Background()
-	ic, err := set.INC.SelectOne(ctx, vals, mca.RoleApp, set.INC.Logger(c.log.Handler(), vals))
-	if err != nil {
-		return nil, fmt.Errorf("cr: rank %d: select the INC stack: %w", p.Rank(), err)
-	}
-	c.stack = ic.Module
-	cc, err := set.CRS.SelectOne(ctx, vals, mca.RoleApp, set.CRS.Logger(c.log.Handler(), vals))
-	switch {
-	case err != nil:
-		c.reason = fmt.Sprintf("rank %d: no CRS can save it (%v); run with -am ft-enable-cr (crs=self)", p.Rank(), err)
+	switch cc := mods.CRS; {
+	case mods.CRSErr != nil:
+		c.reason = fmt.Sprintf("rank %d: no CRS can save it (%v); run with -am ft-enable-cr (crs=self)", p.Rank(), mods.CRSErr)
 	default:
 		c.crs, c.crsName = cc.Module, cc.Info.Name
 		host := crs.Host{Rank: &crs.RankHost{Save: c.saveFiles}, Log: c.log}

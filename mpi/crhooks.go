@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gompi/boot"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,6 @@ import (
 
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
-	"gompi/mca"
 )
 
 // What the checkpoint/restart layer (package cr) needs from a Proc: the
@@ -184,27 +184,20 @@ func (p *Proc) finalizeApp() {
 	}
 }
 
-// selectCRCP installs the coordination protocol the job's parameters
-// select. crcp=none installs nothing, so the message path stays free.
-func (p *Proc) selectCRCP(ctx context.Context) error {
-	set, vals := p.boot.Frameworks(), p.boot.Values()
-	if set == nil || set.CRCP == nil || vals == nil {
-		return nil
-	}
-	c, err := set.CRCP.SelectOne(ctx, vals, mca.RoleApp, set.CRCP.Logger(p.log.Handler(), vals))
-	if err != nil {
-		if errors.Is(err, mca.ErrNoComponent) && vals.String("crcp") == "" {
-			return nil
-		}
-		return fmt.Errorf("mpi: init: select the coordination protocol (crcp = %q): %w", vals.String("crcp"), err)
-	}
-	if c.Info.Name == "none" {
-		return nil
+// installCRCP installs the coordination protocol the rank's assembly
+// selected. crcp=none installs nothing, so the message path stays free.
+func (p *Proc) installCRCP() {
+	c := p.modset.CRCP
+	if c == nil {
+		return
 	}
 	p.SetCRCP(c.Module)
 	p.log.Debug("coordination protocol installed", "crcp", c.Info.Name)
-	return nil
 }
+
+// Modules returns the modules the rank selected (boot.AssembleApp):
+// package cr takes its INC stack and CRS from them.
+func (p *Proc) Modules() *boot.App { return p.modset }
 
 // ReadLibraryState reads the library state of the local snapshot in dir
 // (snapc.LibraryStateFile) after checking its size and checksum against

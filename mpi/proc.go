@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gompi/boot"
 	"gompi/frameworks/btl"
 	"gompi/frameworks/crcp"
-	"gompi/mca"
 )
 
 // Reserved context ids. A communicator with handle h sends point-to-point
@@ -46,6 +46,7 @@ type Proc struct {
 	boot       Bootstrap
 	log        *slog.Logger
 
+	modset  *boot.App // the rank's selected modules (boot.AssembleApp)
 	mods    []btl.Module
 	modName []string
 	selfEP  []btl.Endpoint // per module, with the address it published
@@ -247,11 +248,13 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 			return nil, fmt.Errorf("mpi: init: %w", err)
 		}
 	}
+	p.modset, err = boot.AssembleApp(ctx, boot.AppInput{Set: b.Frameworks(), Values: b.Values(), Size: p.size, Log: p.log.Handler()})
+	if err != nil {
+		return nil, fmt.Errorf("mpi: init: %w", err)
+	}
 	// The protocol is installed after the restore (it is seeded with the
 	// restored totals) and before any message moves.
-	if err := p.selectCRCP(ctx); err != nil {
-		return nil, err
-	}
+	p.installCRCP()
 	if err := p.openTransports(ctx); err != nil {
 		p.closeModules()
 		return nil, err
@@ -267,19 +270,7 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 func (p *Proc) openTransports(ctx context.Context) error {
 	mine := map[string]string{"node": p.node}
 	if p.size > 1 {
-		var fw *mca.Framework[btl.Module]
-		if set := p.boot.Frameworks(); set != nil {
-			fw = set.BTL
-		}
-		if fw == nil {
-			return fmt.Errorf("mpi: init: the runtime gave no btl framework; the bootstrap's Frameworks() must hold the btl components")
-		}
-		vals := p.boot.Values()
-		cands, err := fw.Select(ctx, vals, mca.RoleApp, fw.Logger(p.log.Handler(), vals))
-		if err != nil {
-			return fmt.Errorf("mpi: init: select transports: %w", err)
-		}
-		for _, c := range cands {
+		for _, c := range p.modset.BTL {
 			self := btl.Endpoint{Job: p.job, Rank: p.rank, Node: p.node}
 			addr, err := c.Module.Listen(ctx, self, p.accept)
 			if err != nil {
@@ -293,7 +284,7 @@ func (p *Proc) openTransports(ctx context.Context) error {
 			mine["btl_"+c.Info.Name] = addr
 		}
 		if len(p.mods) == 0 {
-			return fmt.Errorf("mpi: init: no transport could listen (btl = %q); see the warnings above", vals.String("btl"))
+			return fmt.Errorf("mpi: init: no transport could listen (btl = %q); see the warnings above", p.boot.Values().String("btl"))
 		}
 	}
 	all, err := p.boot.Modex(ctx, mine)
@@ -932,9 +923,16 @@ func (p *Proc) closeIn() {
 	}
 }
 
+// closeModules closes the transports and then every other module the
+// rank selected (its set's one Close; closing twice is harmless).
 func (p *Proc) closeModules() {
 	for _, m := range p.mods {
 		m.Close()
+	}
+	if p.modset != nil {
+		if err := p.modset.Close(); err != nil {
+			p.log.Warn("close the rank's modules", "err", err)
+		}
 	}
 }
 

@@ -132,10 +132,12 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gompid: job parameters: %w", err)
 	}
 	defer p.Close()
-	cr, err := selectCR(ctx, p, opts.Node)
+	mods, err := boot.AssembleDaemon(ctx, p, opts.Node)
 	if err != nil {
 		return err
 	}
+	defer mods.Close()
+	cr := newCRState(p, mods)
 
 	d := &daemon{
 		job: opts.Job, node: opts.Node, nodeDir: nodeDir, secret: hs.Secret,

@@ -12,10 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"gompi/boot"
-	"gompi/frameworks/filem"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
-	"gompi/mca"
 	"gompi/mca/queue"
 	"gompi/rte"
 	"gompi/rte/control"
@@ -41,29 +39,12 @@ type crState struct {
 	nextCkpt uint64
 }
 
-// selectCR picks the node's SStore and SnapC modules; an SStore module
-// that moves files (stage) gets the node's name and its FileM module.
-func selectCR(ctx context.Context, p *boot.Process, node string) (*crState, error) {
-	st, err := p.Frameworks.SStore.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(sstore.Name))
-	if err != nil {
-		return nil, fmt.Errorf("gompid: choose the stable storage: %w", err)
-	}
-	if _, ok := st.Module.(mca.Provisioner[sstore.Host]); ok {
-		fm, err := p.Frameworks.FileM.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(filem.Name))
-		if err != nil {
-			return nil, fmt.Errorf("gompid: choose the file mover for sstore %s: %w", st.Info.Name, err)
-		}
-		if _, err := mca.Provision(ctx, st.Module, sstore.Host{Node: node, FileM: fm.Module, Log: p.FrameworkLogger(sstore.Name)}); err != nil {
-			return nil, fmt.Errorf("gompid: sstore %s: %w", st.Info.Name, err)
-		}
-	}
-	sc, err := p.Frameworks.SnapC.SelectOne(ctx, p.Values, mca.RoleDaemon, p.FrameworkLogger(snapc.Name))
-	if err != nil {
-		return nil, fmt.Errorf("gompid: choose the snapshot coordinator: %w", err)
-	}
-	cr := &crState{log: p.FrameworkLogger(snapc.Name), store: st.Module, apps: map[int]*appConn{}, pending: map[uint64]chan *pb.RankCheckpointDone{}}
-	cr.coord, _ = sc.Module.(snapc.Coordinator)
-	return cr, nil
+// newCRState takes the node's SStore and SnapC modules from the daemon's
+// assembled set (boot.AssembleDaemon), which selected and provisioned them.
+func newCRState(p *boot.Process, mods *boot.Daemon) *crState {
+	cr := &crState{log: p.FrameworkLogger(snapc.Name), store: mods.SStore.Module, apps: map[int]*appConn{}, pending: map[uint64]chan *pb.RankCheckpointDone{}}
+	cr.coord, _ = mods.SnapC.Module.(snapc.Coordinator)
+	return cr
 }
 
 // startLocal starts the node's local coordinator for the launched ranks.

@@ -16,7 +16,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -33,7 +32,6 @@ import (
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/plm"
 	"gompi/frameworks/sstore"
-	"gompi/mca"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -158,14 +156,12 @@ func Run(ctx context.Context, o Options) (int, error) {
 		}
 	}
 
-	plmCand, err := o.Proc.Frameworks.PLM.SelectOne(ctx, vals, mca.RoleHNP, log)
-	if err != nil {
-		return 1, fmt.Errorf("choose how to start daemons: %w", err)
-	}
-	stack, err := selectErrMgr(ctx, o.Proc)
+	mods, err := boot.AssembleHNP(ctx, o.Proc)
 	if err != nil {
 		return 1, err
 	}
+	defer mods.Close()
+	plmCand, stack := mods.PLM, mods.ErrMgr
 
 	id, err := NewJobID()
 	if err != nil {
@@ -191,7 +187,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return 1, err
 	}
 
-	j := newJob(id, o, m, program, cwd, stack, o.Proc.FrameworkLogger(errmgr.Name), log)
+	j := newJob(id, o, m, program, cwd, mods, o.Proc.FrameworkLogger(errmgr.Name), log)
 	if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{j}}); err != nil {
 		return 1, err
 	}
@@ -257,7 +253,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 			return 1, err
 		}
 		o.Restart = &Restart{Ref: rec.ref, Seq: rec.seq, Meta: o.Meta}
-		nj := newJob(id, o, next, program, cwd, stack, o.Proc.FrameworkLogger(errmgr.Name), log)
+		nj := newJob(id, o, next, program, cwd, mods, o.Proc.FrameworkLogger(errmgr.Name), log)
 		nj.recoveries, nj.recoveredFrom = rec.n, rec
 		if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{nj}}); err != nil {
 			return 1, fmt.Errorf("recovery %d: %w", rec.n, err)
@@ -274,21 +270,6 @@ func Run(ctx context.Context, o Options) (int, error) {
 		}
 		fmt.Fprintln(o.Stderr, msg)
 	}
-}
-
-// selectErrMgr builds the ErrMgr stack; its modules that act on the job
-// are provisioned with each run before it starts. With no component
-// available the stack's own fallback aborts on every fault, as default
-// would.
-func selectErrMgr(ctx context.Context, p *boot.Process) (*errmgr.Stack, error) {
-	cands, err := p.Frameworks.ErrMgr.Select(ctx, p.Values, mca.RoleHNP, p.FrameworkLogger(errmgr.Name))
-	if errors.Is(err, mca.ErrNoComponent) {
-		return errmgr.NewStack(nil), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("choose the error policies: %w", err)
-	}
-	return errmgr.FromCandidates(cands), nil
 }
 
 // listenTCP opens the listener remote daemons dial and returns the

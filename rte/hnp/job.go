@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gompi/boot"
 	"io"
 	"log/slog"
 	"maps"
@@ -49,6 +50,7 @@ type job struct {
 	m          mapping.Map
 	program    string
 	cwd        string
+	mods       *boot.HNP // gompirun's selected modules (boot.AssembleHNP)
 	stack      *errmgr.Stack
 	vals       *mca.Values
 	log, elog  *slog.Logger
@@ -186,12 +188,12 @@ type (
 // process's exit to be seen, before the node is declared lost anyway.
 const streamEndGrace = 2 * time.Second
 
-func newJob(id string, o Options, m mapping.Map, program, cwd string, stack *errmgr.Stack, elog, log *slog.Logger) *job {
+func newJob(id string, o Options, m mapping.Map, program, cwd string, mods *boot.HNP, elog, log *slog.Logger) *job {
 	vals := o.Proc.Values
 	j := &job{
-		id: id, o: o, m: m, program: program, cwd: cwd, stack: stack, vals: vals,
+		id: id, o: o, m: m, program: program, cwd: cwd, mods: mods, stack: mods.ErrMgr, vals: vals,
 		log: log, elog: elog, start: time.Now(),
-		settings:   control.SettingsToProto(vals.All()),
+		settings:   control.SettingsToProto(mods.JobSettings(vals)),
 		hbPeriod:   vals.Duration(plm.ParamHBPeriod),
 		hbTimeout:  vals.Duration(plm.ParamHBTimeout),
 		killGrace:  vals.Duration(plm.ParamKillGrace),

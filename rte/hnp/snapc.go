@@ -14,7 +14,6 @@ import (
 
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
-	"gompi/mca"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 )
@@ -64,14 +63,11 @@ func checkRestart(r *Restart, np int) error {
 	return nil
 }
 
-// startSnapC selects the job's SnapC and, when it coordinates, starts the
-// global coordinator.
+// startSnapC takes the job's SnapC (selected by gompirun's assembly) and,
+// when it coordinates, starts this run's global coordinator.
 func (j *job) startSnapC(ctx context.Context) error {
 	p := j.o.Proc
-	cand, err := p.Frameworks.SnapC.SelectOne(ctx, j.vals, mca.RoleHNP, p.FrameworkLogger(snapc.Name))
-	if err != nil {
-		return fmt.Errorf("choose the snapshot coordinator: %w", err)
-	}
+	cand := j.mods.SnapC
 	j.snapc = cand.Module
 	coord, ok := cand.Module.(snapc.Coordinator)
 	if !ok {
