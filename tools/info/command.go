@@ -39,7 +39,10 @@ With no flags it lists every framework and its components; a component is
 [selected] (selection would use it), [available] (it would work, another
 won), [skipped: why] (it does not apply here), [failed: how] or
 [excluded] (the framework's selector leaves it out). Selection is probed
-as a rank of a job would see it (--role changes that). Give --mca and -am
+as a rank of a job would see it (--role changes that), and each framework
+says how that process wires it: whether it selects it, how many modules
+it keeps and what it provisions them with (the table boot/assemble.go
+follows; a tool has none). Give --mca and -am
 as you would to gompirun to see what that command line resolves to; an
 invalid selection (GOMPI_MCA_crs=bogus) is an error naming the known
 components.
@@ -61,7 +64,10 @@ and ft_cr_enabled).
                         ("built-in" or the plugin binary's path), priority,
                         status (selected|available|skipped|failed|excluded),
                         reason, params[]},
-                      params[] (framework-level parameters)
+                      params[] (framework-level parameters),
+                      wiring {selected, select, host} (with --role
+                        app, hnp or daemon: how that process selects
+                        and provisions the framework)
   params[]            parameters of the component system itself
   a parameter:        name, value, default, origin {source, where}, type,
                       level (1-9), help, choices

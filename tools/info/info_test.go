@@ -238,6 +238,7 @@ func TestGolden(t *testing.T) {
 		{"command-line", []string{"GOMPI_MCA_crs_low_priority=70"}, "-mca crs answer,low --mca crs_answer_dir=/cli -am tuned,ft-enable-cr --param crs all --level 1", 0},
 		{"exclude", nil, "--mca crs ^fail,low", 0},
 		{"role-hnp", nil, "--param crs low --role hnp", 0},
+		{"role-daemon", nil, "--role daemon", 0},
 		{"help", nil, "--help", 0},
 		{"err-bogus-selection", []string{"GOMPI_MCA_crs=bogus"}, "--param crs all", cli.ExitFailure},
 		{"err-bad-value", []string{"GOMPI_MCA_crs_answer_compress=maybe"}, "", cli.ExitFailure},

@@ -36,6 +36,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, f := range r.Frameworks {
 		fmt.Fprintf(b, "\nMCA %s: %s\n", f.Name, f.Description)
 		fmt.Fprintf(b, "  selection: %s = %q (%s)\n", f.Name, f.Selection.Value, f.Selection.Origin)
+		if wr := f.Wiring; wr != nil {
+			fmt.Fprintf(b, "  wired in %s: %s\n", r.Role, wr.text())
+		}
 		if len(f.Components) == 0 {
 			fmt.Fprintf(b, "  (no components)\n")
 		}
@@ -135,6 +138,9 @@ func (r *Report) WriteParsable(w io.Writer) error {
 		fmt.Fprintf(b, "%sdescription:%s\n", pre, oneLine(f.Description))
 		fmt.Fprintf(b, "%sselection:%s\n", pre, oneLine(f.Selection.Value))
 		fmt.Fprintf(b, "%sselection_source:%s\n", pre, oneLine(f.Selection.Origin.String()))
+		if wr := f.Wiring; wr != nil {
+			fmt.Fprintf(b, "%swiring:%s\n", pre, oneLine(wr.text()))
+		}
 		for _, c := range f.Components {
 			pre := "mca:" + f.Name + ":" + c.Name + ":component:"
 			fmt.Fprintf(b, "%sstatus:%s\n", pre, c.Status)
@@ -177,4 +183,15 @@ func writeParsableParam(b *bufio.Writer, prefix string, p Param) {
 		fmt.Fprintf(b, "%schoices:%s\n", pre, oneLine(strings.Join(p.Choices, ",")))
 	}
 	fmt.Fprintf(b, "%shelp:%s\n", pre, oneLine(p.Help))
+}
+
+// text is a framework's wiring in one line.
+func (w *Wiring) text() string {
+	switch {
+	case !w.Selected:
+		return "not selected"
+	case w.Host == "":
+		return w.Select
+	}
+	return w.Select + "; provisioned with " + w.Host
 }

@@ -59,6 +59,31 @@ type Framework struct {
 	// Params are the framework-level parameters (<framework>,
 	// <framework>_base_*), when parameters were asked for.
 	Params []Param `json:"params,omitempty"`
+	// Wiring is how the probed role selects and provisions the framework
+	// (boot.Roles); nil for a tool.
+	Wiring *Wiring `json:"wiring,omitempty"`
+}
+
+// Wiring is one framework's row of boot.Roles for the probed role.
+type Wiring struct {
+	Selected bool   `json:"selected"` // the role selects the framework at all
+	Select   string `json:"select,omitempty"`
+	Host     string `json:"host,omitempty"`
+}
+
+// wiring returns how role wires framework, from the table the role's
+// assembly follows (boot/assemble.go); nil for a role without one.
+func wiring(role mca.Role, framework string) *Wiring {
+	row, ok := boot.Roles[role]
+	if !ok {
+		return nil
+	}
+	for _, p := range row {
+		if p.Framework == framework {
+			return &Wiring{Selected: true, Select: p.Select, Host: p.Host}
+		}
+	}
+	return &Wiring{}
 }
 
 // Selection is the value of a framework's selector parameter.
@@ -173,6 +198,7 @@ func Collect(ctx context.Context, in Input, q Query) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		fw.Wiring = wiring(q.Role, name)
 		rep.Frameworks = append(rep.Frameworks, fw)
 	}
 
