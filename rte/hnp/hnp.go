@@ -187,7 +187,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return 1, err
 	}
 
-	j := newJob(id, o, m, program, cwd, mods, o.Proc.FrameworkLogger(errmgr.Name), log)
+	j := newJob(id, o, m, program, cwd, mods, livePorts(mods.ErrMgr, o.Stderr), o.Proc.FrameworkLogger(errmgr.Name), log)
 	if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{j}}); err != nil {
 		return 1, err
 	}
@@ -253,7 +253,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 			return 1, err
 		}
 		o.Restart = &Restart{Ref: rec.ref, Seq: rec.seq, Meta: o.Meta}
-		nj := newJob(id, o, next, program, cwd, mods, o.Proc.FrameworkLogger(errmgr.Name), log)
+		nj := newJob(id, o, next, program, cwd, mods, livePorts(mods.ErrMgr, o.Stderr), o.Proc.FrameworkLogger(errmgr.Name), log)
 		nj.recoveries, nj.recoveredFrom = rec.n, rec
 		if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{nj}}); err != nil {
 			return 1, fmt.Errorf("recovery %d: %w", rec.n, err)

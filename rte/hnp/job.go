@@ -22,20 +22,10 @@ import (
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/plm"
 	"gompi/frameworks/plm/proc"
-	"gompi/frameworks/snapc"
 	"gompi/mca"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/mapping"
-)
-
-// Job states, as gompi-ps shows them.
-const (
-	stateLaunching = "launching" // daemons starting
-	stateRunning   = "running"
-	stateAborting  = "aborting"  // ranks being killed
-	stateFinishing = "finishing" // daemons told to leave
-	stateDone      = "done"
 )
 
 // finishBound bounds how long daemons have to leave after Shutdown.
@@ -51,7 +41,7 @@ type job struct {
 	program    string
 	cwd        string
 	mods       *boot.HNP // gompirun's selected modules (boot.AssembleHNP)
-	stack      *errmgr.Stack
+	p          ports
 	vals       *mca.Values
 	log, elog  *slog.Logger
 	start      time.Time
@@ -61,13 +51,13 @@ type job struct {
 	killGrace  time.Duration
 	launchWait time.Duration
 
-	events chan any
+	events chan event
 	done   chan struct{} // closed when run returns
 	outMu  sync.Mutex    // serializes writes of the ranks' output (used by handlers)
 
-	state         string
+	state         jobState
 	daemons       map[string]*dconn
-	ranks         []*rankState
+	ranks         []*rankProc
 	fences        map[uint64]map[int32]*pb.RankData
 	fenceDone     uint64 // the last fence completed (fences complete in order)
 	pendingFaults int
@@ -77,10 +67,7 @@ type job struct {
 	exitSet       bool
 	err           error
 	interrupted   bool
-	abortTimer    <-chan time.Time
-	finishTimer   <-chan time.Time
-	killTimer     <-chan time.Time
-	termTimer     <-chan time.Time // after a checkpoint-and-terminate
+	timers        [nTimers]<-chan time.Time // armed ones; see timerKind
 	// termPending: a checkpoint-and-terminate asked the ranks to save and
 	// end, and is not committed yet: the job waits for it even once every
 	// rank has ended.
@@ -104,10 +91,6 @@ type job struct {
 	lastMig   *migRecord
 	// faultDone gets the outcome of faults someone waits for (Tool.Migrate).
 	faultDone map[int]chan evFault
-
-	// Set before the servers start, then read-only.
-	snapc  snapc.Module
-	global snapc.Global // nil unless the SnapC module coordinates
 }
 
 // dconn is one daemon as the HNP sees it.
@@ -117,7 +100,7 @@ type dconn struct {
 	box      *mailbox // nil until attached
 	pid      int
 	hostname string
-	state    string // starting, running, breaking, leaving, gone, lost
+	state    daemonState
 	ranks    []int
 	exited   bool // its launch process ended
 	killed   bool // the HNP terminated its launch process
@@ -126,11 +109,11 @@ type dconn struct {
 	busy     atomic.Bool  // its handler is blocked printing output
 }
 
-type rankState struct {
+type rankProc struct {
 	rank  int
 	node  string
 	pid   int
-	state string // pending, running, connected, finalizing, exited, killed, failed, lost
+	state rankState
 	code  int
 	sig   int
 	done  bool
@@ -188,19 +171,19 @@ type (
 // process's exit to be seen, before the node is declared lost anyway.
 const streamEndGrace = 2 * time.Second
 
-func newJob(id string, o Options, m mapping.Map, program, cwd string, mods *boot.HNP, elog, log *slog.Logger) *job {
+func newJob(id string, o Options, m mapping.Map, program, cwd string, mods *boot.HNP, p ports, elog, log *slog.Logger) *job {
 	vals := o.Proc.Values
 	j := &job{
-		id: id, o: o, m: m, program: program, cwd: cwd, mods: mods, stack: mods.ErrMgr, vals: vals,
-		log: log, elog: elog, start: time.Now(),
+		id: id, o: o, m: m, program: program, cwd: cwd, mods: mods, p: p, vals: vals,
+		log: log, elog: elog, start: p.now(),
 		settings:   control.SettingsToProto(mods.JobSettings(vals)),
 		hbPeriod:   vals.Duration(plm.ParamHBPeriod),
 		hbTimeout:  vals.Duration(plm.ParamHBTimeout),
 		killGrace:  vals.Duration(plm.ParamKillGrace),
 		launchWait: vals.Duration(plm.ParamLaunchTimeout),
-		events:     make(chan any),
+		events:     make(chan event),
 		done:       make(chan struct{}),
-		state:      stateLaunching,
+		state:      jobLaunching,
 		daemons:    map[string]*dconn{},
 		fences:     map[uint64]map[int32]*pb.RankData{},
 		movedFrom:  map[int]string{},
@@ -208,16 +191,16 @@ func newJob(id string, o Options, m mapping.Map, program, cwd string, mods *boot
 		faultDone:  map[int]chan evFault{},
 	}
 	for _, n := range m.Nodes {
-		j.daemons[n] = &dconn{node: n, state: "starting", ranks: m.Ranks(n)}
+		j.daemons[n] = &dconn{node: n, state: daemonStarting, ranks: m.Ranks(n)}
 	}
 	for r, n := range m.RankNode {
-		j.ranks = append(j.ranks, &rankState{rank: r, node: n, state: "pending"})
+		j.ranks = append(j.ranks, &rankProc{rank: r, node: n, state: rankPending})
 	}
 	return j
 }
 
 // send delivers an event to the job; false once the job is over.
-func (j *job) send(e any) bool {
+func (j *job) send(e event) bool {
 	select {
 	case j.events <- e:
 		return true
@@ -226,22 +209,22 @@ func (j *job) send(e any) bool {
 	}
 }
 
+// run is the job's actor: it takes events, signals and timers one at a
+// time until the job is done, and returns its exit status.
 func (j *job) run(daemons []plm.Daemon) (int, error) {
 	defer close(j.done)
 	for _, d := range daemons {
-		dc := j.daemons[d.Node()]
-		dc.launch = d
-		go func() { j.send(evLaunchExit{node: d.Node(), err: d.Wait()}) }()
+		j.daemons[d.Node()].launch = d
+		j.spawn(func() event { return evLaunchExit{node: d.Node(), err: d.Wait()} })
 	}
-	launchTimer := time.NewTimer(j.launchWait)
-	defer launchTimer.Stop()
+	j.arm(timerLaunch, j.launchWait)
 	var hb <-chan time.Time
 	if j.hbPeriod > 0 {
 		t := time.NewTicker(j.hbPeriod)
 		defer t.Stop()
 		hb = t.C
 	}
-	for j.state != stateDone {
+	for j.state != jobDone {
 		select {
 		case e := <-j.events:
 			j.handle(e)
@@ -249,73 +232,100 @@ func (j *job) run(daemons []plm.Daemon) (int, error) {
 			j.signal(s)
 		case <-hb:
 			j.heartbeat()
-		case <-launchTimer.C:
-			if j.state == stateLaunching {
-				var late []string
-				for _, n := range j.m.Nodes {
-					if j.daemons[n].box == nil {
-						late = append(late, n)
-					}
-				}
-				j.fail(fmt.Errorf("the daemons of %v did not connect back within %v (%s): check that gompid runs on those nodes and can reach this machine",
-					late, j.launchWait, plm.ParamLaunchTimeout))
-			}
-		case <-j.abortTimer:
-			j.abortTimer = nil
-			for _, r := range j.ranks {
-				if !r.done {
-					j.log.Error("rank did not report its end after being killed", "rank", r.rank, "node", r.node)
-					r.done, r.state = true, "lost"
-				}
-			}
-		case <-j.killTimer:
-			j.killTimer = nil
-			j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
-		case <-j.termTimer:
-			j.termTimer = nil
-			if j.state == stateRunning {
-				j.log.Warn("ranks did not end within a grace after a checkpoint-and-terminate; ending them", "grace", termGrace)
-				j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
-			}
-		case <-j.finishTimer:
-			j.finishTimer = nil
-			if !j.finishKilled {
-				j.finishKilled = true
-				for _, d := range j.daemons {
-					if !d.exited && d.launch != nil {
-						j.log.Warn("daemon did not leave; terminating it", "node", d.node)
-						d.killed = true
-						_ = d.launch.Kill()
-					}
-				}
-				j.finishTimer = time.After(finishBound)
-			} else {
-				j.log.Error("daemons did not end after SIGTERM; leaving them to their parent-death signal")
-				j.state = stateDone
-			}
+		case <-j.timers[timerLaunch]:
+			j.timerFired(timerLaunch)
+		case <-j.timers[timerAbort]:
+			j.timerFired(timerAbort)
+		case <-j.timers[timerKill]:
+			j.timerFired(timerKill)
+		case <-j.timers[timerTerm]:
+			j.timerFired(timerTerm)
+		case <-j.timers[timerFinish]:
+			j.timerFired(timerFinish)
 		}
 		j.progress()
 	}
 	return j.exitCode, j.err
 }
 
+// step is one turn of the actor for an event (run's, and the tests').
+func (j *job) step(e event) {
+	j.handle(e)
+	j.progress()
+}
+
+// timerFired handles the firing of timer k, which it disarms.
+func (j *job) timerFired(k timerKind) {
+	j.timers[k] = nil
+	switch k {
+	case timerLaunch:
+		if j.state == jobLaunching {
+			var late []string
+			for _, n := range j.m.Nodes {
+				if j.daemons[n].box == nil {
+					late = append(late, n)
+				}
+			}
+			j.fail(fmt.Errorf("the daemons of %v did not connect back within %v (%s): check that gompid runs on those nodes and can reach this machine",
+				late, j.launchWait, plm.ParamLaunchTimeout))
+		}
+	case timerAbort:
+		for _, r := range j.ranks {
+			if !r.done {
+				j.log.Error("rank did not report its end after being killed", "rank", r.rank, "node", r.node)
+				r.done, r.state = true, rankLost
+			}
+		}
+	case timerKill:
+		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+	case timerTerm:
+		if j.state == jobRunning {
+			j.log.Warn("ranks did not end within a grace after a checkpoint-and-terminate; ending them", "grace", termGrace)
+			j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+		}
+	case timerFinish:
+		j.finishTimedOut()
+	default:
+		panic(fmt.Sprintf("hnp: no timer %d", k))
+	}
+}
+
+// finishTimedOut terminates the daemons that did not leave within
+// finishBound, and gives up on them after another.
+func (j *job) finishTimedOut() {
+	if j.finishKilled {
+		j.log.Error("daemons did not end after SIGTERM; leaving them to their parent-death signal")
+		j.state = jobDone
+		return
+	}
+	j.finishKilled = true
+	for _, d := range j.daemons {
+		if !d.exited && d.launch != nil {
+			j.log.Warn("daemon did not leave; terminating it", "node", d.node)
+			d.killed = true
+			_ = d.launch.Kill()
+		}
+	}
+	j.arm(timerFinish, finishBound)
+}
+
 // progress moves the job on when the conditions of its next state hold.
 func (j *job) progress() {
 	switch j.state {
-	case stateLaunching:
+	case jobLaunching:
 		for _, d := range j.daemons {
 			if d.box == nil {
 				return
 			}
 		}
-		j.state = stateRunning
+		j.state = jobRunning
 		j.log.Debug("all daemons attached; launching ranks")
 		for _, n := range j.m.Nodes {
 			d := j.daemons[n]
 			ranks := make([]int32, len(d.ranks))
 			for i, r := range d.ranks {
 				ranks[i] = int32(r)
-				j.ranks[r].state = "running"
+				j.ranks[r].state = rankRunning
 			}
 			var restart *pb.RestartSpec
 			if r := j.o.Restart; r != nil {
@@ -327,7 +337,7 @@ func (j *job) progress() {
 			}}})
 		}
 		j.progress()
-	case stateRunning, stateAborting:
+	case jobRunning, jobAborting:
 		if j.pendingFaults > 0 || j.termPending {
 			return
 		}
@@ -337,31 +347,31 @@ func (j *job) progress() {
 			}
 		}
 		j.shutdown()
-	case stateFinishing:
+	case jobFinishing:
 		for _, d := range j.daemons {
 			if d.launch != nil && !d.exited {
 				return
 			}
 		}
-		j.state = stateDone
+		j.state = jobDone
 	}
 }
 
 // shutdown tells every daemon to leave.
 func (j *job) shutdown() {
 	j.closeSnapC("the job is over")
-	j.state = stateFinishing
-	j.abortTimer, j.killTimer = nil, nil
+	j.state = jobFinishing
+	j.timers[timerAbort], j.timers[timerKill] = nil, nil
 	for _, d := range j.daemons {
-		if d.box != nil && (d.state == "running" || d.state == "starting") {
-			d.state = "leaving"
+		if d.box != nil && (d.state == daemonRunning || d.state == daemonStarting) {
+			d.state = daemonLeaving
 			d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Shutdown{Shutdown: &pb.Shutdown{}}})
 		} else if d.launch != nil && !d.exited && d.box == nil {
 			d.killed = true
 			_ = d.launch.Kill() // never attached
 		}
 	}
-	j.finishTimer = time.After(finishBound)
+	j.arm(timerFinish, finishBound)
 }
 
 // fail ends a job that could not start.
@@ -386,7 +396,7 @@ func (j *job) setExit(code int) {
 
 func (j *job) sendAll(m *pb.HNPMessage) {
 	for _, d := range j.daemons {
-		if d.box != nil && d.state == "running" {
+		if d.box != nil && d.state == daemonRunning {
 			d.box.put(m)
 		}
 	}
@@ -395,21 +405,21 @@ func (j *job) sendAll(m *pb.HNPMessage) {
 // abort ends the job: it prints report (once), sets the exit status if
 // none is set, and has every daemon kill its ranks.
 func (j *job) abort(report string, code int) {
-	if j.state != stateRunning {
+	if j.state != jobRunning {
 		return
 	}
-	j.state = stateAborting
+	j.state = jobAborting
 	j.recovery = nil // an abort ends the job, recovery or not
 	j.closeSnapC("the job is being aborted")
 	if report != "" {
-		fmt.Fprintln(j.o.Stderr, report)
+		fmt.Fprintln(j.p.stderr, report)
 	}
 	j.setExit(code)
 	j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
-	j.abortTimer = time.After(j.killGrace + finishBound)
+	j.arm(timerAbort, j.killGrace+finishBound)
 }
 
-func (j *job) handle(e any) {
+func (j *job) handle(e event) {
 	switch e := e.(type) {
 	case evAttach:
 		e.reply <- j.attach(e)
@@ -418,9 +428,9 @@ func (j *job) handle(e any) {
 	case evStreamEnd:
 		d := j.daemons[e.node]
 		switch d.state {
-		case "leaving":
-			d.state = "gone"
-		case "running", "starting":
+		case daemonLeaving:
+			d.state = daemonGone
+		case daemonRunning, daemonStarting:
 			detail := "its daemon's connection to gompirun broke"
 			if e.err != nil && status.Code(e.err) != codes.Canceled && !errors.Is(e.err, io.EOF) {
 				detail += " (" + e.err.Error() + ")"
@@ -432,23 +442,23 @@ func (j *job) handle(e any) {
 			// The daemon's process has most likely died too: give its exit
 			// a moment to arrive, since it says how (status, signal, what
 			// ssh printed), which the broken stream cannot.
-			d.state = "breaking"
-			time.AfterFunc(streamEndGrace, func() { j.send(evBroken{node: d.node, detail: detail}) })
+			d.state = daemonBreaking
+			j.p.later(streamEndGrace, evBroken{node: d.node, detail: detail}, j.send)
 		}
 	case evBroken:
-		if d := j.daemons[e.node]; d.state == "breaking" {
+		if d := j.daemons[e.node]; d.state == daemonBreaking {
 			j.nodeLost(d, e.detail)
 		}
 	case evLaunchExit:
 		d := j.daemons[e.node]
 		d.exited = true
 		switch {
-		case j.state == stateLaunching:
+		case j.state == jobLaunching:
 			if e.err == nil {
 				e.err = fmt.Errorf("plm: node %s: the daemon ended before it connected back: %w", e.node, plm.ErrLaunch)
 			}
 			j.fail(fmt.Errorf("start the daemon of node %s: %w", e.node, e.err))
-		case d.state == "running" || d.state == "breaking":
+		case d.state == daemonRunning || d.state == daemonBreaking:
 			detail := "its daemon exited with status 0 before the job ended"
 			if e.err != nil {
 				detail = e.err.Error()
@@ -499,17 +509,19 @@ func (j *job) handle(e any) {
 		j.startRankCheckpoint(e)
 	case evTerminate:
 		j.terminate()
+	default:
+		panic(unknownEvent(e))
 	}
 }
 
 func (j *job) attach(e evAttach) *dconn {
 	d, ok := j.daemons[e.hello.Node]
-	if !ok || d.box != nil || j.state != stateLaunching {
+	if !ok || d.box != nil || j.state != jobLaunching {
 		j.log.Warn("refused a daemon", "node", e.hello.Node, "pid", e.hello.Pid, "state", j.state)
 		return nil
 	}
-	d.box, d.pid, d.hostname, d.state = e.box, int(e.hello.Pid), e.hello.Hostname, "running"
-	d.lastSeen.Store(time.Now().UnixNano())
+	d.box, d.pid, d.hostname, d.state = e.box, int(e.hello.Pid), e.hello.Hostname, daemonRunning
+	d.lastSeen.Store(j.p.now().UnixNano())
 	d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Welcome{Welcome: &pb.Welcome{Job: j.id, Settings: j.settings}}})
 	j.log.Debug("daemon attached", "node", d.node, "pid", d.pid, "host", d.hostname)
 	return d
@@ -517,7 +529,7 @@ func (j *job) attach(e evAttach) *dconn {
 
 func (j *job) message(node string, m *pb.DaemonMessage) {
 	d := j.daemons[node]
-	rank := func(r int32) *rankState {
+	rank := func(r int32) *rankProc {
 		if r < 0 || int(r) >= len(j.ranks) || j.ranks[r].node != node {
 			j.log.Warn("daemon reported a rank it does not run", "node", node, "rank", r)
 			return nil
@@ -531,11 +543,11 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 			return
 		}
 		if b.Started.Error != "" {
-			r.done, r.state = true, "failed"
+			r.done, r.state = true, rankFailed
 			if mig := j.migration; mig != nil && mig.dest[r.rank] == node {
 				// A moved rank that cannot start on its new node: a fault
 				// like any other (autor recovers the job).
-				j.fault(errmgr.Fault{Kind: errmgr.ProcExited, ExitCode: 1, Rank: r.rank, Node: node, Time: time.Now(),
+				j.fault(errmgr.Fault{Kind: errmgr.ProcExited, ExitCode: 1, Rank: r.rank, Node: node, Time: j.p.now(),
 					Detail: "it could not be started on its new node: " + b.Started.Error})
 				return
 			}
@@ -547,10 +559,10 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 		if r := rank(b.Phase.Rank); r != nil && !r.done {
 			switch b.Phase.Phase {
 			case pb.Phase_PHASE_CONNECTED:
-				r.state = "connected"
+				r.state = rankConnected
 				j.resumed()
 			case pb.Phase_PHASE_FINALIZING:
-				r.state = "finalizing"
+				r.state = rankFinalizing
 			}
 		}
 	case *pb.DaemonMessage_Exited:
@@ -584,27 +596,27 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 }
 
 // exited records a rank's end and hands a failure to the ErrMgr stack.
-func (j *job) exited(r *rankState, ex *pb.RankExited) {
+func (j *job) exited(r *rankProc, ex *pb.RankExited) {
 	r.done, r.code, r.sig = true, int(ex.ExitCode), int(ex.Signal)
-	r.state = "exited"
+	r.state = rankExited
 	if ex.Killed {
-		r.state = "killed"
+		r.state = rankKilled
 	}
-	if j.state != stateRunning || ex.Killed {
+	if j.state != jobRunning || ex.Killed {
 		return // the job is ending anyway: not a fault
 	}
 	if r.termOK && ex.ExitCode == 0 && ex.Signal == 0 {
 		return // saved and ended, as a checkpoint-and-terminate asked
 	}
 	if j.faultExit(r.rank, r.node, ex) {
-		r.state = "failed"
+		r.state = rankFailed
 	}
 }
 
 // faultExit hands a rank's unexpected end to the ErrMgr stack; false when
 // the end was no fault.
 func (j *job) faultExit(rank int, node string, ex *pb.RankExited) bool {
-	f := errmgr.Fault{Rank: rank, Node: node, Time: time.Now()}
+	f := errmgr.Fault{Rank: rank, Node: node, Time: j.p.now()}
 	switch {
 	case ex.Signal != 0:
 		f.Kind, f.Signal = errmgr.ProcSignaled, syscall.Signal(ex.Signal)
@@ -658,10 +670,11 @@ func (j *job) fault(f errmgr.Fault) int {
 	}
 	j.pendingFaults++
 	j.elog.Info("fault", "fault", f.Describe())
-	go func() {
-		d, st := j.stack.Handle(context.Background(), f)
-		j.send(evFault{id: id, f: f, d: d, st: st})
-	}()
+	stack := j.p.stack
+	j.spawn(func() event {
+		d, st := stack.Handle(context.Background(), f)
+		return evFault{id: id, f: f, d: d, st: st}
+	})
 	return id
 }
 
@@ -682,13 +695,13 @@ func (j *job) ranThrough(e evFault) {
 	if n := len(e.st.Actions); n > 0 {
 		what = e.st.Actions[n-1]
 	}
-	fmt.Fprintf(j.o.Stderr, "gompirun: %s; %s\n", e.f.Describe(), what)
+	fmt.Fprintf(j.p.stderr, "gompirun: %s; %s\n", e.f.Describe(), what)
 }
 
 // notifyFailed declares ranks failed while the job runs on: fences stop
 // waiting for them and every daemon tells its ranks.
 func (j *job) notifyFailed(ranks []int, why string) error {
-	if j.state != stateRunning {
+	if j.state != jobRunning {
 		return fmt.Errorf("hnp: declare ranks %v failed: %w (%s)", ranks, errmgr.ErrJobOver, j.state)
 	}
 	var fresh []int32
@@ -716,24 +729,24 @@ func (j *job) notifyFailed(ranks []int, why string) error {
 
 // nodeLost declares a daemon's node lost.
 func (j *job) nodeLost(d *dconn, detail string) {
-	if d.state == "lost" || d.state == "gone" {
+	if d.state == daemonLost || d.state == daemonGone {
 		return
 	}
-	if j.state == stateLaunching {
+	if j.state == jobLaunching {
 		j.fail(fmt.Errorf("the daemon of node %s was lost while starting: %s", d.node, detail))
 		return
 	}
-	running := j.state == stateRunning
-	d.state = "lost"
-	if j.global != nil {
-		j.global.NodeLost(d.node, detail)
+	running := j.state == jobRunning
+	d.state = daemonLost
+	if j.p.global != nil {
+		j.p.global.NodeLost(d.node, detail)
 	}
 	if d.box != nil {
 		d.box.close()
 	}
 	for _, r := range d.ranks {
 		if rs := j.ranks[r]; !rs.done {
-			rs.done, rs.state = true, "lost"
+			rs.done, rs.state = true, rankLost
 		}
 	}
 	if d.launch != nil && !d.exited {
@@ -743,9 +756,9 @@ func (j *job) nodeLost(d *dconn, detail string) {
 	if running && len(d.ranks) == 0 && !j.inMigration(d.node) {
 		// Nothing of the job ran there (a spare node, or one its ranks
 		// migrated off): no fault, but nothing goes there any more.
-		fmt.Fprintf(j.o.Stderr, "gompirun: node %s was lost (%s); it ran no ranks, the job goes on\n", d.node, detail)
+		fmt.Fprintf(j.p.stderr, "gompirun: node %s was lost (%s); it ran no ranks, the job goes on\n", d.node, detail)
 	} else if running || j.recovery != nil {
-		j.fault(errmgr.Fault{Kind: errmgr.NodeLost, Rank: -1, Node: d.node, Time: time.Now(), Detail: detail})
+		j.fault(errmgr.Fault{Kind: errmgr.NodeLost, Rank: -1, Node: d.node, Time: j.p.now(), Detail: detail})
 	} else {
 		j.log.Warn("daemon lost while the job was ending", "node", d.node, "detail", detail)
 	}
@@ -799,7 +812,7 @@ func (j *job) completeFence(seq uint64) {
 	sort.Slice(entries, func(a, b int) bool { return entries[a].Rank < entries[b].Rank })
 	msg := &pb.HNPMessage{Body: &pb.HNPMessage_Fence{Fence: &pb.FenceComplete{Seq: seq, Entries: entries, Failed: failed}}}
 	for _, d := range j.daemons {
-		if len(d.ranks) > 0 && d.box != nil && d.state == "running" {
+		if len(d.ranks) > 0 && d.box != nil && d.state == daemonRunning {
 			d.box.put(msg)
 		}
 	}
@@ -817,23 +830,23 @@ func (j *job) signal(s os.Signal) {
 		return
 	}
 	switch j.state {
-	case stateLaunching:
-		fmt.Fprintf(j.o.Stderr, "gompirun: caught signal %d (%v) while starting; stopping\n", int(sig), sig)
+	case jobLaunching:
+		fmt.Fprintf(j.p.stderr, "gompirun: caught signal %d (%v) while starting; stopping\n", int(sig), sig)
 		j.setExit(proc.ShellStatus(0, sig))
 		j.fail(fmt.Errorf("interrupted by signal %d (%v)", int(sig), sig))
 		j.err = nil // the message above says it
-	case stateRunning:
-		fmt.Fprintf(j.o.Stderr, "gompirun: caught signal %d (%v); forwarding it to the job's ranks\n", int(sig), sig)
+	case jobRunning:
+		fmt.Fprintf(j.p.stderr, "gompirun: caught signal %d (%v); forwarding it to the job's ranks\n", int(sig), sig)
 		j.closeSnapC(fmt.Sprintf("gompirun caught signal %d (%v)", int(sig), sig))
 		j.interrupted = true
-		j.state = stateAborting
+		j.state = jobAborting
 		j.setExit(proc.ShellStatus(0, sig))
 		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Signal{Signal: &pb.SignalRanks{Signal: int32(sig)}}})
 		// Ranks that ignore or handle the signal are terminated after the grace.
-		j.killTimer = time.After(j.killGrace)
-		j.abortTimer = time.After(2*j.killGrace + finishBound)
-	case stateAborting:
-		fmt.Fprintf(j.o.Stderr, "gompirun: caught signal %d (%v) again; killing the job's ranks\n", int(sig), sig)
+		j.arm(timerKill, j.killGrace)
+		j.arm(timerAbort, 2*j.killGrace+finishBound)
+	case jobAborting:
+		fmt.Fprintf(j.p.stderr, "gompirun: caught signal %d (%v) again; killing the job's ranks\n", int(sig), sig)
 		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
 	default:
 		// Finishing: daemons are already leaving.
@@ -842,7 +855,7 @@ func (j *job) signal(s os.Signal) {
 
 // heartbeat declares daemons that have been silent too long lost.
 func (j *job) heartbeat() {
-	now := time.Now()
+	now := j.p.now()
 	last := j.lastTick
 	j.lastTick = now
 	if !last.IsZero() && now.Sub(last) > j.hbTimeout {
@@ -854,7 +867,7 @@ func (j *job) heartbeat() {
 		return
 	}
 	for _, d := range j.daemons {
-		if d.box == nil || d.state != "running" {
+		if d.box == nil || d.state != daemonRunning {
 			continue
 		}
 		if d.busy.Load() || j.hbTimeout <= 0 {
@@ -867,15 +880,15 @@ func (j *job) heartbeat() {
 }
 
 func (j *job) status() *pb.StatusResponse {
-	st := &pb.StatusResponse{Job: j.id, HnpPid: int32(os.Getpid()), State: j.state, StartUnixNano: j.start.UnixNano(),
+	st := &pb.StatusResponse{Job: j.id, HnpPid: int32(os.Getpid()), State: j.state.String(), StartUnixNano: j.start.UnixNano(),
 		Command: j.o.Command, Np: int32(len(j.ranks))}
 	nodes := slices.Clone(j.m.Nodes)
 	for _, n := range nodes {
 		d := j.daemons[n]
-		st.Daemons = append(st.Daemons, &pb.DaemonStatus{Node: n, Pid: int32(d.pid), Hostname: d.hostname, State: d.state})
+		st.Daemons = append(st.Daemons, &pb.DaemonStatus{Node: n, Pid: int32(d.pid), Hostname: d.hostname, State: d.state.String()})
 	}
 	for _, r := range j.ranks {
-		st.Ranks = append(st.Ranks, &pb.RankStatus{Rank: int32(r.rank), Node: r.node, Pid: int32(r.pid), State: r.state,
+		st.Ranks = append(st.Ranks, &pb.RankStatus{Rank: int32(r.rank), Node: r.node, Pid: int32(r.pid), State: r.state.String(),
 			ExitCode: int32(r.code), Signal: int32(r.sig)})
 	}
 	return st

@@ -76,7 +76,7 @@ func (j *job) nodes() []errmgr.NodeInfo {
 	var out []errmgr.NodeInfo
 	for _, n := range j.m.Nodes {
 		d := j.daemons[n]
-		out = append(out, errmgr.NodeInfo{Name: n, Ranks: slices.Clone(d.ranks), Up: d.state == "running" && d.box != nil})
+		out = append(out, errmgr.NodeInfo{Name: n, Ranks: slices.Clone(d.ranks), Up: d.state == daemonRunning && d.box != nil})
 	}
 	return out
 }
@@ -85,7 +85,7 @@ func (j *job) nodes() []errmgr.NodeInfo {
 // checkpoint's duration, from the reference's metadata.
 func (rt jobRuntime) CheckpointTime(ctx context.Context) (time.Duration, bool) {
 	j := rt.j
-	if j.global == nil {
+	if j.p.global == nil {
 		return 0, false
 	}
 	meta, err := j.readMeta(ctx)
@@ -120,10 +120,10 @@ func (j *job) startMigration(e evMigrate) {
 		e.reply <- migrateOutcome{err: fmt.Errorf("hnp: migrate: "+format, a...)}
 	}
 	switch {
-	case j.state != stateRunning:
+	case j.state != jobRunning:
 		refuse("the job is %s", j.state)
 		return
-	case j.global == nil:
+	case j.p.global == nil:
 		refuse("the job does not coordinate checkpoints (run it with -am ft-enable-cr)")
 		return
 	case j.recovery != nil:
@@ -136,7 +136,7 @@ func (j *job) startMigration(e evMigrate) {
 		refuse("no rank to move")
 		return
 	}
-	mig := &migration{dest: map[int]string{}, from: map[int]string{}, start: time.Now(), reply: e.reply, entries: map[int]map[string]string{}}
+	mig := &migration{dest: map[int]string{}, from: map[int]string{}, start: j.p.now(), reply: e.reply, entries: map[int]map[string]string{}}
 	for r, n := range e.m.Dest {
 		if r < 0 || r >= len(j.ranks) {
 			refuse("rank %d: the job has ranks 0 to %d", r, len(j.ranks)-1)
@@ -151,7 +151,7 @@ func (j *job) startMigration(e evMigrate) {
 		case d == nil:
 			refuse("rank %d: node %q is not a node of the job (nodes: %s)", r, n, strings.Join(j.m.Nodes, ", "))
 			return
-		case d.state != "running" || d.box == nil:
+		case d.state != daemonRunning || d.box == nil:
 			refuse("rank %d: node %s is %s", r, n, d.state)
 			return
 		case n == rs.node:
@@ -164,11 +164,11 @@ func (j *job) startMigration(e evMigrate) {
 	sort.Ints(mig.ranks)
 	j.migration = mig
 	j.elog.Info("migration: saving the moving ranks", "ranks", mig.ranks, "to", mig.dest, "why", e.m.Why)
-	g, ranks := j.global, slices.Clone(mig.ranks)
-	go func() {
+	g, ranks := j.p.global, slices.Clone(mig.ranks)
+	j.spawn(func() event {
 		res, err := g.Checkpoint(context.Background(), snapc.Request{Ranks: ranks}, nil)
-		j.send(evMigSaved{res: res, err: err})
-	}()
+		return evMigSaved{res: res, err: err}
+	})
 }
 
 // migSaved starts the moved ranks on their new nodes once their save is
@@ -183,15 +183,15 @@ func (j *job) migSaved(e evMigSaved) {
 		mig.reply <- migrateOutcome{err: fmt.Errorf("hnp: migrate: ranks %v were not moved (the job runs on as it was): %w", mig.ranks, e.err)}
 		return
 	}
-	mig.saved, mig.seq = time.Now(), e.res.Seq
+	mig.saved, mig.seq = j.p.now(), e.res.Seq
 	rankNodes := j.placementWith(mig.dest)
 	byNode := map[string][]int32{}
 	for _, r := range mig.ranks {
 		byNode[mig.dest[r]] = append(byNode[mig.dest[r]], int32(r))
 		rs := j.ranks[r]
-		rs.node, rs.state, rs.pid = mig.dest[r], "running", 0
+		rs.node, rs.state, rs.pid = mig.dest[r], rankRunning, 0
 	}
-	ref := j.global.Ref()
+	ref := j.p.global.Ref()
 	for _, n := range slices.Sorted(maps.Keys(byNode)) {
 		j.daemons[n].box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
 			Migrate: true, Ranks: byNode[n], RankNodes: rankNodes, Size: int32(len(j.ranks)),
@@ -242,7 +242,7 @@ func (j *job) rejoin(node string, e *pb.RankData) {
 		j.daemons[n].box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Rejoined{Rejoined: table}})
 	}
 	// The old processes end; the others resume toward the new ones.
-	if err := j.global.Release(snapc.Release{Leave: mig.ranks, Peers: mig.entries}); err != nil {
+	if err := j.p.global.Release(snapc.Release{Leave: mig.ranks, Peers: mig.entries}); err != nil {
 		j.abandonMigration(fmt.Sprintf("the held ranks could not be released: %v", err))
 		return
 	}
@@ -261,14 +261,14 @@ func (j *job) rejoin(node string, e *pb.RankData) {
 		out[i] = int32(r)
 	}
 	j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_MoveRanks{MoveRanks: &pb.MoveRanks{Out: out, RankNodes: j.m.RankNode}}})
-	j.global.Place(j.m.RankNode)
-	now := time.Now()
+	j.p.global.Place(j.m.RankNode)
+	now := j.p.now()
 	res := errmgr.MigrationResult{Seq: mig.seq, Took: now.Sub(mig.start), Checkpoint: mig.saved.Sub(mig.start), Restart: now.Sub(mig.saved)}
 	var moves []string
 	for _, r := range mig.ranks {
 		moves = append(moves, fmt.Sprintf("rank %d %s -> %s", r, before.RankNode[r], mig.dest[r]))
 	}
-	fmt.Fprintf(j.o.Stderr, "gompirun: migration: %s in %.2f s (save %.2f s, restart %.2f s)\n",
+	fmt.Fprintf(j.p.stderr, "gompirun: migration: %s in %.2f s (save %.2f s, restart %.2f s)\n",
 		strings.Join(moves, ", "), res.Took.Seconds(), res.Checkpoint.Seconds(), res.Restart.Seconds())
 	j.migration = nil
 	j.lastMig = &migRecord{res: res, from: mig.from, dest: mig.dest}
@@ -333,10 +333,10 @@ func (j *job) predicted(p *errmgr.Prediction, from string) (int, error) {
 			return 0, fmt.Errorf("node %q is not a node of the job (nodes: %s)", n, strings.Join(j.m.Nodes, ", "))
 		}
 	}
-	if j.state != stateRunning {
+	if j.state != jobRunning {
 		return 0, fmt.Errorf("the job is %s", j.state)
 	}
-	f := errmgr.Fault{Kind: errmgr.Predicted, Rank: -1, Node: strings.Join(p.Nodes, ","), Time: time.Now(), Predict: p, Detail: from}
+	f := errmgr.Fault{Kind: errmgr.Predicted, Rank: -1, Node: strings.Join(p.Nodes, ","), Time: j.p.now(), Predict: p, Detail: from}
 	if len(p.Nodes) == 0 {
 		f.Node = ""
 	}
@@ -367,9 +367,9 @@ type evPredict struct {
 }
 
 func (j *job) predict(e evPredict) {
-	if !slices.Contains(j.stack.Names(), "crmig") {
+	if !slices.Contains(j.p.stack.Names(), "crmig") {
 		e.accepted <- fmt.Errorf("no ErrMgr policy of this job migrates ranks (its stack: %s): run it with -am ft-enable-cr, and errmgr crmig if the errmgr selection is narrowed",
-			strings.Join(j.stack.Names(), ", "))
+			strings.Join(j.p.stack.Names(), ", "))
 		return
 	}
 	id, err := j.predicted(e.p, e.from)
@@ -381,7 +381,7 @@ func (j *job) predict(e evPredict) {
 
 // rankMigrate takes a rank's cr.Migrate: accepted (or refused) at once.
 func (j *job) rankMigrate(d *dconn, m *pb.RankMigrate) {
-	p := predictionFromProto(m.GetRequest(), time.Now())
+	p := predictionFromProto(m.GetRequest(), j.p.now())
 	accepted := make(chan error, 1)
 	j.predict(evPredict{p: p, from: fmt.Sprintf("asked for by rank %d (cr.Migrate)", m.GetRequest().GetRank()), accepted: accepted})
 	done := &pb.RankMigrateDone{Id: m.GetId()}

@@ -41,10 +41,10 @@ type evRecover struct {
 // restart.
 func (rt jobRuntime) Recover(ctx context.Context, r errmgr.Recovery) (int, error) {
 	j := rt.j
-	if j.global == nil {
+	if j.p.global == nil {
 		return 0, fmt.Errorf("hnp: recover: the job does not coordinate checkpoints (run it with -am ft-enable-cr): %w", errmgr.ErrNoCheckpoint)
 	}
-	ref := j.global.Ref()
+	ref := j.p.global.Ref()
 	meta, err := j.readMeta(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("hnp: recover: %w: %w", errmgr.ErrNoCheckpoint, err)
@@ -73,7 +73,7 @@ func (j *job) readMeta(ctx context.Context) (*sstore.GlobalMeta, error) {
 	if ms == nil {
 		ms = sstore.ThisNode
 	}
-	return ms.ReadGlobal(ctx, j.global.Ref())
+	return ms.ReadGlobal(ctx, j.p.global.Ref())
 }
 
 // startRecovery ends every rank for a recovery. A second fault while the
@@ -85,10 +85,10 @@ func (j *job) startRecovery(e evRecover) error {
 		j.recovery.plan.LostNodes = union(j.recovery.plan.LostNodes, e.plan.LostNodes)
 		return nil
 	}
-	if j.state != stateRunning {
+	if j.state != jobRunning {
 		return fmt.Errorf("hnp: recover: %w", errmgr.ErrJobOver)
 	}
-	j.recovery = &recovery{plan: e.plan, seq: e.seq, ref: e.ref, start: time.Now(), n: j.recoveries + 1, before: j.m}
+	j.recovery = &recovery{plan: e.plan, seq: e.seq, ref: e.ref, start: j.p.now(), n: j.recoveries + 1, before: j.m}
 	j.closeSnapC("the job is recovering from a failure")
 	j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{Now: true}}})
 	return nil
@@ -175,12 +175,12 @@ func (j *job) resumed() {
 		return
 	}
 	for _, r := range j.ranks {
-		if r.state != "connected" {
+		if r.state != rankConnected {
 			return
 		}
 	}
 	j.recoveredFrom = nil
-	fmt.Fprintf(j.o.Stderr, "gompirun: recovery %d: every rank runs again, %.2f s after the failure was handled\n", rec.n, time.Since(rec.start).Seconds())
+	fmt.Fprintf(j.p.stderr, "gompirun: recovery %d: every rank runs again, %.2f s after the failure was handled\n", rec.n, j.p.now().Sub(rec.start).Seconds())
 }
 
 // joinRecovery adds a fault that happened while the job ends its ranks
@@ -201,5 +201,5 @@ func (j *job) joinRecovery(rec *recovery, f errmgr.Fault) {
 	}
 	rec.plan.Lost = union(rec.plan.Lost, lost)
 	j.elog.Info("fault joins the recovery under way", "fault", f.Describe(), "recovery", rec.n)
-	fmt.Fprintf(j.o.Stderr, "gompirun: %s; it joins recovery %d under way\n", f.Describe(), rec.n)
+	fmt.Fprintf(j.p.stderr, "gompirun: %s; it joins recovery %d under way\n", f.Describe(), rec.n)
 }

@@ -80,7 +80,7 @@ func (s *service) Attach(stream grpcStream) error {
 			d.lastSeen.Store(time.Now().UnixNano())
 			d.busy.Store(false)
 		case *pb.DaemonMessage_SnapcReply:
-			if j.global == nil {
+			if j.p.global == nil {
 				continue
 			}
 			// The rank count never changes (j.m does, on the actor).
@@ -89,7 +89,7 @@ func (s *service) Attach(stream grpcStream) error {
 				j.log.Warn("bad checkpoint reply", "node", d.node, "err", err)
 				continue
 			}
-			j.global.Deliver(rep)
+			j.p.global.Deliver(rep)
 		case *pb.DaemonMessage_RankCheckpoint:
 			// The actor checks that the node runs the rank (the placement
 			// is its own: a migration changes it), then the checkpoint

@@ -68,7 +68,7 @@ func checkRestart(r *Restart, np int) error {
 func (j *job) startSnapC(ctx context.Context) error {
 	p := j.o.Proc
 	cand := j.mods.SnapC
-	j.snapc = cand.Module
+	j.p.snapc = cand.Module
 	coord, ok := cand.Module.(snapc.Coordinator)
 	if !ok {
 		return nil
@@ -100,7 +100,7 @@ func (j *job) startSnapC(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	j.global = g
+	j.p.global = g
 	if every := j.vals.Duration(snapc.ParamPeriodic); every > 0 {
 		go j.periodic(g, every, p.FrameworkLogger(snapc.Name))
 	}
@@ -175,10 +175,10 @@ func (j *job) snapcSend(e evSnapcSend) {
 	case d.box == nil:
 		e.errc <- fmt.Errorf("the daemon of node %s has not connected yet (the job is starting): try again", e.node)
 		return
-	case d.state != "running":
+	case d.state != daemonRunning:
 		e.errc <- fmt.Errorf("the daemon of node %s is %s", e.node, d.state)
 		return
-	case j.state != stateRunning && e.req.Kind != snapc.LocalCancel:
+	case j.state != jobRunning && e.req.Kind != snapc.LocalCancel:
 		e.errc <- fmt.Errorf("the job is %s", j.state)
 		return
 	}
@@ -199,7 +199,7 @@ func (j *job) snapcSend(e evSnapcSend) {
 			rs.termOK = false
 		}
 		if ended {
-			fmt.Fprintln(j.o.Stderr, "gompirun: the checkpoint-and-terminate failed after ranks had ended; the last committed sequence is the one before it")
+			fmt.Fprintln(j.p.stderr, "gompirun: the checkpoint-and-terminate failed after ranks had ended; the last committed sequence is the one before it")
 			j.setExit(1)
 		}
 	}
@@ -211,16 +211,16 @@ func (j *job) snapcSend(e evSnapcSend) {
 // checkpoint-and-terminate, once termGrace has passed.
 func (j *job) terminate() {
 	j.termPending = false
-	if j.state == stateRunning {
+	if j.state == jobRunning {
 		j.log.Info("checkpoint-and-terminate committed: the ranks end")
-		j.termTimer = time.After(termGrace)
+		j.arm(timerTerm, termGrace)
 	}
 }
 
 // closeSnapC fails the checkpoint in progress and every later one.
 func (j *job) closeSnapC(why string) {
-	if j.global != nil {
-		j.global.Close(errors.New(why))
+	if j.p.global != nil {
+		j.p.global.Close(errors.New(why))
 	}
 }
 
@@ -231,15 +231,15 @@ func (s *service) Checkpoint(req *pb.CheckpointRequest, stream grpc.ServerStream
 	opts := control.OptionsFromProto(req.GetOptions())
 	var res snapc.Result
 	var err error
-	if j.global == nil {
-		res, err = j.snapc.Checkpoint(ctx, snapc.Request{Options: opts})
+	if j.p.global == nil {
+		res, err = j.p.snapc.Checkpoint(ctx, snapc.Request{Options: opts})
 	} else {
-		res, err = j.global.Checkpoint(ctx, snapc.Request{Options: opts}, func(e snapc.Event) {
+		res, err = j.p.global.Checkpoint(ctx, snapc.Request{Options: opts}, func(e snapc.Event) {
 			_ = stream.Send(control.EventToProto(e)) // a tool that went away misses the rest
 		})
 	}
 	final := &pb.CheckpointEvent{Done: true, Phase: string(snapc.PhaseCommit), Seq: int32(res.Seq), Ref: res.Ref, Dir: res.Dir,
-		DurationNano: int64(res.Duration), UnixNano: time.Now().UnixNano()}
+		DurationNano: int64(res.Duration), UnixNano: j.p.now().UnixNano()}
 	if err != nil {
 		final.Phase, final.Seq, final.Error = string(snapc.PhaseFailed), -1, err.Error()
 	}
@@ -249,14 +249,14 @@ func (s *service) Checkpoint(req *pb.CheckpointRequest, stream grpc.ServerStream
 // Snapshots names the job's reference.
 func (s *service) Snapshots(context.Context, *pb.SnapshotsRequest) (*pb.SnapshotsResponse, error) {
 	j := s.job()
-	if j.global == nil {
-		_, err := j.snapc.Checkpoint(context.Background(), snapc.Request{})
+	if j.p.global == nil {
+		_, err := j.p.snapc.Checkpoint(context.Background(), snapc.Request{})
 		if err == nil {
 			err = snapc.ErrDisabled
 		}
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
-	ref := j.global.Ref()
+	ref := j.p.global.Ref()
 	return &pb.SnapshotsResponse{Dir: ref.Dir, Ref: ref.Name}, nil
 }
 
@@ -275,7 +275,11 @@ func (j *job) startRankCheckpoint(e evRankCheckpoint) {
 	if r := e.m.Rank; r < 0 || int(r) >= len(j.m.RankNode) || j.m.RankNode[r] != e.node {
 		refused = fmt.Errorf("node %s asked for a checkpoint for rank %d, which it does not run", e.node, r)
 	}
-	go rankCheckpoint(j.snapc, j.global, e.box, e.m, refused)
+	mod, g := j.p.snapc, j.p.global
+	j.spawn(func() event {
+		rankCheckpoint(mod, g, e.box, e.m, refused)
+		return nil
+	})
 }
 
 // rankCheckpoint runs a rank's request (refused, when set, is the
