@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"gompi/frameworks/crs"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -69,7 +69,7 @@ func TestDaemonProvisionsSStore(t *testing.T) {
 	if d.FileM == nil || d.SStore.Info.Name != "stage" {
 		t.Fatalf("assembled sstore %s, filem %v", d.SStore.Info.Name, d.FileM)
 	}
-	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("1")}
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("1")}
 	dir, err := d.SStore.Module.LocalDir(t.Context(), ref, 0, 0)
 	if err != nil || !strings.Contains(dir, "/n1/") {
 		t.Fatalf("LocalDir of the provisioned module = %s, %v", dir, err)

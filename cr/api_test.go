@@ -15,7 +15,7 @@ import (
 
 	"gompi/cr"
 	"gompi/cr/crtest"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mpi"
 )
 
@@ -220,7 +220,7 @@ func TestCallbacks(t *testing.T) {
 	if continued.Load() != 2 {
 		t.Fatalf("OnContinue ran %d times, want once per rank", continued.Load())
 	}
-	meta := must(sstore.ReadLocal(j.Ref().LocalPath(0, 1)))(t)
+	meta := must(snapshot.ReadLocal(j.Ref().LocalPath(0, 1)))(t)
 	var names []string
 	for _, f := range meta.Files {
 		names = append(names, f.Name)
@@ -516,7 +516,7 @@ func TestCorruptAppState(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs, _ := start(nj.Config("tcp"), func(c *cr.Coordinator) error { return nil })
-	if len(errs) != 1 || !errors.Is(errs[0], sstore.ErrCorrupt) || !strings.Contains(errs[0].Error(), path) {
+	if len(errs) != 1 || !errors.Is(errs[0], snapshot.ErrCorrupt) || !strings.Contains(errs[0].Error(), path) {
 		t.Fatalf("restart from a damaged app.state: %v", errs)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // app.state, format 2: an 8-byte big-endian length, the gob-encoded
@@ -110,19 +110,19 @@ func writeAppState(w io.Writer, rank int, at uint64, names []string, ptrs []any)
 func decodeAppState(r io.Reader, size int64) (*appFile, error) {
 	var lb [8]byte
 	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, fmt.Errorf("%w: header length: %w", sstore.ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: header length: %w", snapshot.ErrCorrupt, err)
 	}
 	hl := binary.BigEndian.Uint64(lb[:])
 	if hl > maxAppHeader || int64(hl) > size-8 {
-		return nil, fmt.Errorf("%w: header of %d bytes in a file of %d", sstore.ErrCorrupt, hl, size)
+		return nil, fmt.Errorf("%w: header of %d bytes in a file of %d", snapshot.ErrCorrupt, hl, size)
 	}
 	hb := make([]byte, hl)
 	if _, err := io.ReadFull(r, hb); err != nil {
-		return nil, fmt.Errorf("%w: header: %w", sstore.ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: header: %w", snapshot.ErrCorrupt, err)
 	}
 	var af appFile
 	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&af.appHeader); err != nil {
-		return nil, fmt.Errorf("%w: header: %w", sstore.ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: header: %w", snapshot.ErrCorrupt, err)
 	}
 	n := len(af.Names)
 	switch {
@@ -130,28 +130,28 @@ func decodeAppState(r io.Reader, size int64) (*appFile, error) {
 		return nil, fmt.Errorf("format %d, this library reads format %d", af.Format, appFormat)
 	case af.Rank < 0 || af.SafePoint == 0 || len(af.Kinds) != n || len(af.Types) != n || len(af.Sizes) != n:
 		return nil, fmt.Errorf("%w: rank %d, safe point %d, %d names for %d kinds, %d types, %d sizes",
-			sstore.ErrCorrupt, af.Rank, af.SafePoint, n, len(af.Kinds), len(af.Types), len(af.Sizes))
+			snapshot.ErrCorrupt, af.Rank, af.SafePoint, n, len(af.Kinds), len(af.Types), len(af.Sizes))
 	}
 	left := size - 8 - int64(hl)
 	seen := map[string]bool{}
 	for i, name := range af.Names {
 		if name == "" || seen[name] {
-			return nil, fmt.Errorf("%w: value name %q empty or repeated", sstore.ErrCorrupt, name)
+			return nil, fmt.Errorf("%w: value name %q empty or repeated", snapshot.ErrCorrupt, name)
 		}
 		seen[name] = true
 		if af.Kinds[i] > valueRaw || af.Sizes[i] < 0 || af.Sizes[i] > left {
-			return nil, fmt.Errorf("%w: value %q: kind %d, %d bytes, %d left in the file", sstore.ErrCorrupt, name, af.Kinds[i], af.Sizes[i], left)
+			return nil, fmt.Errorf("%w: value %q: kind %d, %d bytes, %d left in the file", snapshot.ErrCorrupt, name, af.Kinds[i], af.Sizes[i], left)
 		}
 		left -= af.Sizes[i]
 	}
 	if left != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last value", sstore.ErrCorrupt, left)
+		return nil, fmt.Errorf("%w: %d bytes after the last value", snapshot.ErrCorrupt, left)
 	}
 	af.Values = make([][]byte, n)
 	for i := range af.Values {
 		af.Values[i] = make([]byte, af.Sizes[i])
 		if _, err := io.ReadFull(r, af.Values[i]); err != nil {
-			return nil, fmt.Errorf("%w: value %q: %w", sstore.ErrCorrupt, af.Names[i], err)
+			return nil, fmt.Errorf("%w: value %q: %w", snapshot.ErrCorrupt, af.Names[i], err)
 		}
 	}
 	return &af, nil

@@ -16,7 +16,7 @@ import (
 	"gompi/cr/crtest"
 	"gompi/frameworks/inc"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -123,7 +123,7 @@ func TestInFlightContinueAndRestart(t *testing.T) {
 			if !reflect.DeepEqual(out[1].Got, want) {
 				t.Fatalf("after continue rank 1 got %v, want %v", out[1].Got, want)
 			}
-			meta := must(sstore.ReadLocal(j.Ref().LocalPath(0, 1)))(t)
+			meta := must(snapshot.ReadLocal(j.Ref().LocalPath(0, 1)))(t)
 			if meta.CRS != "self" || meta.CRSMeta["cr_safepoint"] != fmt.Sprint(target) {
 				t.Fatalf("snapshot_meta %+v", meta)
 			}
@@ -276,10 +276,10 @@ func TestCancelWhenRankCannotReach(t *testing.T) {
 	if !reflect.DeepEqual(events, want) {
 		t.Fatalf("rank 0 INC events %v, want %v", events, want)
 	}
-	if _, err := sstore.ReadGlobal(j.Ref()); err != nil {
+	if _, err := snapshot.ReadGlobal(j.Ref()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.Restart(0); !errors.Is(err, sstore.ErrNotCommitted) {
+	if _, err := j.Restart(0); !errors.Is(err, snapshot.ErrNotCommitted) {
 		t.Fatalf("restart from the cancelled sequence: %v, want ErrNotCommitted", err)
 	}
 }
@@ -383,7 +383,7 @@ func TestCorruptLibraryState(t *testing.T) {
 	errs, _ := start(nj.Config("tcp"), pipeline(after(3), make([]pipeState, 2)))
 	var found bool
 	for _, err := range errs {
-		if errors.Is(err, sstore.ErrCorrupt) && strings.Contains(err.Error(), path) {
+		if errors.Is(err, snapshot.ErrCorrupt) && strings.Contains(err.Error(), path) {
 			found = true
 		}
 	}
@@ -547,7 +547,7 @@ func TestCheckpointWhileQuiesced(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("sums %v, want %v", got, want)
 	}
-	meta := must(sstore.ReadLocal(j.Ref().LocalPath(res.Seq, 0)))(t)
+	meta := must(snapshot.ReadLocal(j.Ref().LocalPath(res.Seq, 0)))(t)
 	if meta.CRSMeta["cr_safepoint"] != fmt.Sprint(at) {
 		t.Fatalf("saved at safe point %s, want the quiesced point %d", meta.CRSMeta["cr_safepoint"], at)
 	}

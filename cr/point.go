@@ -13,7 +13,7 @@ import (
 	"gompi/frameworks/crcp"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mpi"
 )
 
@@ -539,19 +539,19 @@ func (c *Coordinator) saveLocal(ctx context.Context, req snapc.AppRequest, n uin
 	c.reg.mu.Lock()
 	known := slices.Clone(c.reg.lastFiles)
 	c.reg.mu.Unlock()
-	var files []sstore.FileRecord
+	var files []snapshot.FileRecord
 	for _, name := range res.Files {
-		if i := slices.IndexFunc(known, func(r sstore.FileRecord) bool { return r.Name == name }); i >= 0 {
+		if i := slices.IndexFunc(known, func(r snapshot.FileRecord) bool { return r.Name == name }); i >= 0 {
 			files = append(files, known[i])
 			continue
 		}
-		size, sum, err := sstore.ChecksumFile(req.Dir + string(os.PathSeparator) + name)
+		size, sum, err := snapshot.ChecksumFile(req.Dir + string(os.PathSeparator) + name)
 		if err != nil {
 			return err
 		}
-		files = append(files, sstore.FileRecord{Name: name, Size: size, Checksum: sum})
+		files = append(files, snapshot.FileRecord{Name: name, Size: size, Checksum: sum})
 	}
-	w, err := sstore.CreateFile(req.Dir, snapc.LibraryStateFile)
+	w, err := snapshot.CreateFile(req.Dir, snapc.LibraryStateFile)
 	if err != nil {
 		return err
 	}
@@ -569,7 +569,7 @@ func (c *Coordinator) saveLocal(ctx context.Context, req snapc.AppRequest, n uin
 		meta = map[string]string{}
 	}
 	meta["cr_safepoint"] = strconv.FormatUint(n, 10)
-	return sstore.WriteLocal(req.Dir, &sstore.LocalMeta{
+	return snapshot.WriteLocal(req.Dir, &snapshot.LocalMeta{
 		Rank: c.p.Rank(), PID: os.Getpid(), Node: c.p.Node(), CRS: c.crsName,
 		Created: time.Now(), CRSMeta: meta, Files: files,
 	})

@@ -15,7 +15,7 @@ import (
 	"sync"
 
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // AppStateFile is the file of a local snapshot holding the values
@@ -29,7 +29,7 @@ type stateRegistry struct {
 	ptrs      []any
 	onCkpt    []func(dir string) error
 	onCont    []func() error
-	lastFiles []sstore.FileRecord
+	lastFiles []snapshot.FileRecord
 	savingAt  uint64
 }
 
@@ -135,7 +135,7 @@ func (c *Coordinator) OnRestart(f func(dir string) error) error {
 	return nil
 }
 
-var reservedFiles = []string{AppStateFile, snapc.LibraryStateFile, sstore.LocalMetaFile}
+var reservedFiles = []string{AppStateFile, snapc.LibraryStateFile, snapshot.LocalMetaFile}
 
 // saveFiles is the rank's state source a CRS that runs inside the rank
 // (self) is provisioned with (crs.RankHost.Save): saveState's file names.
@@ -153,7 +153,7 @@ func (c *Coordinator) saveFiles(ctx context.Context, dir string) ([]string, erro
 
 // saveState writes the rank's registered state into dir: the files of the
 // OnCheckpoint callbacks, then app.state.
-func (c *Coordinator) saveState(ctx context.Context, dir string) ([]sstore.FileRecord, error) {
+func (c *Coordinator) saveState(ctx context.Context, dir string) ([]snapshot.FileRecord, error) {
 	r := &c.reg
 	r.mu.Lock()
 	names, ptrs := slices.Clone(r.names), slices.Clone(r.ptrs)
@@ -161,7 +161,7 @@ func (c *Coordinator) saveState(ctx context.Context, dir string) ([]sstore.FileR
 	at := r.savingAt
 	r.mu.Unlock()
 
-	var recs []sstore.FileRecord
+	var recs []snapshot.FileRecord
 	if len(cbs) > 0 {
 		before, err := dirNames(dir)
 		if err != nil {
@@ -196,15 +196,15 @@ func (c *Coordinator) saveState(ctx context.Context, dir string) ([]sstore.FileR
 			case !fi.Mode().IsRegular():
 				return nil, fmt.Errorf("cr: an OnCheckpoint callback made %s, which is not a regular file: a snapshot holds regular files only, directly in its directory", path)
 			}
-			size, sum, err := sstore.ChecksumFile(path)
+			size, sum, err := snapshot.ChecksumFile(path)
 			if err != nil {
 				return nil, fmt.Errorf("cr: %s: %w", path, err)
 			}
-			recs = append(recs, sstore.FileRecord{Name: name, Size: size, Checksum: sum})
+			recs = append(recs, snapshot.FileRecord{Name: name, Size: size, Checksum: sum})
 		}
 	}
 
-	w, err := sstore.CreateFile(dir, AppStateFile)
+	w, err := snapshot.CreateFile(dir, AppStateFile)
 	if err != nil {
 		return nil, fmt.Errorf("cr: %w", err)
 	}
@@ -240,7 +240,7 @@ func dirNames(dir string) ([]string, error) {
 // app.state; the safe-point count resumes just before the saved one.
 func (c *Coordinator) loadRestart(info snapc.RestartInfo) error {
 	rank := c.p.Rank()
-	meta, err := sstore.ReadLocal(info.Dir)
+	meta, err := snapshot.ReadLocal(info.Dir)
 	if err != nil {
 		return fmt.Errorf("cr: rank %d: restart: %w", rank, err)
 	}
@@ -265,7 +265,7 @@ func (c *Coordinator) loadRestart(info snapc.RestartInfo) error {
 		return fmt.Errorf("cr: rank %d: restart: %s: %w", rank, path, err)
 	}
 	if af.Rank != rank {
-		return fmt.Errorf("cr: rank %d: restart: %s: %w: saved by rank %d", rank, path, sstore.ErrCorrupt, af.Rank)
+		return fmt.Errorf("cr: rank %d: restart: %s: %w: saved by rank %d", rank, path, snapshot.ErrCorrupt, af.Rank)
 	}
 	rs := &restartState{info: info, at: af.SafePoint, file: af, names: af.Names, restored: map[string]bool{}}
 	c.restart = rs

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // encodeHeader writes an app.state made of header h and payloads as given,
@@ -113,8 +113,8 @@ func TestDecodeAppState(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := decodeAppState(bytes.NewReader(tt.raw), int64(len(tt.raw))); err == nil {
 				t.Fatal("accepted")
-			} else if tt.name != "future format" && !errors.Is(err, sstore.ErrCorrupt) {
-				t.Fatalf("%v does not wrap sstore.ErrCorrupt", err)
+			} else if tt.name != "future format" && !errors.Is(err, snapshot.ErrCorrupt) {
+				t.Fatalf("%v does not wrap snapshot.ErrCorrupt", err)
 			}
 		})
 	}

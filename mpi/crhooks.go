@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"gompi/boot"
+	"gompi/frameworks/sstore/snapshot"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
 )
 
 // What the checkpoint/restart layer (package cr) needs from a Proc: the
@@ -203,14 +203,14 @@ func (p *Proc) Modules() *boot.App { return p.modset }
 // (snapc.LibraryStateFile) after checking its size and checksum against
 // the snapshot's metadata; an error names the file and what is wrong.
 func ReadLibraryState(dir string) ([]byte, error) {
-	meta, err := sstore.ReadLocal(dir)
+	meta, err := snapshot.ReadLocal(dir)
 	if err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, snapc.LibraryStateFile)
-	i := slices.IndexFunc(meta.Files, func(f sstore.FileRecord) bool { return f.Name == snapc.LibraryStateFile })
+	i := slices.IndexFunc(meta.Files, func(f snapshot.FileRecord) bool { return f.Name == snapc.LibraryStateFile })
 	if i < 0 {
-		return nil, fmt.Errorf("%s: %w: not recorded in %s; the snapshot holds no library state", path, sstore.ErrCorrupt, sstore.LocalMetaFile)
+		return nil, fmt.Errorf("%s: %w: not recorded in %s; the snapshot holds no library state", path, snapshot.ErrCorrupt, snapshot.LocalMetaFile)
 	}
 	rec := meta.Files[i]
 	if rec.Compression != "" {
@@ -220,11 +220,11 @@ func ReadLibraryState(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := sstore.NewChecksum()
+	h := snapshot.NewChecksum()
 	h.Write(data)
-	if sum := sstore.FormatChecksum(h.Sum32()); int64(len(data)) != rec.Size || sum != rec.Checksum {
+	if sum := snapshot.FormatChecksum(h.Sum32()); int64(len(data)) != rec.Size || sum != rec.Checksum {
 		return nil, fmt.Errorf("%s: %w: %d bytes with checksum %s, %s records %d bytes with %s",
-			path, sstore.ErrCorrupt, len(data), sum, sstore.LocalMetaFile, rec.Size, rec.Checksum)
+			path, snapshot.ErrCorrupt, len(data), sum, snapshot.LocalMetaFile, rec.Size, rec.Checksum)
 	}
 	return data, nil
 }

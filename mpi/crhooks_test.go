@@ -16,7 +16,7 @@ import (
 	"gompi/frameworks/crcp"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -123,11 +123,11 @@ func TestAppResponder(t *testing.T) {
 	}
 }
 
-// snapshot writes a local snapshot holding state as library.state.
-func snapshot(t *testing.T, state []byte) string {
+// writeSnapshot writes a local snapshot holding state as library.state.
+func writeSnapshot(t *testing.T, state []byte) string {
 	t.Helper()
 	dir := t.TempDir()
-	w, err := sstore.CreateFile(dir, snapc.LibraryStateFile)
+	w, err := snapshot.CreateFile(dir, snapc.LibraryStateFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +136,14 @@ func snapshot(t *testing.T, state []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: 0, CRS: "self", Created: time.Now(), Files: []sstore.FileRecord{rec}}); err != nil {
+	if err := snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: 0, CRS: "self", Created: time.Now(), Files: []snapshot.FileRecord{rec}}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
 func TestReadLibraryState(t *testing.T) {
-	dir := snapshot(t, []byte("library bytes"))
+	dir := writeSnapshot(t, []byte("library bytes"))
 	b, err := mpi.ReadLibraryState(dir)
 	if err != nil || string(b) != "library bytes" {
 		t.Fatalf("read %q, %v", b, err)
@@ -158,15 +158,15 @@ func TestReadLibraryState(t *testing.T) {
 		{"truncated", func(t *testing.T, dir string) { os.WriteFile(path, []byte("library"), 0o644) }, "records 13 bytes"},
 		{"missing", func(t *testing.T, dir string) { os.Remove(path) }, "no such file"},
 		{"not recorded", func(t *testing.T, dir string) {
-			sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: 0, CRS: "self", Created: time.Now()})
+			snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: 0, CRS: "self", Created: time.Now()})
 		}, "not recorded in snapshot_meta"},
 		{"compressed", func(t *testing.T, dir string) {
-			sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: 0, CRS: "self", Created: time.Now(), Files: []sstore.FileRecord{{Name: snapc.LibraryStateFile, Checksum: "crc32c:00000000", Compression: "zstd", Stored: "x.zst"}}})
+			snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: 0, CRS: "self", Created: time.Now(), Files: []snapshot.FileRecord{{Name: snapc.LibraryStateFile, Checksum: "crc32c:00000000", Compression: "zstd", Stored: "x.zst"}}})
 		}, "stored compressed (zstd)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir = snapshot(t, []byte("library bytes"))
+			dir = writeSnapshot(t, []byte("library bytes"))
 			path = filepath.Join(dir, snapc.LibraryStateFile)
 			tt.mut(t, dir)
 			if _, err := mpi.ReadLibraryState(dir); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), dir) {
@@ -238,7 +238,7 @@ func TestRestartReplaysCreations(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	dirs := []string{snapshot(t, states[0]), snapshot(t, states[1])}
+	dirs := []string{writeSnapshot(t, states[0]), writeSnapshot(t, states[1])}
 	restartCfg := func() mpitest.Config {
 		return mpitest.Config{N: 2, BTL: "uds", Wrap: func(r int, b mpi.Bootstrap) mpi.Bootstrap {
 			l := newLink()

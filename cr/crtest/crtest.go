@@ -22,7 +22,7 @@ import (
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
@@ -51,7 +51,7 @@ type Job struct {
 	NoJoin bool
 
 	n   int
-	ref sstore.Ref
+	ref snapshot.Ref
 	// from is the sequence this job restarts from (-1: a fresh start).
 	from int
 
@@ -82,7 +82,7 @@ type collective struct {
 // NewJob returns the coordinator of a job of n ranks whose snapshots go
 // to a reference in dir.
 func NewJob(n int, dir string, name string) *Job {
-	j := &Job{n: n, ref: sstore.Ref{Dir: dir, Name: sstore.RefName(name)}, from: -1,
+	j := &Job{n: n, ref: snapshot.Ref{Dir: dir, Name: snapshot.RefName(name)}, from: -1,
 		replies: make(chan reply, 64*n), colls: map[uint64]*collective{}, committed: map[uint64]snapc.Result{}}
 	for r := range n {
 		j.links = append(j.links, &Link{job: j, rank: r, reqs: make(chan snapc.AppRequest, 64)})
@@ -91,17 +91,17 @@ func NewJob(n int, dir string, name string) *Job {
 }
 
 // Ref is the job's snapshot reference.
-func (j *Job) Ref() sstore.Ref { return j.ref }
+func (j *Job) Ref() snapshot.Ref { return j.ref }
 
 // Restart returns the coordinator of a new job of the same ranks that
 // restarts from sequence seq of j's reference (its local snapshots
 // verified first) and takes its own checkpoints under the same reference.
 func (j *Job) Restart(seq int) (*Job, error) {
-	g, err := sstore.ReadGlobal(j.ref)
+	g, err := snapshot.ReadGlobal(j.ref)
 	if err != nil {
 		return nil, err
 	}
-	pt, err := sstore.ChooseSeq(j.ref, g, seq)
+	pt, err := snapshot.ChooseSeq(j.ref, g, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +347,7 @@ type pendingCkpt struct {
 	id     uint64
 	target uint64
 	start  time.Time
-	g      *sstore.GlobalMeta
+	g      *snapshot.GlobalMeta
 	seq    int
 	sent   int
 	errs   []error
@@ -355,16 +355,16 @@ type pendingCkpt struct {
 
 func (j *Job) sendTargets(id uint64, target uint64, opts crs.Options) (*pendingCkpt, error) {
 	pc := &pendingCkpt{id: id, target: target, start: time.Now(), coll: &collective{done: make(chan struct{})}}
-	g, err := sstore.ReadGlobal(j.ref)
+	g, err := snapshot.ReadGlobal(j.ref)
 	if err != nil {
 		if err := os.MkdirAll(j.ref.Path(), 0o755); err != nil {
 			return nil, err
 		}
-		g = &sstore.GlobalMeta{Job: j.ref.Name, Ranks: j.n}
+		g = &snapshot.GlobalMeta{Job: j.ref.Name, Ranks: j.n}
 	}
 	pc.g, pc.seq = g, g.NextSeq()
-	g.Seqs = append(g.Seqs, sstore.SeqRecord{Seq: pc.seq, Started: pc.start})
-	if err := sstore.WriteGlobal(j.ref, g); err != nil {
+	g.Seqs = append(g.Seqs, snapshot.SeqRecord{Seq: pc.seq, Started: pc.start})
+	if err := snapshot.WriteGlobal(j.ref, g); err != nil {
 		return nil, err
 	}
 	for r, l := range j.links {
@@ -413,14 +413,14 @@ func (j *Job) finish(ctx context.Context, pc *pendingCkpt) (res snapc.Result, er
 			errs = append(errs, errors.New(rep.r.Err))
 			continue
 		}
-		s.Procs = append(s.Procs, sstore.ProcRecord{Rank: rep.rank, Node: "node0", CRS: crsself.Name})
+		s.Procs = append(s.Procs, snapshot.ProcRecord{Rank: rep.rank, Node: "node0", CRS: crsself.Name})
 	}
 	if len(errs) > 0 {
 		return snapc.Result{}, fmt.Errorf("crtest: checkpoint at safe point %d (sequence %d) failed: %w", pc.target, pc.seq, errors.Join(errs...))
 	}
-	slices.SortFunc(s.Procs, func(a, b sstore.ProcRecord) int { return a.Rank - b.Rank })
+	slices.SortFunc(s.Procs, func(a, b snapshot.ProcRecord) int { return a.Rank - b.Rank })
 	s.Committed, s.Finished = true, time.Now()
-	if err := sstore.WriteGlobal(j.ref, g); err != nil {
+	if err := snapshot.WriteGlobal(j.ref, g); err != nil {
 		return snapc.Result{}, err
 	}
 	res = snapc.Result{Ref: j.ref.Name, Dir: j.ref.Dir, Seq: pc.seq, Duration: time.Since(pc.start)}

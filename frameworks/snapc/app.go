@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"gompi/frameworks/crs"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // The application level of SnapC: the protocol between a rank's app
@@ -72,8 +72,8 @@ type AppReply struct {
 
 // RestartInfo describes a start from a snapshot.
 type RestartInfo struct {
-	Ref sstore.Ref `json:"ref"`
-	Seq int        `json:"seq"`
+	Ref snapshot.Ref `json:"ref"`
+	Seq int          `json:"seq"`
 	// Dir is this rank's local snapshot, readable on this node.
 	Dir string `json:"dir"`
 }

@@ -9,6 +9,7 @@ import (
 
 	"gompi/frameworks/crs"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -53,15 +54,15 @@ type JobSpec struct {
 	// Ref is where the job's sequences go: a fresh reference named after
 	// the job, or, for a restarted job, the reference it restarted from
 	// (its sequence numbers continue).
-	Ref sstore.Ref
+	Ref snapshot.Ref
 	// Settings are the parameters the job runs with that did not come from
 	// defaults (mca.Values.Changed); AMCA the sets it was started with.
 	Settings []mca.Setting
 	AMCA     []string
-	Launch   sstore.Launch
+	Launch   snapshot.Launch
 	// Meta reads and writes the reference's global metadata (nil: on this
-	// node's file system; sstore.MetaStoreFor gives the one for Ref).
-	Meta sstore.MetaStore
+	// node's file system; snapshot.MetaStoreFor gives the one for Ref).
+	Meta snapshot.MetaStore
 	// Values are the job's resolved parameters (components read their own).
 	Values *mca.Values
 	Log    *slog.Logger
@@ -100,7 +101,7 @@ type Global interface {
 	// (the job is ending). It never blocks.
 	Close(why error)
 	// Ref is the job's global snapshot reference.
-	Ref() sstore.Ref
+	Ref() snapshot.Ref
 	// Release ends the migration checkpoint whose ranks are held (see
 	// Request.Ranks): it sends rel to every node and returns; later
 	// requests, queued meanwhile, run after it. It fails when no ranks
@@ -175,12 +176,12 @@ func (k LocalKind) String() string {
 
 // LocalRequest is one request of the global coordinator to a node.
 type LocalRequest struct {
-	ID      uint64      `json:"id"`
-	Kind    LocalKind   `json:"kind"`
-	Seq     int         `json:"seq"`
-	Ref     sstore.Ref  `json:"ref"`
-	Target  uint64      `json:"target,omitempty"`
-	Options crs.Options `json:"options"`
+	ID      uint64       `json:"id"`
+	Kind    LocalKind    `json:"kind"`
+	Seq     int          `json:"seq"`
+	Ref     snapshot.Ref `json:"ref"`
+	Target  uint64       `json:"target,omitempty"`
+	Options crs.Options  `json:"options"`
 	// Ranks: a migration's Target or Sync, the ranks saved (the node's
 	// others are held unsaved).
 	Ranks []int `json:"ranks,omitempty"`

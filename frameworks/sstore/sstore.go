@@ -2,25 +2,27 @@
 // written and when they become stable on global storage. A sequence counts
 // only once every local snapshot is established; SStore says when.
 //
-// Components: none until the C/R core lands (no snapshot can be stored),
-// then central (ranks write straight to global storage) and stage
-// (node-local first, drained, compressed and cached by the daemon).
+// The package holds the framework's interface only: Module, the Local
+// snapshots a Sync establishes, the Host a hosting process provisions a
+// module with, and the progress a Sync reports through its context. What a
+// snapshot reference is on disk (its layout, metadata, checksums and
+// verification) is package snapshot, which every Module and every reader
+// of references (cr, snapc, gompi-restart, gompi-checkpoint) shares.
+//
+// Components: central (ranks write straight to global storage), stage
+// (node-local first, drained, compressed and cached by the daemon) and none
+// (C/R off: every call fails with ErrDisabled).
 package sstore
 
 import (
 	"context"
 	"errors"
+
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // Name of the framework, and of its selection parameter.
 const Name = "sstore"
-
-// Ref names a global snapshot: <Dir>/<Name>, e.g.
-// /scratch/gompi_global_snapshot_4711.ckpt.
-type Ref struct {
-	Dir  string `json:"dir"`
-	Name string `json:"name"`
-}
 
 // Local is one rank's local snapshot of a sequence.
 type Local struct {
@@ -32,15 +34,15 @@ type Local struct {
 type Module interface {
 	// LocalDir creates and returns the directory rank writes its snapshot
 	// of seq into.
-	LocalDir(ctx context.Context, ref Ref, seq, rank int) (string, error)
+	LocalDir(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error)
 	// Sync makes the local snapshots of seq written on this node stable on
 	// global storage; it returns once they are established there.
-	Sync(ctx context.Context, ref Ref, seq int, locals []Local) error
+	Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []Local) error
 	// Fetch makes rank's snapshot of seq readable on this node (from a
 	// local cache when one holds it) and returns its directory.
-	Fetch(ctx context.Context, ref Ref, seq, rank int) (string, error)
+	Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error)
 	// Remove deletes this node's copies of seq.
-	Remove(ctx context.Context, ref Ref, seq int) error
+	Remove(ctx context.Context, ref snapshot.Ref, seq int) error
 }
 
 // ErrDisabled is wrapped when no storage strategy is enabled.

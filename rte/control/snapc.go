@@ -9,6 +9,7 @@ import (
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	pb "gompi/rte/control/proto"
 )
 
@@ -92,7 +93,7 @@ func LocalRequestFromProto(m *pb.SnapcRequest) (snapc.LocalRequest, error) {
 		if leave, err = ranksFromProto(m.GetLeave()); err == nil {
 			var peers map[int]map[string]string
 			if peers, err = PeersFromProto(m.GetPeers()); err == nil {
-				return snapc.LocalRequest{ID: m.GetId(), Kind: k, Seq: int(m.GetSeq()), Ref: sstore.Ref{Dir: m.GetRefDir(), Name: m.GetRefName()},
+				return snapc.LocalRequest{ID: m.GetId(), Kind: k, Seq: int(m.GetSeq()), Ref: snapshot.Ref{Dir: m.GetRefDir(), Name: m.GetRefName()},
 					Target: m.GetTarget(), Options: OptionsFromProto(m.GetOptions()), Ranks: ranks, Leave: leave, Peers: peers}, nil
 			}
 		}

@@ -10,14 +10,14 @@ import (
 
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	pb "gompi/rte/control/proto"
 )
 
 func TestSnapcWireRoundTrip(t *testing.T) {
 	for _, lr := range []snapc.LocalRequest{
-		{ID: 7, Kind: snapc.LocalTarget, Seq: 3, Ref: sstore.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 12, Options: crs.Options{Term: true}},
-		{ID: 8, Kind: snapc.LocalTarget, Seq: 4, Ref: sstore.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 13, Ranks: []int{2, 3}},
+		{ID: 7, Kind: snapc.LocalTarget, Seq: 3, Ref: snapshot.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 12, Options: crs.Options{Term: true}},
+		{ID: 8, Kind: snapc.LocalTarget, Seq: 4, Ref: snapshot.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 13, Ranks: []int{2, 3}},
 		{ID: 8, Kind: snapc.LocalRelease, Seq: 4, Leave: []int{2}, Peers: map[int]map[string]string{2: {"node": "n3", "btl_tcp": "127.0.0.1:5"}}},
 	} {
 		if got, err := LocalRequestFromProto(LocalRequestToProto(lr)); err != nil || !reflect.DeepEqual(got, lr) {
@@ -77,7 +77,7 @@ func second[T any](_ T, err error) error { return err }
 // accepted converts back to the same message.
 func FuzzSnapcWire(f *testing.F) {
 	for _, m := range []proto.Message{
-		LocalRequestToProto(snapc.LocalRequest{ID: 1, Kind: snapc.LocalQuery, Ref: sstore.Ref{Dir: "/a", Name: "b"}}),
+		LocalRequestToProto(snapc.LocalRequest{ID: 1, Kind: snapc.LocalQuery, Ref: snapshot.Ref{Dir: "/a", Name: "b"}}),
 		LocalReplyToProto(snapc.LocalReply{ID: 1, Kind: snapc.LocalQuery, Node: "n", Ranks: []snapc.RankReply{{Rank: 1}}}),
 		AppRequestToProto(snapc.AppRequest{ID: 2, Kind: snapc.Target, Target: 3, Dir: "/d"}),
 		AppReplyToProto(0, snapc.AppReply{ID: 2, Kind: snapc.Cancel}),

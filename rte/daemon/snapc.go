@@ -14,6 +14,7 @@ import (
 	"gompi/boot"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca/queue"
 	"gompi/rte"
 	"gompi/rte/control"
@@ -238,7 +239,7 @@ func (d *daemon) restartEnv(ctx context.Context, spec *pb.RestartSpec, rank int)
 	if spec == nil {
 		return nil, nil
 	}
-	ref := sstore.Ref{Dir: spec.RefDir, Name: spec.RefName}
+	ref := snapshot.Ref{Dir: spec.RefDir, Name: spec.RefName}
 	dir, err := d.cr.store.Fetch(ctx, ref, int(spec.Seq), rank)
 	if err != nil {
 		if errors.Is(err, sstore.ErrDisabled) {

@@ -21,8 +21,8 @@ import (
 
 	"gompi/components/snapc/full"
 	"gompi/components/sstore/stage"
-	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte"
 )
 
@@ -174,9 +174,9 @@ func kill(t *testing.T, what string, pid int) {
 
 // committedData hashes, for each committed sequence of ref, every file
 // global storage holds of it.
-func committedData(t *testing.T, ref sstore.Ref) map[int]string {
+func committedData(t *testing.T, ref snapshot.Ref) map[int]string {
 	t.Helper()
-	meta, err := sstore.ReadGlobal(ref)
+	meta, err := snapshot.ReadGlobal(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func committedData(t *testing.T, ref sstore.Ref) map[int]string {
 // checkIntact checks that the sequences of before are still committed
 // with the same data, and that every committed sequence of ref verifies
 // (each file of each rank against the checksum its snapshot_meta records).
-func checkIntact(t *testing.T, ref sstore.Ref, before map[int]string) {
+func checkIntact(t *testing.T, ref snapshot.Ref, before map[int]string) {
 	t.Helper()
 	after := committedData(t, ref)
 	for s, h := range before {
@@ -215,14 +215,14 @@ func checkIntact(t *testing.T, ref sstore.Ref, before map[int]string) {
 			t.Errorf("committed sequence %d of %s changed (or was uncommitted) during the recoveries", s, ref.Name)
 		}
 	}
-	meta, err := sstore.ReadGlobal(ref)
+	meta, err := snapshot.ReadGlobal(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range meta.Committed() {
-		p, err := sstore.ChooseSeq(ref, meta, s)
+		p, err := snapshot.ChooseSeq(ref, meta, s)
 		if err == nil {
-			err = p.VerifyAllWith(func(dir string, l *sstore.LocalMeta) error { return compress.Verify(t.Context(), dir, l) })
+			err = p.VerifyAllWith(func(dir string, l *snapshot.LocalMeta) error { return compress.Verify(t.Context(), dir, l) })
 		}
 		if err != nil {
 			t.Errorf("committed sequence %d: %v", s, err)
@@ -287,13 +287,13 @@ type fetchHold struct {
 	once   sync.Once
 }
 
-func holdFetch(t *testing.T, local, node string, ref sstore.Ref, seq, rank int) *fetchHold {
+func holdFetch(t *testing.T, local, node string, ref snapshot.Ref, seq, rank int) *fetchHold {
 	t.Helper()
 	dir, ok := stage.CachedDir(local, node, ref, seq, rank)
 	if !ok {
 		t.Fatalf("node %s has no cached copy of rank %d's snapshot of seq %d (%s)", node, rank, seq, dir)
 	}
-	h := &fetchHold{t: t, path: filepath.Join(dir, sstore.LocalMetaFile), fifo: filepath.Join(t.TempDir(), "fifo"), opened: make(chan *os.File, 1)}
+	h := &fetchHold{t: t, path: filepath.Join(dir, snapshot.LocalMetaFile), fifo: filepath.Join(t.TempDir(), "fifo"), opened: make(chan *os.File, 1)}
 	var err error
 	if h.data, err = os.ReadFile(h.path); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"gompi/components/snapc/full"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte/jobs"
 	"gompi/tools/checkpoint"
 	"gompi/tools/restart"
@@ -60,17 +60,17 @@ func tool(t *testing.T, name string, args ...string) (int, string, string) {
 }
 
 // refOf returns the reference a job checkpoints into.
-func refOf(t *testing.T, j *job, dir string) sstore.Ref {
+func refOf(t *testing.T, j *job, dir string) snapshot.Ref {
 	t.Helper()
 	r, err := jobs.Read(j.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sstore.Ref{Dir: dir, Name: sstore.RefName(r.Job)}
+	return snapshot.Ref{Dir: dir, Name: snapshot.RefName(r.Job)}
 }
 
 // info is gompi-restart -i --json of ref.
-func info(t *testing.T, ref sstore.Ref) restart.Info {
+func info(t *testing.T, ref snapshot.Ref) restart.Info {
 	t.Helper()
 	code, out, errs := tool(t, "gompi-restart", "-i", "--json", ref.String())
 	if code != 0 {
@@ -84,7 +84,7 @@ func info(t *testing.T, ref sstore.Ref) restart.Info {
 }
 
 // committed lists the committed and the uncommitted sequences of ref.
-func committed(t *testing.T, ref sstore.Ref) (yes, no []int) {
+func committed(t *testing.T, ref snapshot.Ref) (yes, no []int) {
 	t.Helper()
 	for _, s := range info(t, ref).Seqs {
 		if s.Committed {
@@ -157,20 +157,20 @@ func TestCheckpointRestart(t *testing.T) {
 	// Damaged copies are refused, naming the file and the previous sequence.
 	for _, d := range []struct {
 		name   string
-		damage func(r sstore.Ref)
+		damage func(r snapshot.Ref)
 		want   string
 	}{
-		{"truncate", func(r sstore.Ref) { os.Truncate(filepath.Join(r.LocalPath(1, 2), "app.state"), 3) }, "gompi_snapshot_2.ckpt/app.state is 3 bytes"},
-		{"flip", func(r sstore.Ref) {
+		{"truncate", func(r snapshot.Ref) { os.Truncate(filepath.Join(r.LocalPath(1, 2), "app.state"), 3) }, "gompi_snapshot_2.ckpt/app.state is 3 bytes"},
+		{"flip", func(r snapshot.Ref) {
 			p := filepath.Join(r.LocalPath(1, 0), "library.state")
 			b, _ := os.ReadFile(p)
 			b[0] ^= 0x40
 			os.WriteFile(p, b, 0o644)
 		}, "gompi_snapshot_0.ckpt/library.state has checksum"},
-		{"delete", func(r sstore.Ref) { os.Remove(filepath.Join(r.LocalPath(1, 3), "app.state")) }, "gompi_snapshot_3.ckpt/app.state: no such file"},
-		{"no meta", func(r sstore.Ref) { os.Remove(filepath.Join(r.LocalPath(1, 1), sstore.LocalMetaFile)) }, "gompi_snapshot_1.ckpt/snapshot_meta: no such file"},
+		{"delete", func(r snapshot.Ref) { os.Remove(filepath.Join(r.LocalPath(1, 3), "app.state")) }, "gompi_snapshot_3.ckpt/app.state: no such file"},
+		{"no meta", func(r snapshot.Ref) { os.Remove(filepath.Join(r.LocalPath(1, 1), snapshot.LocalMetaFile)) }, "gompi_snapshot_1.ckpt/snapshot_meta: no such file"},
 	} {
-		cp := sstore.Ref{Dir: t.TempDir(), Name: ref.Name}
+		cp := snapshot.Ref{Dir: t.TempDir(), Name: ref.Name}
 		if out, err := exec.Command("cp", "-a", ref.Path(), cp.Dir).CombinedOutput(); err != nil {
 			t.Fatalf("cp: %v %s", err, out)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"gompi/components/filem/sftp"
 	"gompi/frameworks/filem/filemtest"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte/jobs"
 )
 
@@ -21,7 +21,7 @@ import (
 // under local), kills it, and restarts it on one node: ranks 0 and 1 read
 // their node's cached copy, ranks 2 and 3 (from the other node) fetch
 // theirs from global storage.
-func stageRun(t *testing.T, globalDir string, ref func(job string) sstore.Ref, extra ...string) {
+func stageRun(t *testing.T, globalDir string, ref func(job string) snapshot.Ref, extra ...string) {
 	local := t.TempDir()
 	args := append([]string{"--mca", "sstore", "stage", "--mca", "sstore_stage_compress", "zstd",
 		"--mca", "sstore_stage_local_snapshot_dir", local}, extra...)
@@ -105,7 +105,7 @@ func jobOf(t *testing.T, j *job) string {
 // TestStage: sstore stage with zstd to a global folder on this node.
 func TestStage(t *testing.T) {
 	dir := t.TempDir()
-	stageRun(t, dir, func(job string) sstore.Ref { return sstore.Ref{Dir: dir, Name: sstore.RefName(job)} })
+	stageRun(t, dir, func(job string) snapshot.Ref { return snapshot.Ref{Dir: dir, Name: snapshot.RefName(job)} })
 }
 
 // TestStageSFTP: the global snapshot folder is remote
@@ -121,7 +121,7 @@ func TestStageSFTP(t *testing.T) {
 	t.Setenv("GOMPI_MCA_filem", "sftp")
 	t.Setenv("GOMPI_MCA_"+sftp.ParamIdentity, s.UserKey)
 	t.Setenv("GOMPI_MCA_"+sftp.ParamKnownHosts, s.KnownHosts)
-	stageRun(t, remote, func(job string) sstore.Ref { return sstore.Ref{Dir: remote, Name: sstore.RefName(job)} })
+	stageRun(t, remote, func(job string) snapshot.Ref { return snapshot.Ref{Dir: remote, Name: snapshot.RefName(job)} })
 	// Global storage holds compressed files, committed metadata.
 	ents, _ := filepath.Glob(filepath.Join(dir, "*", "1", "gompi_snapshot_0.ckpt", "*"))
 	if len(ents) == 0 {

@@ -13,7 +13,7 @@ import (
 	"gompi/boot"
 	"gompi/cli"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	"gompi/rte/hostfile"
 	"gompi/rte/mapping"
@@ -37,7 +37,7 @@ type runOptions struct {
 	policy  mapping.Policy
 	xenv    []string
 	restart *Restart
-	meta    sstore.MetaStore
+	meta    snapshot.MetaStore
 }
 
 // NewCommand returns the gompirun command (also `gompi run`). Its flags
@@ -125,7 +125,7 @@ func (o *runOptions) complete() error {
 		return cli.Usagef("--restart-ref and --restart-seq go together (gompi-restart passes both)")
 	}
 	if o.restartRef != "" {
-		ref, err := sstore.ParseRef(o.restartRef, "")
+		ref, err := snapshot.ParseRef(o.restartRef, "")
 		if err != nil {
 			return cli.Usagef("--restart-ref: %v", err)
 		}
@@ -161,7 +161,7 @@ func (o *runOptions) run(c *cobra.Command, args []string) error {
 	defer p.Close()
 	// Where the job's snapshot metadata lives: the reference it restarts
 	// from, or the global snapshot folder (remote ones need FileM).
-	var ref sstore.Ref
+	var ref snapshot.Ref
 	if o.restart != nil {
 		ref = o.restart.Ref
 	} else if dir, err := snapc.GlobalDir(p.Values); err == nil {

@@ -17,7 +17,7 @@ import (
 	"gompi/frameworks/crs"
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/mapping"
@@ -71,7 +71,7 @@ func newHarness(t *testing.T, m mapping.Map, coord bool) *harness {
 		later:  func(_ time.Duration, e event, _ func(event) bool) { h.work = append(h.work, func() event { return e }) },
 	}
 	if coord {
-		h.global = &testGlobal{ref: sstore.Ref{Dir: "/g", Name: "job.ckpt"}}
+		h.global = &testGlobal{ref: snapshot.Ref{Dir: "/g", Name: "job.ckpt"}}
 		p.global = h.global
 	}
 	discard := slog.New(slog.DiscardHandler)
@@ -164,7 +164,7 @@ func (l *testLaunch) Kill() error  { l.kills++; return nil }
 // a migration's save commits sequence seq (or fails with saveErr).
 type testGlobal struct {
 	mu       sync.Mutex
-	ref      sstore.Ref
+	ref      snapshot.Ref
 	seq      int
 	saveErr  error
 	closed   []string
@@ -195,7 +195,7 @@ func (g *testGlobal) Close(why error) {
 	defer g.mu.Unlock()
 	g.closed = append(g.closed, why.Error())
 }
-func (g *testGlobal) Ref() sstore.Ref { return g.ref }
+func (g *testGlobal) Ref() snapshot.Ref { return g.ref }
 func (g *testGlobal) Release(rel snapc.Release) error {
 	g.released = append(g.released, rel)
 	return nil

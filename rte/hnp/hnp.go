@@ -31,7 +31,7 @@ import (
 	"gompi/boot"
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/plm"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -71,7 +71,7 @@ type Options struct {
 	Restart *Restart
 	// Meta reads and writes the job's global snapshot metadata (nil: this
 	// node's file system; a remote snapshot folder needs FileM).
-	Meta sstore.MetaStore
+	Meta snapshot.MetaStore
 }
 
 // ResolveProgram finds the program a job runs, as the shell would: a name

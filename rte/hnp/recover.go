@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"gompi/frameworks/errmgr"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/mapping"
 )
@@ -23,7 +23,7 @@ import (
 type recovery struct {
 	plan   errmgr.Recovery
 	seq    int
-	ref    sstore.Ref
+	ref    snapshot.Ref
 	start  time.Time
 	n      int         // 1 for the job's first recovery
 	before mapping.Map // where the ranks ran
@@ -32,7 +32,7 @@ type recovery struct {
 type evRecover struct {
 	plan  errmgr.Recovery
 	seq   int
-	ref   sstore.Ref
+	ref   snapshot.Ref
 	reply chan error
 }
 
@@ -49,7 +49,7 @@ func (rt jobRuntime) Recover(ctx context.Context, r errmgr.Recovery) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("hnp: recover: %w: %w", errmgr.ErrNoCheckpoint, err)
 	}
-	point, err := sstore.ChooseSeq(ref, meta, -1)
+	point, err := snapshot.ChooseSeq(ref, meta, -1)
 	if err != nil {
 		return 0, fmt.Errorf("hnp: recover: %w: %w", errmgr.ErrNoCheckpoint, err)
 	}
@@ -68,10 +68,10 @@ func (rt jobRuntime) Recover(ctx context.Context, r errmgr.Recovery) (int, error
 }
 
 // readMeta reads the global metadata of the job's reference (C/R on).
-func (j *job) readMeta(ctx context.Context) (*sstore.GlobalMeta, error) {
+func (j *job) readMeta(ctx context.Context) (*snapshot.GlobalMeta, error) {
 	ms := j.o.Meta
 	if ms == nil {
-		ms = sstore.ThisNode
+		ms = snapshot.ThisNode
 	}
 	return ms.ReadGlobal(ctx, j.p.global.Ref())
 }

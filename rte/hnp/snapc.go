@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 )
@@ -27,10 +27,10 @@ import (
 // Restart says which snapshot a restarted job starts from (gompi-restart
 // passes it with gompirun's hidden --restart-ref and --restart-seq).
 type Restart struct {
-	Ref sstore.Ref
+	Ref snapshot.Ref
 	Seq int
 	// Meta reads the reference's metadata (nil: this node's file system).
-	Meta sstore.MetaStore
+	Meta snapshot.MetaStore
 }
 
 // metaTimeout bounds reading a reference's metadata before a restart (a
@@ -46,7 +46,7 @@ const termGrace = 30 * time.Second
 func checkRestart(r *Restart, np int) error {
 	ms := r.Meta
 	if ms == nil {
-		ms = sstore.ThisNode
+		ms = snapshot.ThisNode
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), metaTimeout)
 	defer cancel()
@@ -54,7 +54,7 @@ func checkRestart(r *Restart, np int) error {
 	if err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
-	if _, err := sstore.ChooseSeq(r.Ref, meta, r.Seq); err != nil {
+	if _, err := snapshot.ChooseSeq(r.Ref, meta, r.Seq); err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
 	if meta.Ranks != np {
@@ -73,7 +73,7 @@ func (j *job) startSnapC(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	var ref sstore.Ref
+	var ref snapshot.Ref
 	if j.o.Restart != nil {
 		ref = j.o.Restart.Ref // the restarted job continues its reference
 	} else {
@@ -81,7 +81,7 @@ func (j *job) startSnapC(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ref = sstore.Ref{Dir: dir, Name: sstore.RefName(j.id)}
+		ref = snapshot.Ref{Dir: dir, Name: snapshot.RefName(j.id)}
 		if !ref.IsRemote() {
 			if ref.Dir, err = filepath.Abs(dir); err != nil {
 				return fmt.Errorf("%s: %w", snapc.ParamGlobalDir, err)
@@ -94,7 +94,7 @@ func (j *job) startSnapC(ctx context.Context) error {
 	}
 	g, err := coord.NewGlobal(snapc.JobSpec{
 		Job: j.id, RankNodes: j.m.RankNode, Ref: ref, Settings: j.vals.Changed(), AMCA: amca,
-		Launch: sstore.Launch{Program: j.program, Args: j.o.Args, Cwd: j.cwd, Env: j.o.Env},
+		Launch: snapshot.Launch{Program: j.program, Args: j.o.Args, Cwd: j.cwd, Env: j.o.Env},
 		Meta:   j.o.Meta, Values: j.vals, Log: p.FrameworkLogger(snapc.Name),
 	}, snapcLink{j})
 	if err != nil {

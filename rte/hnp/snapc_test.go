@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 func TestCheckRestart(t *testing.T) {
-	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("abcd0001")}
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("abcd0001")}
 	os.MkdirAll(ref.Path(), 0o755)
 	now := time.Now()
-	if err := sstore.WriteGlobal(ref, &sstore.GlobalMeta{Job: "abcd0001", Ranks: 4, Seqs: []sstore.SeqRecord{
+	if err := snapshot.WriteGlobal(ref, &snapshot.GlobalMeta{Job: "abcd0001", Ranks: 4, Seqs: []snapshot.SeqRecord{
 		{Seq: 0, Started: now, Finished: now, Committed: true}, {Seq: 1, Started: now}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestCheckRestart(t *testing.T) {
 		{Restart{Ref: ref, Seq: 0}, 4, ""},
 		{Restart{Ref: ref, Seq: 1}, 4, "sequence 1 of " + ref.Path() + " was never committed"},
 		{Restart{Ref: ref, Seq: 0}, 3, "holds a job of 4 ranks, not 3: restart it with -np 4"},
-		{Restart{Ref: sstore.Ref{Dir: ref.Dir, Name: "nope.ckpt"}, Seq: 0}, 4, "no snapshot reference"},
+		{Restart{Ref: snapshot.Ref{Dir: ref.Dir, Name: "nope.ckpt"}, Seq: 0}, 4, "no snapshot reference"},
 	}
 	for _, tt := range tests {
 		err := checkRestart(&tt.r, tt.np)

@@ -15,7 +15,7 @@ import (
 	"gompi/frameworks/crs"
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -50,12 +50,12 @@ func restartFromEnv() (info snapc.RestartInfo, restarting, migrated bool, err er
 
 func restartInfo(refPath, dir, seqText string) (snapc.RestartInfo, bool, error) {
 	seq, err := strconv.Atoi(seqText)
-	remote := (sstore.Ref{Dir: refPath}).IsRemote()
+	remote := (snapshot.Ref{Dir: refPath}).IsRemote()
 	if err != nil || seq < 0 || !(filepath.IsAbs(refPath) || remote) || !filepath.IsAbs(dir) {
 		return snapc.RestartInfo{}, false, fmt.Errorf("rankclient: malformed restart environment %s=%q %s=%q %s=%q",
 			rte.EnvRestartRef, refPath, rte.EnvRestartSeq, seqText, rte.EnvRestartDir, dir)
 	}
-	ref, err := sstore.ParseRef(refPath, "")
+	ref, err := snapshot.ParseRef(refPath, "")
 	if err != nil {
 		return snapc.RestartInfo{}, false, fmt.Errorf("rankclient: %s: %w", rte.EnvRestartRef, err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"gompi/cli"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte/jobs"
 )
 
@@ -115,11 +115,11 @@ func TestStatusLines(t *testing.T) {
 // the ranks they moved, so not restart points.
 func TestListingMigrations(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 3, 0, 0, 0, time.UTC)
-	ref := sstore.Ref{Dir: "/g", Name: "gompi_global_snapshot_1.ckpt"}
-	meta := &sstore.GlobalMeta{Job: "1", Ranks: 3, Seqs: []sstore.SeqRecord{
+	ref := snapshot.Ref{Dir: "/g", Name: "gompi_global_snapshot_1.ckpt"}
+	meta := &snapshot.GlobalMeta{Job: "1", Ranks: 3, Seqs: []snapshot.SeqRecord{
 		{Seq: 0, Started: t0, Finished: t0.Add(time.Second), Committed: true},
 		{Seq: 1, Migrate: true, Started: t0.Add(time.Minute), Finished: t0.Add(time.Minute + time.Second), Committed: true,
-			Procs: []sstore.ProcRecord{{Rank: 1, Node: "n3"}, {Rank: 2, Node: "n3"}}},
+			Procs: []snapshot.ProcRecord{{Rank: 1, Node: "n3"}, {Rank: 2, Node: "n3"}}},
 		{Seq: 2, Migrate: true, Started: t0.Add(2 * time.Minute)},
 	}}
 	l := Listing{Ref: ref.Name, Dir: ref.Dir, Committed: meta.Committed(), Uncommitted: []int{2}}

@@ -24,7 +24,7 @@ import (
 	"gompi/cli"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -144,7 +144,7 @@ func (o *options) run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "Snapshot Ref.: %3d %s\n", out.Seq, out.Ref)
 	if o.verbose {
-		fmt.Fprintf(w, "Snapshot Location: %s\n", sstore.Ref{Dir: out.Dir, Name: out.Ref})
+		fmt.Fprintf(w, "Snapshot Location: %s\n", snapshot.Ref{Dir: out.Dir, Name: out.Ref})
 		fmt.Fprintf(w, "Checkpoint Time: %.2f s\n", out.Duration.Seconds())
 	}
 	return nil
@@ -199,9 +199,9 @@ func (o *options) runList(ctx context.Context, client pb.ToolClient, w io.Writer
 	if err != nil {
 		return fmt.Errorf("gompirun (pid %d): %s", o.pid, status.Convert(err).Message())
 	}
-	ref := sstore.Ref{Dir: resp.Dir, Name: resp.Ref}
+	ref := snapshot.Ref{Dir: resp.Dir, Name: resp.Ref}
 	l := Listing{PID: o.pid, Ref: ref.Name, Dir: ref.Dir, Committed: []int{}}
-	ms := sstore.ThisNode
+	ms := snapshot.ThisNode
 	if ref.IsRemote() {
 		// A remote reference is read through FileM, chosen by the same
 		// parameters (files, environment) as the job's.
@@ -239,7 +239,7 @@ func (o *options) runList(ctx context.Context, client pb.ToolClient, w io.Writer
 
 // renderListing prints --list for people; meta is nil when the job has no
 // sequence yet.
-func renderListing(w io.Writer, l Listing, ref sstore.Ref, meta *sstore.GlobalMeta, verbose bool) {
+func renderListing(w io.Writer, l Listing, ref snapshot.Ref, meta *snapshot.GlobalMeta, verbose bool) {
 	if len(l.Committed) == 0 {
 		fmt.Fprintf(w, "Snapshot Ref.: %s\t[No Valid Checkpoints]\n", l.Ref)
 	} else {

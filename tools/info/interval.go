@@ -7,7 +7,7 @@ import (
 
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -36,15 +36,15 @@ func suggestInterval(vals *mca.Values) *Interval {
 		iv.Note = err.Error()
 		return iv
 	}
-	if (sstore.Ref{Dir: dir}).IsRemote() {
+	if (snapshot.Ref{Dir: dir}).IsRemote() {
 		iv.Note = fmt.Sprintf("the global snapshot folder %s is remote; gompi-info times checkpoints from a local one only", dir)
 		return iv
 	}
-	refs, _ := filepath.Glob(filepath.Join(dir, sstore.RefName("*")))
+	refs, _ := filepath.Glob(filepath.Join(dir, snapshot.RefName("*")))
 	var newest time.Time
 	for _, p := range refs {
-		ref := sstore.Ref{Dir: dir, Name: filepath.Base(p)}
-		meta, err := sstore.ReadGlobal(ref)
+		ref := snapshot.Ref{Dir: dir, Name: filepath.Base(p)}
+		meta, err := snapshot.ReadGlobal(ref)
 		if err != nil {
 			continue
 		}

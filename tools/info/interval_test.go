@@ -7,7 +7,7 @@ import (
 
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -27,8 +27,8 @@ func intervalValues(t *testing.T, dir, mtbf string) *mca.Values {
 func TestSuggestInterval(t *testing.T) {
 	withCkpt := t.TempDir()
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	ref := sstore.Ref{Dir: withCkpt, Name: sstore.RefName("aa11")}
-	if err := sstore.ThisNode.WriteGlobal(t.Context(), ref, &sstore.GlobalMeta{Job: "aa11", Ranks: 2, Seqs: []sstore.SeqRecord{
+	ref := snapshot.Ref{Dir: withCkpt, Name: snapshot.RefName("aa11")}
+	if err := snapshot.ThisNode.WriteGlobal(t.Context(), ref, &snapshot.GlobalMeta{Job: "aa11", Ranks: 2, Seqs: []snapshot.SeqRecord{
 		{Seq: 0, Started: t0, Finished: t0.Add(9 * time.Second), Committed: true},
 		{Seq: 1, Started: t0.Add(time.Minute), Finished: t0.Add(time.Minute + 2*time.Second), Committed: true}, // the newest: C = 2 s
 		{Seq: 2, Started: t0.Add(2 * time.Minute)},                                                             // never committed

@@ -29,8 +29,8 @@ import (
 	"gompi/cli"
 	"gompi/components/sstore/stage"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -105,7 +105,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	}
 	defer p.Close()
 	def, _ := snapc.GlobalDir(p.Values) // a bare name without a folder fails in ParseRef, saying so
-	ref, err := sstore.ParseRef(arg, def)
+	ref, err := snapshot.ParseRef(arg, def)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		}
 		return in.Render(stdout, o.seq, o.verbose)
 	}
-	point, err := sstore.ChooseSeq(ref, meta, o.seq)
+	point, err := snapshot.ChooseSeq(ref, meta, o.seq)
 	if err != nil {
 		return fmt.Errorf("%w\n(gompi-restart -i %s explains the reference)", err, arg)
 	}
@@ -148,7 +148,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		// Reading every byte here would move the snapshot twice: each
 		// node verifies its ranks' files as it fetches them.
 		fmt.Fprintf(stderr, "gompi-restart: %s is remote; each node verifies its ranks' snapshots as it fetches them\n", ref)
-	} else if err := point.VerifyAllWith(func(dir string, l *sstore.LocalMeta) error { return compress.Verify(ctx, dir, l) }); err != nil {
+	} else if err := point.VerifyAllWith(func(dir string, l *snapshot.LocalMeta) error { return compress.Verify(ctx, dir, l) }); err != nil {
 		return err
 	}
 	gompirun, prefix, err := findGompirun()
@@ -188,7 +188,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	return nil
 }
 
-func seqList(g *sstore.GlobalMeta) string {
+func seqList(g *snapshot.GlobalMeta) string {
 	if len(g.Seqs) == 0 {
 		return "none"
 	}
@@ -231,7 +231,7 @@ type Overrides struct {
 // sets give, and those overridden), the user's overrides, the rank count,
 // the launch, and the restart spec. Stored parameters this gompi does not
 // know are left out with a warning.
-func Command(point sstore.RestartPoint, ov Overrides, known *mca.Params) (args, warnings []string) {
+func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args, warnings []string) {
 	meta := point.Meta
 	args = []string{"-np", strconv.Itoa(meta.Ranks)}
 	if ov.Hostfile != "" {

@@ -8,19 +8,19 @@ import (
 	"strings"
 	"time"
 
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
 // Info explains a snapshot reference: what gompi-restart -i prints.
 type Info struct {
-	Ref    string        `json:"ref"`
-	Dir    string        `json:"dir"`
-	Job    string        `json:"job"`
-	Ranks  int           `json:"ranks"`
-	AMCA   []string      `json:"amca,omitempty"`
-	Launch sstore.Launch `json:"launch"`
-	Params []mca.Setting `json:"params,omitempty"`
+	Ref    string          `json:"ref"`
+	Dir    string          `json:"dir"`
+	Job    string          `json:"job"`
+	Ranks  int             `json:"ranks"`
+	AMCA   []string        `json:"amca,omitempty"`
+	Launch snapshot.Launch `json:"launch"`
+	Params []mca.Setting   `json:"params,omitempty"`
 	// Restart is the sequence gompi-restart uses without -s (-1: none).
 	Restart int       `json:"restart"`
 	Seqs    []SeqInfo `json:"seqs"`
@@ -38,10 +38,10 @@ type SeqInfo struct {
 
 // ProcInfo is one rank's local snapshot of a sequence.
 type ProcInfo struct {
-	Rank  int                 `json:"rank"`
-	Node  string              `json:"node"`
-	CRS   string              `json:"crs"`
-	Files []sstore.FileRecord `json:"files,omitempty"`
+	Rank  int                   `json:"rank"`
+	Node  string                `json:"node"`
+	CRS   string                `json:"crs"`
+	Files []snapshot.FileRecord `json:"files,omitempty"`
 	// Location is where global storage holds it.
 	Location string `json:"location"`
 	// Cached is the node-local copy sstore stage keeps of it on its node,
@@ -56,12 +56,12 @@ type ProcInfo struct {
 // for its files; a damaged one is reported in place, not as an error
 // (that is what -i is for). cached says where a rank's node keeps a local
 // copy, if any (nil: none looked for).
-func Explain(ctx context.Context, ref sstore.Ref, g *sstore.GlobalMeta, ms sstore.MetaStore, cached func(node string, seq, rank int) (string, bool)) Info {
+func Explain(ctx context.Context, ref snapshot.Ref, g *snapshot.GlobalMeta, ms snapshot.MetaStore, cached func(node string, seq, rank int) (string, bool)) Info {
 	in := Info{Ref: ref.Name, Dir: ref.Dir, Job: g.Job, Ranks: g.Ranks, AMCA: g.AMCA, Launch: g.Launch, Params: g.Params, Restart: -1}
 	if c := g.Committed(); len(c) > 0 {
 		in.Restart = c[len(c)-1]
 	}
-	seqs := append([]sstore.SeqRecord(nil), g.Seqs...)
+	seqs := append([]snapshot.SeqRecord(nil), g.Seqs...)
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i].Seq < seqs[j].Seq })
 	for _, s := range seqs {
 		si := SeqInfo{Seq: s.Seq, Committed: s.Committed, Migrate: s.Migrate, Started: s.Started.UTC()}

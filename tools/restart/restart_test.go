@@ -14,7 +14,7 @@ import (
 
 	"gompi/cli"
 	"gompi/frameworks"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -37,10 +37,10 @@ func isolate(t *testing.T) {
 
 // reference writes a reference of a 2-rank job with sequences 0 and 2
 // committed, 1 not, and returns it.
-func reference(t *testing.T) sstore.Ref {
+func reference(t *testing.T) snapshot.Ref {
 	t.Helper()
-	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("1a2b3c4d")}
-	g := &sstore.GlobalMeta{
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("1a2b3c4d")}
+	g := &snapshot.GlobalMeta{
 		Job: "1a2b3c4d", Ranks: 2, AMCA: []string{"ft-enable-cr"},
 		Params: []mca.Setting{
 			{Name: "ft_cr_enabled", Value: "1", Origin: mca.Origin{Source: mca.SourceAMCA, Where: "ft-enable-cr (built-in):5"}},
@@ -49,22 +49,22 @@ func reference(t *testing.T) sstore.Ref {
 			{Name: "mca_base_param_file_prefix", Value: "ft-enable-cr", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}},
 			{Name: "crs_gone_param", Value: "x", Origin: mca.Origin{Source: mca.SourceUserFile, Where: "/h/.gompi/mca-params.conf:2"}},
 		},
-		Launch: sstore.Launch{Program: "/opt/app/heat", Args: []string{"-size", "64", "two words"}, Cwd: "/work", Env: []string{"OMP_NUM_THREADS=1"}},
+		Launch: snapshot.Launch{Program: "/opt/app/heat", Args: []string{"-size", "64", "two words"}, Cwd: "/work", Env: []string{"OMP_NUM_THREADS=1"}},
 	}
 	for _, s := range []struct {
 		seq       int
 		committed bool
 	}{{0, true}, {1, false}, {2, true}} {
-		rec := sstore.SeqRecord{Seq: s.seq, Started: t0.Add(time.Duration(s.seq) * time.Minute)}
+		rec := snapshot.SeqRecord{Seq: s.seq, Started: t0.Add(time.Duration(s.seq) * time.Minute)}
 		if s.committed {
 			rec.Committed, rec.Finished = true, rec.Started.Add(1500*time.Millisecond)
 			for rank := 0; rank < 2; rank++ {
-				rec.Procs = append(rec.Procs, sstore.ProcRecord{Rank: rank, Node: []string{"n1", "n2"}[rank], CRS: "self"})
+				rec.Procs = append(rec.Procs, snapshot.ProcRecord{Rank: rank, Node: []string{"n1", "n2"}[rank], CRS: "self"})
 				dir := ref.LocalPath(s.seq, rank)
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				w, err := sstore.CreateFile(dir, "app.state")
+				w, err := snapshot.CreateFile(dir, "app.state")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -73,14 +73,14 @@ func reference(t *testing.T) sstore.Ref {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: rank, PID: 7, Node: "n1", CRS: "self", Created: t0, Files: []sstore.FileRecord{app}}); err != nil {
+				if err := snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: rank, PID: 7, Node: "n1", CRS: "self", Created: t0, Files: []snapshot.FileRecord{app}}); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 		g.Seqs = append(g.Seqs, rec)
 	}
-	if err := sstore.WriteGlobal(ref, g); err != nil {
+	if err := snapshot.WriteGlobal(ref, g); err != nil {
 		t.Fatal(err)
 	}
 	return ref
@@ -88,7 +88,7 @@ func reference(t *testing.T) sstore.Ref {
 
 // run runs gompi-restart with args and returns its status and output, the
 // reference's folder written as $DIR.
-func run(t *testing.T, ref sstore.Ref, args ...string) (int, string, string) {
+func run(t *testing.T, ref snapshot.Ref, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd := NewCommand()
@@ -118,7 +118,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 // fakeGompirun puts a gompirun on $PATH, for --showme.
-func fakeGompirun(t *testing.T, ref sstore.Ref) {
+func fakeGompirun(t *testing.T, ref snapshot.Ref) {
 	t.Helper()
 	dir := filepath.Join(ref.Dir, "bin")
 	os.MkdirAll(dir, 0o755)
@@ -195,23 +195,23 @@ func TestBareName(t *testing.T) {
 func TestRefusesDamage(t *testing.T) {
 	tests := []struct {
 		name   string
-		damage func(ref sstore.Ref)
+		damage func(ref snapshot.Ref)
 		want   []string
 	}{
-		{"truncated", func(ref sstore.Ref) {
+		{"truncated", func(ref snapshot.Ref) {
 			os.Truncate(filepath.Join(ref.LocalPath(2, 1), "app.state"), 10)
 		}, []string{"$DIR/gompi_global_snapshot_1a2b3c4d.ckpt/2/gompi_snapshot_1.ckpt/app.state is 10 bytes, 301 were recorded", "restart with -s 0"}},
-		{"flipped byte", func(ref sstore.Ref) {
+		{"flipped byte", func(ref snapshot.Ref) {
 			p := filepath.Join(ref.LocalPath(2, 0), "app.state")
 			b, _ := os.ReadFile(p)
 			b[50] ^= 1
 			os.WriteFile(p, b, 0o644)
 		}, []string{"gompi_snapshot_0.ckpt/app.state has checksum", "restart with -s 0"}},
-		{"deleted file", func(ref sstore.Ref) {
+		{"deleted file", func(ref snapshot.Ref) {
 			os.Remove(filepath.Join(ref.LocalPath(2, 0), "app.state"))
 		}, []string{"gompi_snapshot_0.ckpt/app.state: no such file", "restart with -s 0"}},
-		{"deleted metadata", func(ref sstore.Ref) {
-			os.Remove(filepath.Join(ref.LocalPath(2, 1), sstore.LocalMetaFile))
+		{"deleted metadata", func(ref snapshot.Ref) {
+			os.Remove(filepath.Join(ref.LocalPath(2, 1), snapshot.LocalMetaFile))
 		}, []string{"gompi_snapshot_1.ckpt/snapshot_meta: no such file", "restart with -s 0"}},
 	}
 	for _, tt := range tests {
@@ -238,16 +238,16 @@ func TestRefusesDamage(t *testing.T) {
 }
 
 func TestCommand(t *testing.T) {
-	ref := sstore.Ref{Dir: "/g", Name: "r.ckpt"}
-	meta := &sstore.GlobalMeta{Ranks: 3, AMCA: []string{"ft-enable-cr"},
+	ref := snapshot.Ref{Dir: "/g", Name: "r.ckpt"}
+	meta := &snapshot.GlobalMeta{Ranks: 3, AMCA: []string{"ft-enable-cr"},
 		Params: []mca.Setting{
 			{Name: "ft_cr_enabled", Value: "1", Origin: mca.Origin{Source: mca.SourceAMCA}},
 			{Name: "btl", Value: "uds", Origin: mca.Origin{Source: mca.SourceCommandLine}},
 			{Name: "plm", Value: "local", Origin: mca.Origin{Source: mca.SourceUserFile}},
 			{Name: "nobody_knows_me", Value: "1", Origin: mca.Origin{Source: mca.SourceEnv}},
 		},
-		Launch: sstore.Launch{Program: "/bin/p", Args: []string{"-np", "--"}, Cwd: "/w", Env: []string{"A=1"}}}
-	point := sstore.RestartPoint{Ref: ref, Meta: meta, Seq: sstore.SeqRecord{Seq: 4}}
+		Launch: snapshot.Launch{Program: "/bin/p", Args: []string{"-np", "--"}, Cwd: "/w", Env: []string{"A=1"}}}
+	point := snapshot.RestartPoint{Ref: ref, Meta: meta, Seq: snapshot.SeqRecord{Seq: 4}}
 	params := mca.NewParams()
 	frameworks.New(params)
 	tests := []struct {
@@ -281,7 +281,7 @@ func TestInfoMigration(t *testing.T) {
 	isolate(t)
 	ref := reference(t)
 	fakeGompirun(t, ref)
-	g, err := sstore.ReadGlobal(ref)
+	g, err := snapshot.ReadGlobal(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestInfoMigration(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w, err := sstore.CreateFile(dir, "app.state")
+	w, err := snapshot.CreateFile(dir, "app.state")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,14 +298,14 @@ func TestInfoMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: 1, PID: 7, Node: "n2", CRS: "self", Created: t0, Files: []sstore.FileRecord{app}}); err != nil {
+	if err := snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: 1, PID: 7, Node: "n2", CRS: "self", Created: t0, Files: []snapshot.FileRecord{app}}); err != nil {
 		t.Fatal(err)
 	}
 	g.Seqs = append(g.Seqs,
-		sstore.SeqRecord{Seq: 3, Migrate: true, Started: t0.Add(3 * time.Minute), Finished: t0.Add(3*time.Minute + time.Second), Committed: true,
-			Procs: []sstore.ProcRecord{{Rank: 1, Node: "n2", CRS: "self"}}},
-		sstore.SeqRecord{Seq: 4, Migrate: true, Started: t0.Add(4 * time.Minute)})
-	if err := sstore.WriteGlobal(ref, g); err != nil {
+		snapshot.SeqRecord{Seq: 3, Migrate: true, Started: t0.Add(3 * time.Minute), Finished: t0.Add(3*time.Minute + time.Second), Committed: true,
+			Procs: []snapshot.ProcRecord{{Rank: 1, Node: "n2", CRS: "self"}}},
+		snapshot.SeqRecord{Seq: 4, Migrate: true, Started: t0.Add(4 * time.Minute)})
+	if err := snapshot.WriteGlobal(ref, g); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, ref, "-i", "-s", "3", ref.Path())

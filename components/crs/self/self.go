@@ -28,7 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gompi/frameworks/crs"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -138,10 +138,10 @@ func (m *Module) Restart(ctx context.Context, req crs.RestartRequest) (crs.Launc
 	if err := ctx.Err(); err != nil {
 		return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: %w", req.Dir, err)
 	}
-	meta, err := sstore.ReadLocal(req.Dir)
+	meta, err := snapshot.ReadLocal(req.Dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: %w: no %s there", req.Dir, crs.ErrNoSnapshot, sstore.LocalMetaFile)
+			return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: %w: no %s there", req.Dir, crs.ErrNoSnapshot, snapshot.LocalMetaFile)
 		}
 		return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: %w", req.Dir, err)
 	}

@@ -14,7 +14,7 @@ import (
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/crs/crstest"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -81,7 +81,7 @@ func rankHost(save func(ctx context.Context, dir string) ([]string, error)) crs.
 
 // writeState is a state source writing one file.
 func writeState(ctx context.Context, dir string) ([]string, error) {
-	w, err := sstore.CreateFile(dir, "app.state")
+	w, err := snapshot.CreateFile(dir, "app.state")
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func TestRestartReturnsLaunch(t *testing.T) {
 		err error
 	}{{"self", nil}, {"criu", crs.ErrNoSnapshot}} {
 		dir := t.TempDir()
-		if err := sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: 0, PID: 1, CRS: tt.crs, Created: time.Now()}); err != nil {
+		if err := snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: 0, PID: 1, CRS: tt.crs, Created: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		l, err := m.Restart(t.Context(), crs.RestartRequest{Dir: dir, Launch: launch})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // ckpt is one run of a request through the steps of a checkpoint: begin,
@@ -23,9 +23,9 @@ type ckpt struct {
 	path  path
 	ctx   context.Context // ends when the request is stopped
 	start time.Time
-	ref   sstore.Ref
+	ref   snapshot.Ref
 	place *placement
-	meta  *sstore.GlobalMeta
+	meta  *snapshot.GlobalMeta
 	// planned is the sequence the query announces; seq the one recorded
 	// (-1 until then: a failure before it leaves nothing uncommitted).
 	planned, seq int
@@ -150,7 +150,7 @@ func (c *ckpt) query() error {
 // record writes the sequence, uncommitted, before anything is written.
 func (c *ckpt) record() error {
 	c.seq = c.meta.NextSeq()
-	c.meta.Seqs = append(c.meta.Seqs, sstore.SeqRecord{Seq: c.seq, Migrate: c.r.migrate != nil, Started: time.Now()})
+	c.meta.Seqs = append(c.meta.Seqs, snapshot.SeqRecord{Seq: c.seq, Migrate: c.r.migrate != nil, Started: time.Now()})
 	if err := c.g.metaStore().WriteGlobal(c.ctx, c.ref, c.meta); err != nil {
 		c.seq = -1
 		return fmt.Errorf("%w (check %s)", err, snapc.ParamGlobalDir)
@@ -192,25 +192,25 @@ func (c *ckpt) targetRound() error {
 
 // sync has every node with saved ranks make their local snapshots stable,
 // and returns the ranks' records, by rank.
-func (c *ckpt) sync() ([]sstore.ProcRecord, error) {
+func (c *ckpt) sync() ([]snapshot.ProcRecord, error) {
 	g, r := c.g, c.r
-	got := map[int]sstore.ProcRecord{}
+	got := map[int]snapshot.ProcRecord{}
 	err := g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalSync, Seq: c.seq, Ref: c.ref, Options: r.opts, Ranks: r.migrate}, c.path.saved(c.place),
 		func(node string, rr snapc.RankReply) error {
 			if rr.Err != "" {
 				return fmt.Errorf("rank %d on node %s: %s", rr.Rank, node, rr.Err)
 			}
-			got[rr.Rank] = sstore.ProcRecord{Rank: rr.Rank, Node: node, CRS: rr.CRS}
+			got[rr.Rank] = snapshot.ProcRecord{Rank: rr.Rank, Node: node, CRS: rr.CRS}
 			return nil
 		}, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	procs := make([]sstore.ProcRecord, 0, len(got))
+	procs := make([]snapshot.ProcRecord, 0, len(got))
 	for _, p := range got {
 		procs = append(procs, p)
 	}
-	slices.SortFunc(procs, func(a, b sstore.ProcRecord) int { return a.Rank - b.Rank })
+	slices.SortFunc(procs, func(a, b snapshot.ProcRecord) int { return a.Rank - b.Rank })
 	g.event(r, snapc.PhaseSync, "", c.seq, fmt.Sprintf("%d local snapshots stable", len(procs)))
 	if err := g.pauseAt(r, PauseCommit, c.seq); err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func (c *ckpt) sync() ([]sstore.ProcRecord, error) {
 
 // commit writes the ranks' records and the commit mark, last, atomically,
 // then lets the path report it and end the request.
-func (c *ckpt) commit(procs []sstore.ProcRecord) (snapc.Result, error) {
+func (c *ckpt) commit(procs []snapshot.ProcRecord) (snapc.Result, error) {
 	g := c.g
 	rec, _ := c.meta.Seq(c.seq)
 	rec.Procs, rec.Committed, rec.Finished = procs, true, time.Now()

@@ -16,6 +16,7 @@ import (
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/snapc/snapctest"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -62,7 +63,7 @@ type cluster struct {
 	locals map[string]*local
 	ranks  []*fakeRank
 	nodeOf []string
-	ref    sstore.Ref
+	ref    snapshot.Ref
 
 	busy     sync.WaitGroup // fake ranks at work
 	mu       sync.Mutex
@@ -154,7 +155,7 @@ func (fr *fakeRank) handle(t *testing.T, l *local, req snapc.AppRequest) {
 			l.AppReply(fr.rank, snapc.AppReply{ID: req.ID, Kind: snapc.Target})
 			return
 		}
-		w, err := sstore.CreateFile(req.Dir, "app.state")
+		w, err := snapshot.CreateFile(req.Dir, "app.state")
 		if err != nil {
 			t.Error(err)
 			return
@@ -162,8 +163,8 @@ func (fr *fakeRank) handle(t *testing.T, l *local, req snapc.AppRequest) {
 		fmt.Fprintf(w, "rank %d saved at %d", fr.rank, req.Target)
 		rec, err := w.Close()
 		if err == nil {
-			err = sstore.WriteLocal(req.Dir, &sstore.LocalMeta{Rank: fr.rank, PID: 100 + fr.rank, Node: "x", CRS: "self",
-				Created: time.Now(), Files: []sstore.FileRecord{rec}})
+			err = snapshot.WriteLocal(req.Dir, &snapshot.LocalMeta{Rank: fr.rank, PID: 100 + fr.rank, Node: "x", CRS: "self",
+				Created: time.Now(), Files: []snapshot.FileRecord{rec}})
 		}
 		if err != nil {
 			t.Error(err)
@@ -191,7 +192,7 @@ func newClusterSpares(t *testing.T, nodeOf, spares []string, wrap func(sstore.Mo
 	t.Helper()
 	vals := values(t, append([]string{"ft_cr_enabled=1"}, settings...)...)
 	c := &cluster{t: t, locals: map[string]*local{}, nodeOf: nodeOf, sendErr: map[string]error{},
-		ref: sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("feed0001")}}
+		ref: snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("feed0001")}}
 	nodeRanks := map[string][]int{}
 	for r, n := range nodeOf {
 		c.ranks = append(c.ranks, &fakeRank{rank: r, count: uint64(10 + r), targeted: make(chan uint64, 10)})
@@ -216,7 +217,7 @@ func newClusterSpares(t *testing.T, nodeOf, spares []string, wrap func(sstore.Mo
 		Settings: []mca.Setting{{Name: "btl", Value: "tcp", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}},
 			{Name: ParamPauseAt, Value: "x", Origin: mca.Origin{Source: mca.SourceCommandLine}}},
 		AMCA:   []string{"ft-enable-cr"},
-		Launch: sstore.Launch{Program: "/bin/app", Args: []string{"-n", "1"}, Cwd: "/"}}, c)
+		Launch: snapshot.Launch{Program: "/bin/app", Args: []string{"-n", "1"}, Cwd: "/"}}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,9 +238,9 @@ func storeOf(t *testing.T, vals *mca.Values) sstore.Module {
 	return m
 }
 
-func (c *cluster) meta() *sstore.GlobalMeta {
+func (c *cluster) meta() *snapshot.GlobalMeta {
 	c.t.Helper()
-	m, err := sstore.ReadGlobal(c.ref)
+	m, err := snapshot.ReadGlobal(c.ref)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -296,14 +297,14 @@ func TestCheckpointsCommit(t *testing.T) {
 		t.Errorf("metadata: committed %v job %s ranks %d", m.Committed(), m.Job, m.Ranks)
 	}
 	rec, _ := m.Seq(1)
-	want := []sstore.ProcRecord{{Rank: 0, Node: "n1", CRS: "self"}, {Rank: 1, Node: "n1", CRS: "self"}, {Rank: 2, Node: "n2", CRS: "self"}, {Rank: 3, Node: "n2", CRS: "self"}}
+	want := []snapshot.ProcRecord{{Rank: 0, Node: "n1", CRS: "self"}, {Rank: 1, Node: "n1", CRS: "self"}, {Rank: 2, Node: "n2", CRS: "self"}, {Rank: 3, Node: "n2", CRS: "self"}}
 	if !reflect.DeepEqual(rec.Procs, want) {
 		t.Errorf("procs %+v", rec.Procs)
 	}
 	if len(m.Params) != 1 || m.Params[0].Name != "btl" || m.Launch.Program != "/bin/app" || len(m.AMCA) != 1 {
 		t.Errorf("job records: params %+v launch %+v amca %v (the test hook must not be stored)", m.Params, m.Launch, m.AMCA)
 	}
-	p, err := sstore.ChooseSeq(c.ref, m, -1)
+	p, err := snapshot.ChooseSeq(c.ref, m, -1)
 	if err == nil {
 		err = p.VerifyAll()
 	}
@@ -540,10 +541,10 @@ func TestTerminate(t *testing.T) {
 func TestContinuesReference(t *testing.T) {
 	c := newCluster(t, twoNodes)
 	os.MkdirAll(c.ref.Path(), 0o755)
-	old := &sstore.GlobalMeta{Job: "0ld0b00b", Ranks: 4, Seqs: []sstore.SeqRecord{
+	old := &snapshot.GlobalMeta{Job: "0ld0b00b", Ranks: 4, Seqs: []snapshot.SeqRecord{
 		{Seq: 0, Started: time.Now(), Finished: time.Now(), Committed: true},
 		{Seq: 1, Started: time.Now()}}}
-	if err := sstore.WriteGlobal(c.ref, old); err != nil {
+	if err := snapshot.WriteGlobal(c.ref, old); err != nil {
 		t.Fatal(err)
 	}
 	res, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil)
@@ -555,12 +556,12 @@ func TestContinuesReference(t *testing.T) {
 		t.Errorf("job %s committed %v", m.Job, m.Committed())
 	}
 	old.Ranks = 3
-	sstore.WriteGlobal(c.ref, old)
+	snapshot.WriteGlobal(c.ref, old)
 	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err == nil || !strings.Contains(err.Error(), "holds a job of 3 ranks; this job has 4") {
 		t.Errorf("rank count mismatch: %v", err)
 	}
 	os.WriteFile(c.ref.MetaPath(), []byte("garbage\n"), 0o644)
-	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); !errors.Is(err, sstore.ErrCorrupt) {
+	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); !errors.Is(err, snapshot.ErrCorrupt) {
 		t.Errorf("corrupt metadata: %v", err)
 	}
 	if b, _ := os.ReadFile(c.ref.MetaPath()); string(b) != "garbage\n" {
@@ -662,7 +663,7 @@ func TestComponent(t *testing.T) {
 		}
 	}
 	vals := values(t)
-	if _, err := newGlobal(snapc.JobSpec{Job: "x", Values: vals, Ref: sstore.Ref{Dir: "/", Name: "r"}}, nil); err == nil {
+	if _, err := newGlobal(snapc.JobSpec{Job: "x", Values: vals, Ref: snapshot.Ref{Dir: "/", Name: "r"}}, nil); err == nil {
 		t.Error("global coordinator of a job without ranks")
 	}
 	if _, err := newLocal(snapc.NodeSpec{Node: "n"}, nil); err == nil {
@@ -674,7 +675,7 @@ func TestComponent(t *testing.T) {
 // stage does, each report sent at once.
 type drainingStore struct{ sstore.Module }
 
-func (d drainingStore) Sync(ctx context.Context, ref sstore.Ref, seq int, locals []sstore.Local) error {
+func (d drainingStore) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []sstore.Local) error {
 	for i := 0; i <= 3; i++ {
 		sstore.ReportProgress(ctx, sstore.Progress{Files: 3, FilesDone: i, Bytes: 3 << 20, BytesDone: int64(i) << 20, Elapsed: time.Duration(i+1) * time.Second})
 	}

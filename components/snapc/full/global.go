@@ -16,6 +16,7 @@ import (
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	"gompi/mca/queue"
 )
@@ -131,7 +132,7 @@ func (g *global) Place(rankNodes []string) {
 	g.mu.Unlock()
 }
 
-func (g *global) Ref() sstore.Ref { return g.spec.Ref }
+func (g *global) Ref() snapshot.Ref { return g.spec.Ref }
 
 // request is one checkpoint and everyone waiting for it.
 type request struct {
@@ -621,21 +622,21 @@ func (g *global) pauseAt(r *request, point string, seq int) error {
 }
 
 // metaStore is where the reference's metadata lives.
-func (g *global) metaStore() sstore.MetaStore {
+func (g *global) metaStore() snapshot.MetaStore {
 	if g.spec.Meta != nil {
 		return g.spec.Meta
 	}
-	return sstore.ThisNode
+	return snapshot.ThisNode
 }
 
 // readMeta reads the reference's metadata, or starts it, and records the
 // job as it runs now: a restarted job may run with other parameters.
-func (g *global) readMeta(ctx context.Context) (*sstore.GlobalMeta, error) {
+func (g *global) readMeta(ctx context.Context) (*snapshot.GlobalMeta, error) {
 	ref := g.spec.Ref
 	meta, err := g.metaStore().ReadGlobal(ctx, ref)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		meta = &sstore.GlobalMeta{Job: g.spec.Job}
+		meta = &snapshot.GlobalMeta{Job: g.spec.Job}
 	case err != nil:
 		return nil, fmt.Errorf("%w; the reference's metadata is left as it is", err)
 	case meta.Ranks != g.ranks:

@@ -11,6 +11,7 @@ import (
 
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // local is a node's local coordinator: it turns each request of the global
@@ -340,7 +341,7 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, ranks []int, c
 	out := make([]snapc.RankReply, 0, len(locals))
 	for _, lc := range locals {
 		rr := snapc.RankReply{Rank: lc.Rank, Dir: lc.Dir}
-		if m, err := sstore.ReadLocal(lc.Dir); err != nil {
+		if m, err := snapshot.ReadLocal(lc.Dir); err != nil {
 			rr.Err = err.Error()
 		} else {
 			rr.CRS = m.CRS

@@ -13,7 +13,7 @@ import (
 
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // threeRanks: ranks 0 and 1 on n1, rank 2 on n2. Migrating rank 1 saves
@@ -119,16 +119,16 @@ func TestMigrationHoldsUntilRelease(t *testing.T) {
 	if !ok || !rec.Committed || !rec.Migrate {
 		t.Fatalf("seq 0: %+v", rec)
 	}
-	if want := []sstore.ProcRecord{{Rank: 1, Node: "n1", CRS: "self"}}; !reflect.DeepEqual(rec.Procs, want) {
+	if want := []snapshot.ProcRecord{{Rank: 1, Node: "n1", CRS: "self"}}; !reflect.DeepEqual(rec.Procs, want) {
 		t.Errorf("procs %+v, want %+v", rec.Procs, want)
 	}
 	if len(m.Committed()) != 0 {
 		t.Errorf("restart points %v: a migration's sequence is none", m.Committed())
 	}
-	if _, err := sstore.ChooseSeq(c.ref, m, -1); !errors.Is(err, sstore.ErrNotCommitted) {
+	if _, err := snapshot.ChooseSeq(c.ref, m, -1); !errors.Is(err, snapshot.ErrNotCommitted) {
 		t.Errorf("restart from a reference with only a migration: %v", err)
 	}
-	if _, err := sstore.ReadLocal(c.ref.LocalPath(0, 1)); err != nil {
+	if _, err := snapshot.ReadLocal(c.ref.LocalPath(0, 1)); err != nil {
 		t.Errorf("rank 1's local snapshot: %v", err)
 	}
 	for _, r := range []int{0, 2} {
@@ -391,7 +391,7 @@ func TestMigrationFailure(t *testing.T) {
 			if err := c.g.Release(snapc.Release{}); err == nil {
 				t.Error("release after a failed migration")
 			}
-			if m, err := sstore.ReadGlobal(c.ref); err == nil {
+			if m, err := snapshot.ReadGlobal(c.ref); err == nil {
 				if rec, ok := m.Seq(0); ok && rec.Committed {
 					t.Errorf("seq 0 committed: %+v", rec)
 				}
@@ -485,7 +485,7 @@ func TestPlaceAfterMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, _ := c.meta().Seq(res.Seq)
-	want := []sstore.ProcRecord{{Rank: 0, Node: "n1", CRS: "self"}, {Rank: 1, Node: "n3", CRS: "self"}, {Rank: 2, Node: "n2", CRS: "self"}}
+	want := []snapshot.ProcRecord{{Rank: 0, Node: "n1", CRS: "self"}, {Rank: 1, Node: "n3", CRS: "self"}, {Rank: 2, Node: "n2", CRS: "self"}}
 	if !reflect.DeepEqual(rec.Procs, want) {
 		t.Errorf("procs %+v, want %+v", rec.Procs, want)
 	}
@@ -493,7 +493,7 @@ func TestPlaceAfterMigration(t *testing.T) {
 	if got := queries[len(queries)-3:]; !reflect.DeepEqual(got, []string{"n1", "n2", "n3"}) {
 		t.Errorf("the checkpoint after the migration queried %v", got)
 	}
-	p, err := sstore.ChooseSeq(c.ref, c.meta(), -1)
+	p, err := snapshot.ChooseSeq(c.ref, c.meta(), -1)
 	if err == nil {
 		err = p.VerifyAll()
 	}

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -58,7 +59,7 @@ type module struct{}
 
 // LocalDir creates rank's local snapshot directory of seq, empty. A
 // directory left there by an attempt that never committed is replaced.
-func (module) LocalDir(ctx context.Context, ref sstore.Ref, seq, rank int) (string, error) {
+func (module) LocalDir(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("sstore/central: local directory of rank %d: %w", rank, err)
 	}
@@ -83,7 +84,7 @@ func (module) LocalDir(ctx context.Context, ref sstore.Ref, seq, rank int) (stri
 
 // Sync checks every local snapshot of locals and makes their directory
 // entries durable. The error names the first rank and file that is wrong.
-func (module) Sync(ctx context.Context, ref sstore.Ref, seq int, locals []sstore.Local) error {
+func (module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []sstore.Local) error {
 	var errs []error
 	for _, l := range locals {
 		if err := ctx.Err(); err != nil {
@@ -109,16 +110,16 @@ func (module) Sync(ctx context.Context, ref sstore.Ref, seq int, locals []sstore
 }
 
 // check verifies one rank's local snapshot without reading its data.
-func check(ref sstore.Ref, seq int, l sstore.Local) error {
+func check(ref snapshot.Ref, seq int, l sstore.Local) error {
 	if want := ref.LocalPath(seq, l.Rank); filepath.Clean(l.Dir) != want {
 		return fmt.Errorf("sstore/central: rank %d wrote to %s, not to its local snapshot %s", l.Rank, l.Dir, want)
 	}
-	meta, err := sstore.ReadLocal(l.Dir)
+	meta, err := snapshot.ReadLocal(l.Dir)
 	if err != nil {
 		return fmt.Errorf("sstore/central: rank %d: %w", l.Rank, err)
 	}
 	if meta.Rank != l.Rank {
-		return fmt.Errorf("sstore/central: %w: %s records rank %d, not %d", sstore.ErrCorrupt, filepath.Join(l.Dir, sstore.LocalMetaFile), meta.Rank, l.Rank)
+		return fmt.Errorf("sstore/central: %w: %s records rank %d, not %d", snapshot.ErrCorrupt, filepath.Join(l.Dir, snapshot.LocalMetaFile), meta.Rank, l.Rank)
 	}
 	for _, f := range meta.Files {
 		name := f.Name
@@ -133,7 +134,7 @@ func check(ref sstore.Ref, seq int, l sstore.Local) error {
 		case !st.Mode().IsRegular():
 			return fmt.Errorf("sstore/central: rank %d: %s is not a regular file", l.Rank, filepath.Join(l.Dir, name))
 		case want >= 0 && st.Size() != want:
-			return fmt.Errorf("sstore/central: %w: rank %d: %s is %d bytes, %d were recorded", sstore.ErrCorrupt, l.Rank, filepath.Join(l.Dir, name), st.Size(), want)
+			return fmt.Errorf("sstore/central: %w: rank %d: %s is %d bytes, %d were recorded", snapshot.ErrCorrupt, l.Rank, filepath.Join(l.Dir, name), st.Size(), want)
 		}
 	}
 	return nil
@@ -141,7 +142,7 @@ func check(ref sstore.Ref, seq int, l sstore.Local) error {
 
 // Fetch returns rank's local snapshot of seq on global storage, which
 // every node reads in place.
-func (module) Fetch(ctx context.Context, ref sstore.Ref, seq, rank int) (string, error) {
+func (module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("sstore/central: fetch rank %d: %w", rank, err)
 	}
@@ -157,7 +158,7 @@ func (module) Fetch(ctx context.Context, ref sstore.Ref, seq, rank int) (string,
 }
 
 // Remove deletes the whole sequence from global storage.
-func (module) Remove(ctx context.Context, ref sstore.Ref, seq int) error {
+func (module) Remove(ctx context.Context, ref snapshot.Ref, seq int) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sstore/central: remove seq %d: %w", seq, err)
 	}

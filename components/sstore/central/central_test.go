@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/frameworks/sstore/sstoretest"
 	"gompi/mca"
 )
@@ -60,9 +61,9 @@ func TestQuery(t *testing.T) {
 // writeLocal writes a rank's local snapshot the way a rank does.
 func writeLocal(t *testing.T, dir string, rank int, files map[string]string) {
 	t.Helper()
-	var recs []sstore.FileRecord
+	var recs []snapshot.FileRecord
 	for name, data := range files {
-		w, err := sstore.CreateFile(dir, name)
+		w, err := snapshot.CreateFile(dir, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func writeLocal(t *testing.T, dir string, rank int, files map[string]string) {
 		}
 		recs = append(recs, rec)
 	}
-	if err := sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: rank, PID: 1, Node: "n1", CRS: "self", Created: time.Now(), Files: recs}); err != nil {
+	if err := snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: rank, PID: 1, Node: "n1", CRS: "self", Created: time.Now(), Files: recs}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -81,7 +82,7 @@ func writeLocal(t *testing.T, dir string, rank int, files map[string]string) {
 func TestLifeCycle(t *testing.T) {
 	ctx := context.Background()
 	m := module{}
-	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("j1")}
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("j1")}
 	if _, err := m.LocalDir(ctx, ref, 0, 0); err == nil || !strings.Contains(err.Error(), "shared file system") {
 		t.Errorf("LocalDir without the reference: %v", err)
 	}
@@ -122,32 +123,32 @@ func TestLifeCycle(t *testing.T) {
 func TestSyncRefuses(t *testing.T) {
 	tests := []struct {
 		name   string
-		damage func(ref sstore.Ref) sstore.Local
+		damage func(ref snapshot.Ref) sstore.Local
 		want   string
 		is     error
 	}{
-		{"missing meta", func(ref sstore.Ref) sstore.Local {
-			os.Remove(filepath.Join(ref.LocalPath(0, 1), sstore.LocalMetaFile))
+		{"missing meta", func(ref snapshot.Ref) sstore.Local {
+			os.Remove(filepath.Join(ref.LocalPath(0, 1), snapshot.LocalMetaFile))
 			return sstore.Local{Rank: 1, Dir: ref.LocalPath(0, 1)}
 		}, "rank 1", fs.ErrNotExist},
-		{"missing file", func(ref sstore.Ref) sstore.Local {
+		{"missing file", func(ref snapshot.Ref) sstore.Local {
 			os.Remove(filepath.Join(ref.LocalPath(0, 1), "app.state"))
 			return sstore.Local{Rank: 1, Dir: ref.LocalPath(0, 1)}
 		}, "app.state", fs.ErrNotExist},
-		{"short file", func(ref sstore.Ref) sstore.Local {
+		{"short file", func(ref snapshot.Ref) sstore.Local {
 			os.Truncate(filepath.Join(ref.LocalPath(0, 1), "app.state"), 1)
 			return sstore.Local{Rank: 1, Dir: ref.LocalPath(0, 1)}
-		}, "app.state is 1 bytes, 5 were recorded", sstore.ErrCorrupt},
-		{"wrong rank", func(ref sstore.Ref) sstore.Local {
+		}, "app.state is 1 bytes, 5 were recorded", snapshot.ErrCorrupt},
+		{"wrong rank", func(ref snapshot.Ref) sstore.Local {
 			return sstore.Local{Rank: 0, Dir: ref.LocalPath(0, 0)}
-		}, "records rank 1, not 0", sstore.ErrCorrupt},
-		{"elsewhere", func(ref sstore.Ref) sstore.Local {
+		}, "records rank 1, not 0", snapshot.ErrCorrupt},
+		{"elsewhere", func(ref snapshot.Ref) sstore.Local {
 			return sstore.Local{Rank: 1, Dir: "/tmp"}
 		}, "not to its local snapshot", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("j2")}
+			ref := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("j2")}
 			for _, rank := range []int{0, 1} {
 				dir := ref.LocalPath(0, rank)
 				os.MkdirAll(dir, 0o755)

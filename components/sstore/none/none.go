@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -43,19 +44,19 @@ func disabled(op string) error {
 	return fmt.Errorf("sstore/none: %s: %w; %s", op, sstore.ErrDisabled, Hint)
 }
 
-func (module) LocalDir(_ context.Context, ref sstore.Ref, seq, rank int) (string, error) {
+func (module) LocalDir(_ context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
 	return "", disabled(fmt.Sprintf("local directory for rank %d of %s seq %d", rank, ref.Name, seq))
 }
 
-func (module) Sync(_ context.Context, ref sstore.Ref, seq int, _ []sstore.Local) error {
+func (module) Sync(_ context.Context, ref snapshot.Ref, seq int, _ []sstore.Local) error {
 	return disabled(fmt.Sprintf("sync %s seq %d", ref.Name, seq))
 }
 
-func (module) Fetch(_ context.Context, ref sstore.Ref, seq, rank int) (string, error) {
+func (module) Fetch(_ context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
 	return "", disabled(fmt.Sprintf("fetch rank %d of %s seq %d", rank, ref.Name, seq))
 }
 
-func (module) Remove(_ context.Context, ref sstore.Ref, seq int) error {
+func (module) Remove(_ context.Context, ref snapshot.Ref, seq int) error {
 	return disabled(fmt.Sprintf("remove %s seq %d", ref.Name, seq))
 }
 

@@ -8,12 +8,13 @@ import (
 
 	"gompi/frameworks"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/frameworks/sstore/sstoretest"
 	"gompi/mca"
 )
 
 func TestEveryMethodRefuses(t *testing.T) {
-	ref := sstore.Ref{Dir: t.TempDir(), Name: "gompi_global_snapshot_42.ckpt"}
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: "gompi_global_snapshot_42.ckpt"}
 	ctx := context.Background()
 	var m sstore.Module = module{}
 	tests := []struct {
@@ -69,7 +70,7 @@ func TestSelect(t *testing.T) {
 	if c.Info.Name != "none" || c.Info.Framework != sstore.Name || c.Info.Origin != "built-in" || c.Priority != Priority {
 		t.Errorf("selected %+v at priority %d, want sstore/none built-in at %d", c.Info, c.Priority, Priority)
 	}
-	if err := c.Module.Remove(context.Background(), sstore.Ref{}, 0); !errors.Is(err, sstore.ErrDisabled) {
+	if err := c.Module.Remove(context.Background(), snapshot.Ref{}, 0); !errors.Is(err, sstore.ErrDisabled) {
 		t.Errorf("selected module Remove = %v, want sstore.ErrDisabled", err)
 	}
 }

@@ -39,7 +39,7 @@ func benchDrain(b *testing.B, setup func(*fixture)) {
 				if setup != nil {
 					setup(f)
 				}
-				l := f.write(b, 0, 0, snapshot{"state": data[kind]})
+				l := f.write(b, 0, 0, rankFiles{"state": data[kind]})
 				var stored int64
 				ctx := sstore.WithProgress(context.Background(), func(p sstore.Progress) { stored = p.Stored })
 				b.SetBytes(size)

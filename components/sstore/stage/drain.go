@@ -19,6 +19,7 @@ import (
 	"gompi/frameworks/filem"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // progressEvery is how often a drain reports while big files move, besides
@@ -32,7 +33,7 @@ const cleanupTimeout = time.Minute
 // rankPlan is one rank's local snapshot on its way to global storage.
 type rankPlan struct {
 	local  sstore.Local
-	meta   *sstore.LocalMeta
+	meta   *snapshot.LocalMeta
 	stored []string     // per file, its name on global storage when compressed
 	global filem.Remote // the rank's folder of seq on global storage
 	tmp    string       // the drain's temporary folder for this rank
@@ -48,7 +49,7 @@ type rankPlan struct {
 // After a successful drain the local copies stay as the node's cache, and
 // older sequences beyond sstore_stage_cache are evicted. Temporary folders
 // of the reference that a killed daemon left on the node are removed first.
-func (m *module) Sync(ctx context.Context, ref sstore.Ref, seq int, locals []sstore.Local) error {
+func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []sstore.Local) error {
 	op := fmt.Sprintf("drain %s seq %d", ref.Name, seq)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sstore/stage: %s: %w", op, err)
@@ -110,7 +111,7 @@ func (m *module) Sync(ctx context.Context, ref sstore.Ref, seq int, locals []sst
 }
 
 // plan reads every rank's snapshot_meta and names each file's stored form.
-func (m *module) plan(ref sstore.Ref, seq int, locals []sstore.Local, tmp string) ([]*rankPlan, int, int64, error) {
+func (m *module) plan(ref snapshot.Ref, seq int, locals []sstore.Local, tmp string) ([]*rankPlan, int, int64, error) {
 	var plans []*rankPlan
 	files, total := 0, int64(0)
 	seen := map[int]bool{}
@@ -122,14 +123,14 @@ func (m *module) plan(ref sstore.Ref, seq int, locals []sstore.Local, tmp string
 			return fail("bad or repeated rank")
 		}
 		seen[l.Rank] = true
-		meta, err := sstore.ReadLocal(l.Dir)
+		meta, err := snapshot.ReadLocal(l.Dir)
 		if err != nil {
 			return fail("%w", err)
 		}
 		if meta.Rank != l.Rank {
-			return fail("%w: %s records rank %d", sstore.ErrCorrupt, filepath.Join(l.Dir, sstore.LocalMetaFile), meta.Rank)
+			return fail("%w: %s records rank %d", snapshot.ErrCorrupt, filepath.Join(l.Dir, snapshot.LocalMetaFile), meta.Rank)
 		}
-		taken := map[string]bool{sstore.LocalMetaFile: true}
+		taken := map[string]bool{snapshot.LocalMetaFile: true}
 		for _, f := range meta.Files {
 			if f.Compression != "" {
 				return fail("%s is recorded as stored %s; a rank writes its files as they are", f.Name, f.Compression)
@@ -160,7 +161,7 @@ func (m *module) plan(ref sstore.Ref, seq int, locals []sstore.Local, tmp string
 }
 
 // drain moves every rank's files; the first failure stops the others.
-func (m *module) drain(ctx context.Context, fm filem.Module, ref sstore.Ref, seq int, plans []*rankPlan, prog *progress) error {
+func (m *module) drain(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq int, plans []*rankPlan, prog *progress) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
@@ -180,8 +181,8 @@ func (m *module) drain(ctx context.Context, fm filem.Module, ref sstore.Ref, seq
 }
 
 // drainRank moves one rank's files, then its snapshot_meta.
-func (m *module) drainRank(ctx context.Context, fm filem.Module, ref sstore.Ref, seq int, p *rankPlan, prog *progress) error {
-	recs := make([]sstore.FileRecord, len(p.meta.Files))
+func (m *module) drainRank(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq int, p *rankPlan, prog *progress) error {
+	recs := make([]snapshot.FileRecord, len(p.meta.Files))
 	errs := make([]error, len(p.meta.Files))
 	var wg sync.WaitGroup
 	for i := range p.meta.Files {
@@ -206,13 +207,13 @@ func (m *module) drainRank(ctx context.Context, fm filem.Module, ref sstore.Ref,
 	gm.Files = recs
 	var buf bytes.Buffer
 	if err := gm.Encode(&buf); err != nil {
-		return fileError(ref, seq, p, sstore.LocalMetaFile, err)
+		return fileError(ref, seq, p, snapshot.LocalMetaFile, err)
 	}
-	src := filepath.Join(p.tmp, sstore.LocalMetaFile)
+	src := filepath.Join(p.tmp, snapshot.LocalMetaFile)
 	if err := os.WriteFile(src, buf.Bytes(), 0o644); err != nil {
-		return fileError(ref, seq, p, sstore.LocalMetaFile, err)
+		return fileError(ref, seq, p, snapshot.LocalMetaFile, err)
 	}
-	dst, err := ref.Global(strconv.Itoa(seq), sstore.LocalName(p.local.Rank), sstore.LocalMetaFile)
+	dst, err := ref.Global(strconv.Itoa(seq), snapshot.LocalName(p.local.Rank), snapshot.LocalMetaFile)
 	if err == nil {
 		if err = m.acquire(ctx); err == nil {
 			err = put(ctx, fm, ref, src, dst)
@@ -220,7 +221,7 @@ func (m *module) drainRank(ctx context.Context, fm filem.Module, ref sstore.Ref,
 		}
 	}
 	if err != nil {
-		return fileError(ref, seq, p, sstore.LocalMetaFile, err)
+		return fileError(ref, seq, p, snapshot.LocalMetaFile, err)
 	}
 	return nil
 }
@@ -243,13 +244,13 @@ func firstCause(errs []error) error {
 	return first
 }
 
-func fileError(ref sstore.Ref, seq int, p *rankPlan, name string, err error) error {
+func fileError(ref snapshot.Ref, seq int, p *rankPlan, name string, err error) error {
 	return fmt.Errorf("sstore/stage: drain %s seq %d: rank %d: file %s: %w", ref.Name, seq, p.local.Rank, name, err)
 }
 
 // drainFile establishes file i of a rank on global storage and returns its
 // record as global storage keeps it.
-func (m *module) drainFile(ctx context.Context, fm filem.Module, ref sstore.Ref, seq int, p *rankPlan, i int, prog *progress) (sstore.FileRecord, error) {
+func (m *module) drainFile(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq int, p *rankPlan, i int, prog *progress) (snapshot.FileRecord, error) {
 	rec := p.meta.Files[i]
 	src := filepath.Join(p.local.Dir, rec.Name)
 	fi, err := os.Stat(src)
@@ -259,10 +260,10 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref sstore.Ref,
 	case !fi.Mode().IsRegular():
 		return rec, fmt.Errorf("%s is not a regular file", src)
 	case fi.Size() != rec.Size:
-		return rec, fmt.Errorf("%w: %s is %d bytes, its snapshot_meta records %d (changed since the rank wrote it)", sstore.ErrCorrupt, src, fi.Size(), rec.Size)
+		return rec, fmt.Errorf("%w: %s is %d bytes, its snapshot_meta records %d (changed since the rank wrote it)", snapshot.ErrCorrupt, src, fi.Size(), rec.Size)
 	}
 	dstOf := func(name string) (filem.Remote, error) {
-		return ref.Global(strconv.Itoa(seq), sstore.LocalName(p.local.Rank), name)
+		return ref.Global(strconv.Itoa(seq), snapshot.LocalName(p.local.Rank), name)
 	}
 	counted := false // source bytes already counted while compressing
 	worth := m.cfg.alg != compress.None
@@ -282,7 +283,7 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref sstore.Ref,
 		}
 		if in != rec.Size || sum != rec.Checksum {
 			os.Remove(tmp)
-			return rec, fmt.Errorf("%w: %s reads as %d bytes with checksum %s, its snapshot_meta records %d bytes and %s (changed since the rank wrote it)", sstore.ErrCorrupt, src, in, sum, rec.Size, rec.Checksum)
+			return rec, fmt.Errorf("%w: %s reads as %d bytes with checksum %s, its snapshot_meta records %d bytes and %s (changed since the rank wrote it)", snapshot.ErrCorrupt, src, in, sum, rec.Size, rec.Checksum)
 		}
 		// What does not shrink is stored as is: restart need not decode it.
 		if out < in {
@@ -360,7 +361,7 @@ func worthCompressing(ctx context.Context, src string, size int64, alg string, l
 }
 
 // put moves one file to global storage.
-func put(ctx context.Context, fm filem.Module, ref sstore.Ref, src string, dst filem.Remote) error {
+func put(ctx context.Context, fm filem.Module, ref snapshot.Ref, src string, dst filem.Remote) error {
 	return remoteHint(ref, fm.Put(ctx, []filem.Transfer{{Local: src, Remote: dst}}))
 }
 
@@ -382,7 +383,7 @@ func compressTo(ctx context.Context, src, dst, alg string, level int, read *atom
 	if err != nil {
 		return 0, "", 0, fmt.Errorf("compress into %s: %w", dst, err)
 	}
-	h := sstore.NewChecksum()
+	h := snapshot.NewChecksum()
 	sr := &sourceReader{r: f, n: read, stop: ctx.Err}
 	st, err := compress.Compress(context.WithoutCancel(ctx), w, io.TeeReader(sr, h), alg, level)
 	if cerr := w.Close(); err == nil && cerr != nil {
@@ -394,7 +395,7 @@ func compressTo(ctx context.Context, src, dst, alg string, level int, read *atom
 	if err != nil {
 		return 0, "", 0, fmt.Errorf("compress into %s: %w", dst, err)
 	}
-	return st.In, sstore.FormatChecksum(h.Sum32()), st.Out, nil
+	return st.In, snapshot.FormatChecksum(h.Sum32()), st.Out, nil
 }
 
 // sourceReader adds what it reads to a progress counter, and turns a
@@ -497,7 +498,7 @@ func (m *module) tempDir(nodeDir, pattern string) (dir string, done func(), err 
 // sweep removes the temporary folders of ref on this node that no call of
 // this process is using: what a killed daemon left behind. Reference
 // names are per job, so another job's drain is never swept.
-func (m *module) sweep(nodeDir string, ref sstore.Ref, log *slog.Logger) {
+func (m *module) sweep(nodeDir string, ref snapshot.Ref, log *slog.Logger) {
 	var stale []string
 	for _, kind := range []string{".drain-", ".fetch-"} {
 		found, _ := filepath.Glob(filepath.Join(nodeDir, kind+globEscape(ref.Name)+"-*"))
@@ -553,7 +554,7 @@ func (m *module) draining(ref string, seq int) bool {
 // this node and removes the older ones. Newer sequences (being written)
 // and sequences still draining are never touched; of seq itself only the
 // ranks just drained are removed (with a cache of 0).
-func (m *module) evict(nodeDir string, ref sstore.Ref, seq int, locals []sstore.Local, log *slog.Logger) {
+func (m *module) evict(nodeDir string, ref snapshot.Ref, seq int, locals []sstore.Local, log *slog.Logger) {
 	refDir := filepath.Join(nodeDir, ref.Name)
 	ents, err := os.ReadDir(refDir)
 	if err != nil {

@@ -20,11 +20,12 @@ import (
 	"gompi/frameworks/filem/filemtest"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // manyFiles is a rank's snapshot of n small compressible files.
-func manyFiles(n int, seed byte) snapshot {
-	s := snapshot{}
+func manyFiles(n int, seed byte) rankFiles {
+	s := rankFiles{}
 	for i := range n {
 		s[fmt.Sprintf("part%02d", i)] = compressible(20<<10+i, seed+byte(i))
 	}
@@ -117,7 +118,7 @@ func TestFailedDrain(t *testing.T) {
 				return &filem.TransferError{Op: "put", Src: ts[0].Local, Dst: ts[0].Remote.String(), Err: errors.New("injected failure")}
 			}
 			var seq1 []sstore.Local
-			snaps := []snapshot{}
+			snaps := []rankFiles{}
 			for rank := range ranks {
 				s := manyFiles(files, byte(100+rank))
 				snaps = append(snaps, s)
@@ -165,14 +166,14 @@ func TestDiskFull(t *testing.T) {
 			disk := filemtest.Tmpfs(t, 1<<20)
 			f := newFixture(t, nil, ParamCompress+"="+alg)
 			f.ref.Dir = disk
-			seq0 := f.write(t, 0, 0, snapshot{"state": compressible(64<<10, 1)})
+			seq0 := f.write(t, 0, 0, rankFiles{"state": compressible(64<<10, 1)})
 			if err := f.m.Sync(context.Background(), f.ref, 0, []sstore.Local{seq0}); err != nil {
 				t.Fatal(err)
 			}
 			before := readTree(t, f.ref.SeqDir(0))
 			seq1 := []sstore.Local{
-				f.write(t, 1, 0, snapshot{"state": random(3<<20, 2)}),
-				f.write(t, 1, 1, snapshot{"state": random(100<<10, 3)}),
+				f.write(t, 1, 0, rankFiles{"state": random(3<<20, 2)}),
+				f.write(t, 1, 1, rankFiles{"state": random(100<<10, 3)}),
 			}
 			err := f.m.Sync(context.Background(), f.ref, 1, seq1)
 			if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "seq 1: rank ") || !strings.Contains(err.Error(), ": file ") {
@@ -288,7 +289,7 @@ func TestProgress(t *testing.T) {
 	for _, alg := range []string{compress.None, compress.Zstd} {
 		t.Run(alg, func(t *testing.T) {
 			f := newFixture(t, nil, ParamCompress+"="+alg, ParamMaxInflight+"=2")
-			snaps := []snapshot{
+			snaps := []rankFiles{
 				{"big": compressible(12<<20, 1), "small": []byte("abc"), "noise": random(1<<20, 1)},
 				manyFiles(5, 7),
 			}
@@ -340,7 +341,7 @@ func TestProgress(t *testing.T) {
 			var stored int64
 			for rank := range snaps {
 				for _, p := range tree(t, f.ref.LocalPath(0, rank)) {
-					if p != sstore.LocalMetaFile {
+					if p != snapshot.LocalMetaFile {
 						st, _ := os.Stat(filepath.Join(f.ref.LocalPath(0, rank), p))
 						stored += st.Size()
 					}
@@ -365,21 +366,21 @@ func TestChangedLocalFile(t *testing.T) {
 	for _, alg := range []string{compress.None, compress.S2} {
 		t.Run(alg, func(t *testing.T) {
 			f := newFixture(t, nil, ParamCompress+"="+alg)
-			l := f.write(t, 0, 0, snapshot{"state": compressible(100<<10, 1)})
+			l := f.write(t, 0, 0, rankFiles{"state": compressible(100<<10, 1)})
 			if alg == compress.None {
 				os.Truncate(filepath.Join(l.Dir, "state"), 10)
 			} else {
 				flipByte(t, filepath.Join(l.Dir, "state"), 5)
 			}
 			err := f.m.Sync(context.Background(), f.ref, 0, []sstore.Local{l})
-			if !errors.Is(err, sstore.ErrCorrupt) || !strings.Contains(err.Error(), "rank 0: file state") {
+			if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "rank 0: file state") {
 				t.Errorf("Sync of a changed file: %v", err)
 			}
 			if left := tree(t, f.ref.SeqDir(0)); len(left) != 0 {
 				t.Errorf("left on global storage: %v", left)
 			}
 			// A rank whose snapshot_meta is missing.
-			os.Remove(filepath.Join(l.Dir, sstore.LocalMetaFile))
+			os.Remove(filepath.Join(l.Dir, snapshot.LocalMetaFile))
 			if err := f.m.Sync(context.Background(), f.ref, 0, []sstore.Local{l}); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "rank 0") {
 				t.Errorf("Sync without snapshot_meta: %v", err)
 			}
@@ -392,7 +393,7 @@ func TestChangedLocalFile(t *testing.T) {
 func TestSweep(t *testing.T) {
 	f := newFixture(t, nil)
 	l := f.write(t, 0, 0, manyFiles(2, 1))
-	other := sstore.RefName("99")
+	other := snapshot.RefName("99")
 	var stale, kept []string
 	for _, d := range []string{".drain-" + f.ref.Name + "-7-123", ".fetch-" + f.ref.Name + "-3-0-456"} {
 		stale = append(stale, filepath.Join(f.nodeDir(), d))

@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"gompi/frameworks/filem"
-	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // restartHint is what a restart can do when a snapshot on global storage
@@ -23,7 +23,7 @@ const restartHint = "restart from an earlier committed sequence (gompi-restart -
 // it: this node's cached copy when it is there and every file verifies,
 // otherwise a copy fetched from global storage, decompressed and verified,
 // which then serves as the node's cached copy.
-func (m *module) Fetch(ctx context.Context, ref sstore.Ref, seq, rank int) (string, error) {
+func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
 	op := fmt.Sprintf("fetch rank %d of %s seq %d", rank, ref.Name, seq)
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
@@ -71,12 +71,12 @@ func (m *module) Fetch(ctx context.Context, ref sstore.Ref, seq, rank int) (stri
 		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
 	}
 	plain := *meta
-	plain.Files = make([]sstore.FileRecord, len(meta.Files))
+	plain.Files = make([]snapshot.FileRecord, len(meta.Files))
 	for i, f := range meta.Files {
 		f.Compression, f.Stored = "", ""
 		plain.Files[i] = f
 	}
-	if err := sstore.WriteLocal(out, &plain); err != nil {
+	if err := snapshot.WriteLocal(out, &plain); err != nil {
 		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
 	}
 	if err := install(out, dir); err != nil {
@@ -89,42 +89,42 @@ func (m *module) Fetch(ctx context.Context, ref sstore.Ref, seq, rank int) (stri
 // checkCopy verifies a local copy: rank's snapshot_meta and every file of
 // its size and checksum. A missing copy wraps fs.ErrNotExist.
 func checkCopy(dir string, rank int) error {
-	meta, err := sstore.ReadLocal(dir)
+	meta, err := snapshot.ReadLocal(dir)
 	if err != nil {
 		return err
 	}
 	if meta.Rank != rank {
-		return fmt.Errorf("%w: %s records rank %d", sstore.ErrCorrupt, filepath.Join(dir, sstore.LocalMetaFile), meta.Rank)
+		return fmt.Errorf("%w: %s records rank %d", snapshot.ErrCorrupt, filepath.Join(dir, snapshot.LocalMetaFile), meta.Rank)
 	}
 	return meta.Verify(dir)
 }
 
 // fetchMeta gets rank's snapshot_meta from global storage into in.
-func (m *module) fetchMeta(ctx context.Context, fm filem.Module, ref sstore.Ref, seq, rank int, global filem.Remote, in string) (*sstore.LocalMeta, error) {
-	src, err := ref.Global(strconv.Itoa(seq), sstore.LocalName(rank), sstore.LocalMetaFile)
+func (m *module) fetchMeta(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq, rank int, global filem.Remote, in string) (*snapshot.LocalMeta, error) {
+	src, err := ref.Global(strconv.Itoa(seq), snapshot.LocalName(rank), snapshot.LocalMetaFile)
 	if err != nil {
 		return nil, err
 	}
-	if err := fm.Get(ctx, []filem.Transfer{{Local: filepath.Join(in, sstore.LocalMetaFile), Remote: src}}); err != nil {
+	if err := fm.Get(ctx, []filem.Transfer{{Local: filepath.Join(in, snapshot.LocalMetaFile), Remote: src}}); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("not in this node's cache, and global storage holds no complete copy (%s has no %s): %w; %s, or check snapc_base_global_snapshot_dir",
-				global, sstore.LocalMetaFile, err, restartHint)
+				global, snapshot.LocalMetaFile, err, restartHint)
 		}
 		return nil, remoteHint(ref, err)
 	}
-	meta, err := sstore.ReadLocal(in)
+	meta, err := snapshot.ReadLocal(in)
 	if err != nil {
 		return nil, fmt.Errorf("%s on global storage: %w; %s", src, err, restartHint)
 	}
 	if meta.Rank != rank {
-		return nil, fmt.Errorf("%w: %s on global storage records rank %d; %s", sstore.ErrCorrupt, src, meta.Rank, restartHint)
+		return nil, fmt.Errorf("%w: %s on global storage records rank %d; %s", snapshot.ErrCorrupt, src, meta.Rank, restartHint)
 	}
 	return meta, nil
 }
 
 // fetchFiles gets every file of meta into in and restores it into out,
 // decompressed and verified, at most sstore_stage_max_inflight at once.
-func (m *module) fetchFiles(ctx context.Context, fm filem.Module, ref sstore.Ref, seq, rank int, meta *sstore.LocalMeta, in, out string) error {
+func (m *module) fetchFiles(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq, rank int, meta *snapshot.LocalMeta, in, out string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(meta.Files))
@@ -146,12 +146,12 @@ func (m *module) fetchFiles(ctx context.Context, fm filem.Module, ref sstore.Ref
 	return firstCause(errs)
 }
 
-func (m *module) fetchFile(ctx context.Context, fm filem.Module, ref sstore.Ref, seq, rank int, rec sstore.FileRecord, in, out string) error {
+func (m *module) fetchFile(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq, rank int, rec snapshot.FileRecord, in, out string) error {
 	stored := rec.Name
 	if rec.Compression != "" {
 		stored = rec.Stored
 	}
-	src, err := ref.Global(strconv.Itoa(seq), sstore.LocalName(rank), stored)
+	src, err := ref.Global(strconv.Itoa(seq), snapshot.LocalName(rank), stored)
 	if err != nil {
 		return fmt.Errorf("file %s: %w", rec.Name, err)
 	}
@@ -171,7 +171,7 @@ func (m *module) fetchFile(ctx context.Context, fm filem.Module, ref sstore.Ref,
 			err = os.Rename(local, filepath.Join(out, rec.Name))
 		}
 	}
-	if errors.Is(err, sstore.ErrCorrupt) {
+	if errors.Is(err, snapshot.ErrCorrupt) {
 		return fmt.Errorf("file %s: %s on global storage is damaged: %w; %s", rec.Name, src, err, restartHint)
 	}
 	if err != nil {
@@ -181,15 +181,15 @@ func (m *module) fetchFile(ctx context.Context, fm filem.Module, ref sstore.Ref,
 }
 
 // verifyPlain checks a file stored as is against its record.
-func verifyPlain(path string, rec sstore.FileRecord) error {
-	size, sum, err := sstore.ChecksumFile(path)
+func verifyPlain(path string, rec snapshot.FileRecord) error {
+	size, sum, err := snapshot.ChecksumFile(path)
 	switch {
 	case err != nil:
 		return err
 	case size != rec.Size:
-		return fmt.Errorf("%w: %d bytes, %d were recorded (truncated or overwritten)", sstore.ErrCorrupt, size, rec.Size)
+		return fmt.Errorf("%w: %d bytes, %d were recorded (truncated or overwritten)", snapshot.ErrCorrupt, size, rec.Size)
 	case sum != rec.Checksum:
-		return fmt.Errorf("%w: checksum %s, %s was recorded", sstore.ErrCorrupt, sum, rec.Checksum)
+		return fmt.Errorf("%w: checksum %s, %s was recorded", snapshot.ErrCorrupt, sum, rec.Checksum)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"gompi/frameworks"
 	"gompi/frameworks/filem"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -48,7 +49,7 @@ type fixture struct {
 	raw    filem.Module
 	root   string // sstore_stage_local_snapshot_dir
 	node   string
-	ref    sstore.Ref
+	ref    snapshot.Ref
 	global string // the global snapshot folder (ref.Dir)
 }
 
@@ -79,7 +80,7 @@ func newFixture(t testing.TB, wrap func(filem.Module) filem.Module, settings ...
 	if err := f.m.Provision(context.Background(), sstore.Host{Node: f.node, FileM: f.fm}); err != nil {
 		t.Fatal(err)
 	}
-	f.ref = sstore.Ref{Dir: f.global, Name: sstore.RefName("4711")}
+	f.ref = snapshot.Ref{Dir: f.global, Name: snapshot.RefName("4711")}
 	if err := os.MkdirAll(f.ref.Path(), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -88,12 +89,12 @@ func newFixture(t testing.TB, wrap func(filem.Module) filem.Module, settings ...
 
 func (f *fixture) nodeDir() string { return NodeDir(f.root, f.node) }
 
-// snapshot is what a test rank writes: file name to content.
-type snapshot map[string][]byte
+// rankFiles is what a test rank writes: file name to content.
+type rankFiles map[string][]byte
 
 // write has rank write snap into its local folder of seq as a rank does,
 // and returns the Local to sync.
-func (f *fixture) write(t testing.TB, seq, rank int, snap snapshot) sstore.Local {
+func (f *fixture) write(t testing.TB, seq, rank int, snap rankFiles) sstore.Local {
 	t.Helper()
 	dir, err := f.m.LocalDir(context.Background(), f.ref, seq, rank)
 	if err != nil {
@@ -103,11 +104,11 @@ func (f *fixture) write(t testing.TB, seq, rank int, snap snapshot) sstore.Local
 	return sstore.Local{Rank: rank, Dir: dir}
 }
 
-func writeLocal(t testing.TB, dir string, rank int, snap snapshot) {
+func writeLocal(t testing.TB, dir string, rank int, snap rankFiles) {
 	t.Helper()
-	var recs []sstore.FileRecord
+	var recs []snapshot.FileRecord
 	for _, name := range sortedNames(snap) {
-		w, err := sstore.CreateFile(dir, name)
+		w, err := snapshot.CreateFile(dir, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,14 +121,14 @@ func writeLocal(t testing.TB, dir string, rank int, snap snapshot) {
 		}
 		recs = append(recs, rec)
 	}
-	meta := &sstore.LocalMeta{Rank: rank, PID: 100 + rank, Node: "n1", CRS: "self", Created: time.Unix(1700000000, 0),
+	meta := &snapshot.LocalMeta{Rank: rank, PID: 100 + rank, Node: "n1", CRS: "self", Created: time.Unix(1700000000, 0),
 		CRSMeta: map[string]string{"app": "test"}, Files: recs}
-	if err := sstore.WriteLocal(dir, meta); err != nil {
+	if err := snapshot.WriteLocal(dir, meta); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func sortedNames(s snapshot) []string {
+func sortedNames(s rankFiles) []string {
 	var out []string
 	for n := range s {
 		out = append(out, n)
@@ -138,9 +139,9 @@ func sortedNames(s snapshot) []string {
 
 // sameSnapshot checks that dir holds exactly snap, with a plain
 // snapshot_meta that verifies.
-func sameSnapshot(t testing.TB, dir string, rank int, snap snapshot) {
+func sameSnapshot(t testing.TB, dir string, rank int, snap rankFiles) {
 	t.Helper()
-	meta, err := sstore.ReadLocal(dir)
+	meta, err := snapshot.ReadLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestSFTP(t *testing.T) {
 			if !f.ref.IsRemote() {
 				t.Fatalf("%s is not remote", f.ref.Dir)
 			}
-			snaps := []snapshot{
+			snaps := []rankFiles{
 				{"app.state": compressible(5<<20, 1), "library.state": []byte("lib"), "noise": random(512<<10, 2)},
 				manyFiles(8, 3),
 			}

@@ -37,6 +37,7 @@ import (
 	"gompi/frameworks/filem"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -151,18 +152,18 @@ func NodeDir(localRoot, node string) string {
 // gompi-restart -i can ask it for every rank cheaply. Only a node whose
 // folder this process can see (its own, or any on one machine) is
 // answered truthfully.
-func CachedDir(localRoot, node string, ref sstore.Ref, seq, rank int) (string, bool) {
+func CachedDir(localRoot, node string, ref snapshot.Ref, seq, rank int) (string, bool) {
 	dir := localPath(NodeDir(localRoot, node), ref, seq, rank)
-	meta, err := sstore.ReadLocal(dir)
+	meta, err := snapshot.ReadLocal(dir)
 	return dir, err == nil && meta.Rank == rank
 }
 
 // localPath is rank's local copy of seq under nodeDir.
-func localPath(nodeDir string, ref sstore.Ref, seq, rank int) string {
-	return filepath.Join(seqPath(nodeDir, ref, seq), sstore.LocalName(rank))
+func localPath(nodeDir string, ref snapshot.Ref, seq, rank int) string {
+	return filepath.Join(seqPath(nodeDir, ref, seq), snapshot.LocalName(rank))
 }
 
-func seqPath(nodeDir string, ref sstore.Ref, seq int) string {
+func seqPath(nodeDir string, ref snapshot.Ref, seq int) string {
 	return filepath.Join(nodeDir, ref.Name, strconv.Itoa(seq))
 }
 
@@ -237,7 +238,7 @@ func (m *module) binding(op string) (sstore.Host, string, *slog.Logger, error) {
 
 // prepare checks a call's reference and sequence and makes sure the node
 // folder exists and is this user's.
-func (m *module) prepare(op string, ref sstore.Ref, seq int) (sstore.Host, string, *slog.Logger, error) {
+func (m *module) prepare(op string, ref snapshot.Ref, seq int) (sstore.Host, string, *slog.Logger, error) {
 	env, nodeDir, log, err := m.binding(op)
 	if err != nil {
 		return env, "", nil, err
@@ -278,7 +279,7 @@ func (m *module) ensureNodeDir(nodeDir string) error {
 
 // LocalDir creates rank's node-local snapshot folder of seq, empty: what an
 // attempt that never drained left there is replaced.
-func (m *module) LocalDir(ctx context.Context, ref sstore.Ref, seq, rank int) (string, error) {
+func (m *module) LocalDir(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
 	op := fmt.Sprintf("local folder of rank %d of %s seq %d", rank, ref.Name, seq)
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
@@ -302,7 +303,7 @@ func (m *module) LocalDir(ctx context.Context, ref sstore.Ref, seq, rank int) (s
 
 // Remove deletes this node's local copies of seq; global storage is the
 // coordinator's.
-func (m *module) Remove(ctx context.Context, ref sstore.Ref, seq int) error {
+func (m *module) Remove(ctx context.Context, ref snapshot.Ref, seq int) error {
 	op := fmt.Sprintf("remove local copies of %s seq %d", ref.Name, seq)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sstore/stage: %s: %w", op, err)
@@ -336,7 +337,7 @@ func (m *module) release() { <-m.sem }
 
 // remoteHint explains a FileM error that shows the global folder cannot
 // be reached: with raw selected, a remote folder never can.
-func remoteHint(ref sstore.Ref, err error) error {
+func remoteHint(ref snapshot.Ref, err error) error {
 	if err == nil || !ref.IsRemote() || !errors.Is(err, filem.ErrUnreachable) {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"gompi/frameworks/filem"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/frameworks/sstore/sstoretest"
 	"gompi/mca"
 )
@@ -77,7 +78,7 @@ func TestUnbound(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("1")}
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("1")}
 	calls := map[string]func() error{
 		"LocalDir": func() error { _, err := m.LocalDir(ctx, ref, 0, 0); return err },
 		"Sync":     func() error { return m.Sync(ctx, ref, 0, []sstore.Local{{Rank: 0, Dir: t.TempDir()}}) },
@@ -134,10 +135,10 @@ func TestLocalDir(t *testing.T) {
 		t.Errorf("node n2's LocalDir = %s, %v", d, err)
 	}
 	for _, bad := range []struct {
-		ref       sstore.Ref
+		ref       snapshot.Ref
 		seq, rank int
 	}{
-		{f.ref, -1, 0}, {f.ref, 0, -1}, {sstore.Ref{Dir: f.global, Name: ".."}, 0, 0}, {sstore.Ref{Dir: f.global, Name: "a/b"}, 0, 0},
+		{f.ref, -1, 0}, {f.ref, 0, -1}, {snapshot.Ref{Dir: f.global, Name: ".."}, 0, 0}, {snapshot.Ref{Dir: f.global, Name: "a/b"}, 0, 0},
 	} {
 		if d, err := f.m.LocalDir(ctx, bad.ref, bad.seq, bad.rank); err == nil {
 			t.Errorf("LocalDir(%+v, %d, %d) = %s", bad.ref, bad.seq, bad.rank, d)
@@ -163,7 +164,7 @@ func TestDefaultRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.(mca.Provisioner[sstore.Host]).Provision(context.Background(), sstore.Host{Node: "n7"})
-	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("1")}
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("1")}
 	dir, err := m.LocalDir(context.Background(), ref, 0, 0)
 	if err != nil || !strings.HasPrefix(dir, filepath.Join(root, "n7")+"/") {
 		t.Fatalf("LocalDir = %s, %v", dir, err)
@@ -185,7 +186,7 @@ func TestDefaultRoot(t *testing.T) {
 // from the cache, from global storage, and past a damaged cache; damage on
 // global storage is refused.
 func TestRoundTrip(t *testing.T) {
-	snaps := []snapshot{
+	snaps := []rankFiles{
 		{"app.state": compressible(3<<20+17, 1), "library.state": []byte("lib"), "noise": random(300<<10, 1), "noise2": random(3<<20, 2), "empty": nil},
 		// app.state.zst etc. are names a rank may write too: stored names must not collide.
 		{"app.state": compressible(1<<20, 2), "app.state.zst": compressible(200<<10, 3), "app.state.s2": compressible(100<<10, 4), "app.state.gz": compressible(100<<10, 5)},
@@ -259,7 +260,7 @@ func TestRoundTrip(t *testing.T) {
 
 			// Damage on global storage is refused, naming the file.
 			f.m.Remove(ctx, f.ref, 5)
-			meta, err := sstore.ReadLocal(f.ref.LocalPath(5, 1))
+			meta, err := snapshot.ReadLocal(f.ref.LocalPath(5, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +272,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 			flipByte(t, path, st.Size()/2)
 			_, err = f.m.Fetch(ctx, f.ref, 5, 1)
-			if !errors.Is(err, sstore.ErrCorrupt) || !strings.Contains(err.Error(), "file app.state") ||
+			if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "file app.state") ||
 				!strings.Contains(err.Error(), stored) || !strings.Contains(err.Error(), "gompi-restart -s") {
 				t.Errorf("Fetch of a damaged global copy: %v", err)
 			}
@@ -292,19 +293,19 @@ func TestRoundTrip(t *testing.T) {
 // checkGlobal checks rank's snapshot on global storage: its meta records
 // the original sizes and checksums, and compression where it shrank the
 // file; the stored files are exactly those the meta names.
-func checkGlobal(t *testing.T, f *fixture, seq, rank int, snap snapshot, alg string) {
+func checkGlobal(t *testing.T, f *fixture, seq, rank int, snap rankFiles, alg string) {
 	t.Helper()
 	dir := f.ref.LocalPath(seq, rank)
-	meta, err := sstore.ReadLocal(dir)
+	meta, err := snapshot.ReadLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{sstore.LocalMetaFile}
+	want := []string{snapshot.LocalMetaFile}
 	for _, rec := range meta.Files {
 		data := snap[rec.Name]
-		h := sstore.NewChecksum()
+		h := snapshot.NewChecksum()
 		h.Write(data)
-		if rec.Size != int64(len(data)) || rec.Checksum != sstore.FormatChecksum(h.Sum32()) {
+		if rec.Size != int64(len(data)) || rec.Checksum != snapshot.FormatChecksum(h.Sum32()) {
 			t.Errorf("rank %d %s: recorded %d %s", rank, rec.Name, rec.Size, rec.Checksum)
 		}
 		shrinks := len(data) > 1000 && !strings.HasPrefix(rec.Name, "noise")
@@ -336,7 +337,7 @@ func checkGlobal(t *testing.T, f *fixture, seq, rank int, snap snapshot, alg str
 
 // checkMetaLast checks that each rank's snapshot_meta was the last of its
 // Puts.
-func checkMetaLast(t *testing.T, sp *spy, ref sstore.Ref, seq, ranks int) {
+func checkMetaLast(t *testing.T, sp *spy, ref snapshot.Ref, seq, ranks int) {
 	t.Helper()
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
@@ -348,7 +349,7 @@ func checkMetaLast(t *testing.T, sp *spy, ref sstore.Ref, seq, ranks int) {
 				continue
 			}
 			last = i
-			if filepath.Base(r.Path) == sstore.LocalMetaFile {
+			if filepath.Base(r.Path) == snapshot.LocalMetaFile {
 				metaAt = i
 			}
 		}
@@ -358,7 +359,7 @@ func checkMetaLast(t *testing.T, sp *spy, ref sstore.Ref, seq, ranks int) {
 	}
 }
 
-func storedName(meta *sstore.LocalMeta, name string) string {
+func storedName(meta *snapshot.LocalMeta, name string) string {
 	for _, f := range meta.Files {
 		if f.Name == name {
 			if f.Compression != "" {
@@ -391,9 +392,9 @@ func flipByte(t testing.TB, path string, at int64) {
 // reach it.
 func TestRemoteWithRaw(t *testing.T) {
 	f := newFixture(t, nil)
-	ref := sstore.Ref{Dir: "sftp://root@node-far-away:2222/scratch", Name: f.ref.Name}
+	ref := snapshot.Ref{Dir: "sftp://root@node-far-away:2222/scratch", Name: f.ref.Name}
 	l := sstore.Local{Rank: 0, Dir: mustLocalDir(t, f, ref, 0, 0)}
-	writeLocal(t, l.Dir, 0, snapshot{"a": []byte("x")})
+	writeLocal(t, l.Dir, 0, rankFiles{"a": []byte("x")})
 	err := f.m.Sync(context.Background(), ref, 0, []sstore.Local{l})
 	if !errors.Is(err, filem.ErrUnreachable) || !strings.Contains(err.Error(), "global snapshot folder sftp://root@node-far-away:2222/scratch is remote: run with --mca filem sftp (or rsh)") {
 		t.Errorf("Sync to a remote folder with raw: %v", err)
@@ -405,7 +406,7 @@ func TestRemoteWithRaw(t *testing.T) {
 	}
 }
 
-func mustLocalDir(t testing.TB, f *fixture, ref sstore.Ref, seq, rank int) string {
+func mustLocalDir(t testing.TB, f *fixture, ref snapshot.Ref, seq, rank int) string {
 	t.Helper()
 	d, err := f.m.LocalDir(context.Background(), ref, seq, rank)
 	if err != nil {

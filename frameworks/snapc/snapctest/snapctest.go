@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
@@ -95,7 +96,7 @@ type Job struct {
 	g      snapc.Global
 	locals map[string]snapc.Local
 	rank   []*rank
-	ref    sstore.Ref
+	ref    snapshot.Ref
 	busy   sync.WaitGroup
 	done   []int // the sequences committed so far
 }
@@ -110,7 +111,7 @@ var nodeOf = []string{"n1", "n1", "n2", "n2"}
 
 // NewJob starts the global coordinator and the local ones of co.
 func NewJob(t *testing.T, co snapc.Coordinator, opts Options) *Job {
-	j := &Job{t: t, locals: map[string]snapc.Local{}, ref: sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("kit0001")}}
+	j := &Job{t: t, locals: map[string]snapc.Local{}, ref: snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("kit0001")}}
 	for r := range nodeOf {
 		j.rank = append(j.rank, &rank{n: r})
 	}
@@ -129,7 +130,7 @@ func NewJob(t *testing.T, co snapc.Coordinator, opts Options) *Job {
 		j.locals[n] = l
 	}
 	g, err := co.NewGlobal(snapc.JobSpec{Job: "kit0001", RankNodes: nodeOf, Ref: j.ref, Values: opts.Values,
-		Launch: sstore.Launch{Program: "/bin/kit", Cwd: "/"}}, link{j})
+		Launch: snapshot.Launch{Program: "/bin/kit", Cwd: "/"}}, link{j})
 	if err != nil {
 		t.Fatalf("global coordinator: %v", err)
 	}
@@ -157,7 +158,7 @@ func (j *Job) checkpoint(t *testing.T) (snapc.Result, error) {
 // committed returns the committed sequences of the global metadata.
 func (j *Job) committed(t *testing.T) []int {
 	t.Helper()
-	m, err := sstore.ReadGlobal(j.ref)
+	m, err := snapshot.ReadGlobal(j.ref)
 	if err != nil {
 		t.Fatalf("global metadata: %v", err)
 	}
@@ -186,7 +187,7 @@ func (j *Job) commit(t *testing.T) {
 // each verifies.
 func (j *Job) intact(t *testing.T) {
 	t.Helper()
-	m, err := sstore.ReadGlobal(j.ref)
+	m, err := snapshot.ReadGlobal(j.ref)
 	if err != nil {
 		t.Fatalf("global metadata: %v", err)
 	}
@@ -194,7 +195,7 @@ func (j *Job) intact(t *testing.T) {
 		t.Fatalf("committed sequences %v, want %v", got, j.done)
 	}
 	for _, s := range j.done {
-		p, err := sstore.ChooseSeq(j.ref, m, s)
+		p, err := snapshot.ChooseSeq(j.ref, m, s)
 		if err == nil {
 			err = p.VerifyAll()
 		}
@@ -208,7 +209,7 @@ func (j *Job) intact(t *testing.T) {
 // metadata.
 func (j *Job) records(t *testing.T) int {
 	t.Helper()
-	m, err := sstore.ReadGlobal(j.ref)
+	m, err := snapshot.ReadGlobal(j.ref)
 	if err != nil {
 		t.Fatalf("global metadata: %v", err)
 	}
@@ -281,7 +282,7 @@ func (rk *rank) handle(t *testing.T, l snapc.Local, req snapc.AppRequest) {
 }
 
 func save(dir string, r int, target uint64) error {
-	w, err := sstore.CreateFile(dir, "app.state")
+	w, err := snapshot.CreateFile(dir, "app.state")
 	if err != nil {
 		return err
 	}
@@ -290,6 +291,6 @@ func save(dir string, r int, target uint64) error {
 	if err != nil {
 		return err
 	}
-	return sstore.WriteLocal(dir, &sstore.LocalMeta{Rank: r, PID: 100 + r, Node: nodeOf[r], CRS: "self",
-		Created: time.Unix(1_700_000_000, 0), Files: []sstore.FileRecord{rec}})
+	return snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: r, PID: 100 + r, Node: nodeOf[r], CRS: "self",
+		Created: time.Unix(1_700_000_000, 0), Files: []snapshot.FileRecord{rec}})
 }

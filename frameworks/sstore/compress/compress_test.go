@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // heatGrid returns n bytes of a float64 grid like a heat simulation's
@@ -202,7 +202,7 @@ func TestFileRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				size, sum, _ := sstore.ChecksumFile(filepath.Join(src, s.name))
+				size, sum, _ := snapshot.ChecksumFile(filepath.Join(src, s.name))
 				wantStored := s.name + Suffix(alg)
 				if f.Name != s.name || f.Size != size || f.Checksum != sum {
 					t.Errorf("record %+v, want name %s size %d checksum %s", f, s.name, size, sum)
@@ -263,16 +263,16 @@ func TestFileCorruption(t *testing.T) {
 					t.Fatal(err)
 				}
 				storedPath := filepath.Join(stored, f.Name+Suffix(alg))
-				if err := Verify(t.Context(), stored, &sstore.LocalMeta{Files: []sstore.FileRecord{f.FileRecord}}); err != nil {
+				if err := Verify(t.Context(), stored, &snapshot.LocalMeta{Files: []snapshot.FileRecord{f.FileRecord}}); err != nil {
 					t.Fatalf("Verify before damage: %v", err)
 				}
 				d.do(t, storedPath, &f)
-				if err := VerifyFile(t.Context(), stored, f.FileRecord); !errors.Is(err, sstore.ErrCorrupt) || !strings.Contains(err.Error(), storedPath) {
-					t.Errorf("VerifyFile: %v, want an error wrapping sstore.ErrCorrupt naming %s", err, storedPath)
+				if err := VerifyFile(t.Context(), stored, f.FileRecord); !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), storedPath) {
+					t.Errorf("VerifyFile: %v, want an error wrapping snapshot.ErrCorrupt naming %s", err, storedPath)
 				}
 				err = DecompressFile(t.Context(), stored, f.FileRecord, restored)
-				if !errors.Is(err, sstore.ErrCorrupt) {
-					t.Fatalf("%v, want an error wrapping sstore.ErrCorrupt", err)
+				if !errors.Is(err, snapshot.ErrCorrupt) {
+					t.Fatalf("%v, want an error wrapping snapshot.ErrCorrupt", err)
 				}
 				if !strings.Contains(err.Error(), storedPath) {
 					t.Errorf("error %q does not name %s", err, storedPath)
@@ -284,15 +284,15 @@ func TestFileCorruption(t *testing.T) {
 		}
 	}
 	t.Run("missing", func(t *testing.T) {
-		err := DecompressFile(t.Context(), t.TempDir(), sstore.FileRecord{Name: "x", Compression: Zstd, Stored: "x.zst"}, t.TempDir())
+		err := DecompressFile(t.Context(), t.TempDir(), snapshot.FileRecord{Name: "x", Compression: Zstd, Stored: "x.zst"}, t.TempDir())
 		if !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%v, want fs.ErrNotExist", err)
 		}
 	})
 	t.Run("bad stored name", func(t *testing.T) {
-		err := DecompressFile(t.Context(), t.TempDir(), sstore.FileRecord{Name: "x", Compression: Zstd, Stored: "../x.zst"}, t.TempDir())
-		if !errors.Is(err, sstore.ErrCorrupt) {
-			t.Errorf("%v, want sstore.ErrCorrupt", err)
+		err := DecompressFile(t.Context(), t.TempDir(), snapshot.FileRecord{Name: "x", Compression: Zstd, Stored: "../x.zst"}, t.TempDir())
+		if !errors.Is(err, snapshot.ErrCorrupt) {
+			t.Errorf("%v, want snapshot.ErrCorrupt", err)
 		}
 	})
 }

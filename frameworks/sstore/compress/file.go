@@ -9,14 +9,14 @@ import (
 	"os"
 	"path/filepath"
 
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // File describes one snapshot file stored by CompressFile: the record the
 // local metadata keeps (original name, size and checksum; algorithm and
 // stored name when compressed) and how large the stored file is.
 type File struct {
-	sstore.FileRecord
+	snapshot.FileRecord
 	StoredSize int64
 }
 
@@ -35,11 +35,11 @@ func CompressFile(ctx context.Context, srcPath, dstDir, alg string, level int) (
 	}
 	defer in.Close()
 	stored := name + Suffix(alg)
-	w, err := sstore.CreateFile(dstDir, stored)
+	w, err := snapshot.CreateFile(dstDir, stored)
 	if err != nil {
 		return File{}, fmt.Errorf("compress: %s: %w", srcPath, err)
 	}
-	sum := sstore.NewChecksum()
+	sum := snapshot.NewChecksum()
 	st, err := Compress(ctx, w, io.TeeReader(in, sum), alg, level)
 	if err != nil {
 		w.Abort()
@@ -50,7 +50,7 @@ func CompressFile(ctx context.Context, srcPath, dstDir, alg string, level int) (
 		return File{}, fmt.Errorf("compress: %s: %w", srcPath, err)
 	}
 	f := File{
-		FileRecord: sstore.FileRecord{Name: name, Size: st.In, Checksum: sstore.FormatChecksum(sum.Sum32())},
+		FileRecord: snapshot.FileRecord{Name: name, Size: st.In, Checksum: snapshot.FormatChecksum(sum.Sum32())},
 		StoredSize: rec.Size,
 	}
 	if alg != None {
@@ -62,11 +62,11 @@ func CompressFile(ctx context.Context, srcPath, dstDir, alg string, level int) (
 // DecompressFile restores the file rec describes from srcDir (its stored
 // name there) into dstDir under its original name. The restored bytes are
 // counted and checksummed on the way; unless they match rec's size and
-// CRC-32C the file is not created and the error wraps sstore.ErrCorrupt
+// CRC-32C the file is not created and the error wraps snapshot.ErrCorrupt
 // and names the stored file. A stored file that does not decode is
 // corrupt too; failing to read or write (a full disk) is not.
-func DecompressFile(ctx context.Context, srcDir string, rec sstore.FileRecord, dstDir string) error {
-	w, err := sstore.CreateFile(dstDir, rec.Name)
+func DecompressFile(ctx context.Context, srcDir string, rec snapshot.FileRecord, dstDir string) error {
+	w, err := snapshot.CreateFile(dstDir, rec.Name)
 	if err != nil {
 		return fmt.Errorf("decompress: %s: %w", filepath.Join(srcDir, rec.Name), err)
 	}
@@ -83,19 +83,19 @@ func DecompressFile(ctx context.Context, srcDir string, rec sstore.FileRecord, d
 // VerifyFile checks the file rec describes, stored in srcDir compressed
 // or not, against rec's size and CRC-32C without writing anything; its
 // errors are DecompressFile's.
-func VerifyFile(ctx context.Context, srcDir string, rec sstore.FileRecord) error {
+func VerifyFile(ctx context.Context, srcDir string, rec snapshot.FileRecord) error {
 	return decodeChecked(ctx, srcDir, rec, io.Discard)
 }
 
 // Verify checks every file of the local snapshot l in dir, whether stored
-// compressed or not (sstore.RestartPoint.VerifyAllWith takes it).
-func Verify(ctx context.Context, dir string, l *sstore.LocalMeta) error {
+// compressed or not (snapshot.RestartPoint.VerifyAllWith takes it).
+func Verify(ctx context.Context, dir string, l *snapshot.LocalMeta) error {
 	for _, rec := range l.Files {
 		var err error
 		if rec.Compression == "" {
 			// sstore's own check, whose messages say what a user sees
 			// wrong with a plain file (its size, its checksum).
-			err = (&sstore.LocalMeta{Files: []sstore.FileRecord{rec}}).Verify(dir)
+			err = (&snapshot.LocalMeta{Files: []snapshot.FileRecord{rec}}).Verify(dir)
 		} else {
 			err = VerifyFile(ctx, dir, rec)
 		}
@@ -108,13 +108,13 @@ func Verify(ctx context.Context, dir string, l *sstore.LocalMeta) error {
 
 // decodeChecked decodes the stored file of rec into out, counting and
 // checksumming the bytes, and fails unless they match rec.
-func decodeChecked(ctx context.Context, srcDir string, rec sstore.FileRecord, out io.Writer) error {
+func decodeChecked(ctx context.Context, srcDir string, rec snapshot.FileRecord, out io.Writer) error {
 	alg, storedName := rec.Compression, rec.Stored
 	if alg == "" {
 		alg, storedName = None, rec.Name
 	}
 	if storedName == "" || storedName != filepath.Base(storedName) {
-		return fmt.Errorf("decompress: %s: %w: stored name %q is not a file name", rec.Name, sstore.ErrCorrupt, storedName)
+		return fmt.Errorf("decompress: %s: %w: stored name %q is not a file name", rec.Name, snapshot.ErrCorrupt, storedName)
 	}
 	path := filepath.Join(srcDir, storedName)
 	in, err := os.Open(path)
@@ -123,18 +123,18 @@ func decodeChecked(ctx context.Context, srcDir string, rec sstore.FileRecord, ou
 	}
 	defer in.Close()
 	src := &errReader{r: in}
-	dst := &checkWriter{w: out, sum: sstore.NewChecksum()}
+	dst := &checkWriter{w: out, sum: snapshot.NewChecksum()}
 	_, err = Decompress(ctx, dst, src, alg)
 	switch {
 	case err != nil && (src.err != nil || dst.err != nil || ctx.Err() != nil):
 		return fmt.Errorf("decompress: %s: %w", path, err)
 	case err != nil:
-		return fmt.Errorf("decompress: %w: %s does not decode: %w", sstore.ErrCorrupt, path, err)
+		return fmt.Errorf("decompress: %w: %s does not decode: %w", snapshot.ErrCorrupt, path, err)
 	case dst.n != rec.Size:
-		return fmt.Errorf("decompress: %w: %s holds %d bytes of %s, %d were recorded (truncated or overwritten)", sstore.ErrCorrupt, path, dst.n, rec.Name, rec.Size)
+		return fmt.Errorf("decompress: %w: %s holds %d bytes of %s, %d were recorded (truncated or overwritten)", snapshot.ErrCorrupt, path, dst.n, rec.Name, rec.Size)
 	}
-	if got := sstore.FormatChecksum(dst.sum.Sum32()); got != rec.Checksum {
-		return fmt.Errorf("decompress: %w: %s decodes to checksum %s, %s was recorded for %s", sstore.ErrCorrupt, path, got, rec.Checksum, rec.Name)
+	if got := snapshot.FormatChecksum(dst.sum.Sum32()); got != rec.Checksum {
+		return fmt.Errorf("decompress: %w: %s decodes to checksum %s, %s was recorded for %s", snapshot.ErrCorrupt, path, got, rec.Checksum, rec.Name)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // Options describe the component under test.
@@ -50,9 +51,9 @@ const ranks = 3
 
 // NewRef returns a reference in a fresh folder, created as gompirun
 // creates it before the first checkpoint.
-func NewRef(t *testing.T) sstore.Ref {
+func NewRef(t *testing.T) snapshot.Ref {
 	t.Helper()
-	ref := sstore.Ref{Dir: t.TempDir(), Name: sstore.RefName("kit")}
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("kit")}
 	if err := os.MkdirAll(ref.Path(), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -74,15 +75,15 @@ func content(seq, rank int) map[string][]byte {
 }
 
 // write writes rank's local snapshot of seq where the module says.
-func write(t *testing.T, m sstore.Module, ref sstore.Ref, seq, rank int) sstore.Local {
+func write(t *testing.T, m sstore.Module, ref snapshot.Ref, seq, rank int) sstore.Local {
 	t.Helper()
 	dir, err := m.LocalDir(t.Context(), ref, seq, rank)
 	if err != nil {
 		t.Fatalf("local dir of rank %d seq %d: %v", rank, seq, err)
 	}
-	var recs []sstore.FileRecord
+	var recs []snapshot.FileRecord
 	for name, data := range content(seq, rank) {
-		w, err := sstore.CreateFile(dir, name)
+		w, err := snapshot.CreateFile(dir, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,15 +96,15 @@ func write(t *testing.T, m sstore.Module, ref sstore.Ref, seq, rank int) sstore.
 		}
 		recs = append(recs, rec)
 	}
-	meta := &sstore.LocalMeta{Rank: rank, PID: 4711, Node: "n0", CRS: "self", Created: time.Unix(1_700_000_000, 0), Files: recs}
-	if err := sstore.WriteLocal(dir, meta); err != nil {
+	meta := &snapshot.LocalMeta{Rank: rank, PID: 4711, Node: "n0", CRS: "self", Created: time.Unix(1_700_000_000, 0), Files: recs}
+	if err := snapshot.WriteLocal(dir, meta); err != nil {
 		t.Fatal(err)
 	}
 	return sstore.Local{Rank: rank, Dir: dir}
 }
 
 // writeSeq writes every rank's local snapshot of seq and syncs them.
-func writeSeq(t *testing.T, m sstore.Module, ref sstore.Ref, seq int) []sstore.Local {
+func writeSeq(t *testing.T, m sstore.Module, ref snapshot.Ref, seq int) []sstore.Local {
 	t.Helper()
 	var locals []sstore.Local
 	for rank := range ranks {
@@ -117,7 +118,7 @@ func writeSeq(t *testing.T, m sstore.Module, ref sstore.Ref, seq int) []sstore.L
 
 // fetched fetches every rank's snapshot of seq and checks it is what was
 // written: the same metadata, files that verify, identical bytes.
-func fetched(t *testing.T, m sstore.Module, ref sstore.Ref, seq int) {
+func fetched(t *testing.T, m sstore.Module, ref snapshot.Ref, seq int) {
 	t.Helper()
 	for rank := range ranks {
 		dir, err := m.Fetch(t.Context(), ref, seq, rank)
@@ -125,7 +126,7 @@ func fetched(t *testing.T, m sstore.Module, ref sstore.Ref, seq int) {
 			t.Errorf("fetch rank %d seq %d: %v", rank, seq, err)
 			continue
 		}
-		meta, err := sstore.ReadLocal(dir)
+		meta, err := snapshot.ReadLocal(dir)
 		if err != nil {
 			t.Errorf("fetched rank %d seq %d: %v", rank, seq, err)
 			continue
@@ -163,8 +164,8 @@ func testCorrupt(t *testing.T, m sstore.Module) {
 	if err := os.Truncate(filepath.Join(locals[1].Dir, "app.state"), 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Sync(t.Context(), ref, 0, locals); !errors.Is(err, sstore.ErrCorrupt) {
-		t.Errorf("sync of a truncated local snapshot: %v, want sstore.ErrCorrupt", err)
+	if err := m.Sync(t.Context(), ref, 0, locals); !errors.Is(err, snapshot.ErrCorrupt) {
+		t.Errorf("sync of a truncated local snapshot: %v, want snapshot.ErrCorrupt", err)
 	}
 }
 

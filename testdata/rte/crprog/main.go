@@ -3,7 +3,7 @@
 // minimally with the rank client alone (no package cr): its safe points
 // are the turns of a counter; a query is answered with the count, a
 // target is saved (app.state and library.state, written through
-// sstore.CreateFile, then snapshot_meta) when the count reaches it. A rank
+// snapshot.CreateFile, then snapshot_meta) when the count reaches it. A rank
 // that answered a query does not pass its next safe point until the
 // target (or the cancel) arrives, so the target, one past the highest
 // count, is never behind it. A restarted rank reads its count back and
@@ -31,7 +31,7 @@ import (
 	"gompi/components/snapc/full"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
-	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte/rankclient"
 )
 
@@ -213,7 +213,7 @@ func saveAt(ctx context.Context, c *rankclient.Client, req *snapc.AppRequest, co
 		if fail {
 			return fmt.Errorf("rank %d cannot save (test: -fail-rank)", r)
 		}
-		w, err := sstore.CreateFile(req.Dir, "app.state")
+		w, err := snapshot.CreateFile(req.Dir, "app.state")
 		if err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func saveAt(ctx context.Context, c *rankclient.Client, req *snapc.AppRequest, co
 		if err != nil {
 			return err
 		}
-		lw, err := sstore.CreateFile(req.Dir, snapc.LibraryStateFile)
+		lw, err := snapshot.CreateFile(req.Dir, snapc.LibraryStateFile)
 		if err != nil {
 			return err
 		}
@@ -238,8 +238,8 @@ func saveAt(ctx context.Context, c *rankclient.Client, req *snapc.AppRequest, co
 		if err != nil {
 			return err
 		}
-		return sstore.WriteLocal(req.Dir, &sstore.LocalMeta{Rank: r, PID: os.Getpid(), Node: c.Node(), CRS: "self",
-			Created: time.Now(), Files: []sstore.FileRecord{app, lib}})
+		return snapshot.WriteLocal(req.Dir, &snapshot.LocalMeta{Rank: r, PID: os.Getpid(), Node: c.Node(), CRS: "self",
+			Created: time.Now(), Files: []snapshot.FileRecord{app, lib}})
 	}()
 	if err != nil {
 		reply.Err = err.Error()

@@ -1,4 +1,4 @@
-package sstore
+package snapshot
 
 import (
 	"fmt"
@@ -9,6 +9,13 @@ import (
 
 	"gompi/frameworks/filem"
 )
+
+// Ref names a global snapshot: <Dir>/<Name>, e.g.
+// /scratch/gompi_global_snapshot_4711.ckpt.
+type Ref struct {
+	Dir  string `json:"dir"`
+	Name string `json:"name"`
+}
 
 // The snapshot reference layout (DESIGN.md):
 //
