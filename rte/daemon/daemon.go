@@ -11,6 +11,16 @@
 // open by the launcher) reaches end of file — the daemon kills its ranks,
 // removes its node directory and exits, so a lost gompirun leaves nothing
 // behind.
+//
+// The daemon is one actor: its state (the daemon type, under d.mu, with
+// typed states daemonState and rankPhase) changes only through three kinds
+// of events — gompirun's messages (handle), its ranks' control calls
+// (rankService, ranks.go) and its ranks' exits (reap, procs.go) — and its
+// effects go through its ports: the messages to gompirun and the rank
+// processes it starts and signals. Run (this file) connects it to the
+// world; the package's harness test feeds it events and checks what it
+// sends. Fences are in fence.go, checkpoints in snapc.go, migrations in
+// migrate.go.
 package daemon
 
 import (
@@ -21,9 +31,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,7 +43,6 @@ import (
 	"gompi/frameworks/plm"
 	"gompi/frameworks/plm/proc"
 	"gompi/mca"
-	"gompi/mca/queue"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -54,6 +62,8 @@ type Options struct {
 	Stdin io.Reader
 	Log   *slog.Logger
 }
+
+type hnpStream = grpc.BidiStreamingClient[pb.DaemonMessage, pb.HNPMessage]
 
 // Run serves one job and returns when it is over: nil after the HNP's
 // Shutdown, an error wrapping ErrHNPLost when the HNP went away, or
@@ -87,51 +97,27 @@ func Run(ctx context.Context, opts Options) error {
 		cancel(fmt.Errorf("%w: its end of the launch pipe closed", ErrHNPLost))
 	}()
 
-	base := rte.SessionBase(opts.SessionDir)
-	if err := control.PrivateDir(base); err != nil {
-		return fmt.Errorf("gompid: session directory: %w", err)
+	nodeDir, err := makeNodeDir(opts, log)
+	if err != nil {
+		return err
 	}
-	nodeDir := rte.NodeDir(base, opts.Job, opts.Node)
-	if err := os.MkdirAll(nodeDir, 0o700); err != nil {
-		return fmt.Errorf("gompid: node directory: %w", err)
-	}
-	defer func() {
-		if err := os.RemoveAll(nodeDir); err != nil {
-			log.Warn("could not remove the node directory", "dir", nodeDir, "err", err)
-		}
-		_ = os.Remove(filepath.Dir(nodeDir)) // the job's directory, once the last node of this machine left it
-	}()
+	defer removeNodeDir(nodeDir, log)
 
 	conn, err := control.Dial(opts.HNP, hs.Secret, hs.Pin)
 	if err != nil {
 		return fmt.Errorf("gompid: %w", err)
 	}
 	defer conn.Close()
-	// The stream lives as long as ctx: once gompirun is lost or the daemon
-	// is told to stop, there is no one to report to.
-	stream, err := pb.NewHNPClient(conn).Attach(ctx, grpc.WaitForReady(true))
+	stream, w, err := attach(ctx, conn, opts, nodeDir)
 	if err != nil {
-		return fmt.Errorf("gompid: attach to gompirun at %v: %w", opts.HNP, err)
+		return err
 	}
-	host, _ := os.Hostname()
-	if err := stream.Send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Hello{Hello: &pb.DaemonHello{
-		Node: opts.Node, Pid: int32(os.Getpid()), Hostname: host, NodeDir: nodeDir}}}); err != nil {
-		return fmt.Errorf("gompid: attach to gompirun: %w", err)
-	}
-	first, err := stream.Recv()
-	if err != nil {
-		return fmt.Errorf("gompid: attach to gompirun: %w", err)
-	}
-	w := first.GetWelcome()
-	if w == nil || w.Job != opts.Job {
-		return fmt.Errorf("gompid: gompirun answered %v, want the welcome of job %s", first, opts.Job)
-	}
-	settings := control.SettingsFromProto(w.Settings)
-	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleDaemon, Settings: settings, LogOutput: os.Stderr})
+	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleDaemon, Settings: control.SettingsFromProto(w.Settings), LogOutput: os.Stderr})
 	if err != nil {
 		return fmt.Errorf("gompid: job parameters: %w", err)
 	}
 	defer p.Close()
+	// The daemon's modules: boot assembles them, in one place.
 	mods, err := boot.AssembleDaemon(ctx, p, opts.Node)
 	if err != nil {
 		return err
@@ -139,63 +125,170 @@ func Run(ctx context.Context, opts Options) error {
 	defer mods.Close()
 	cr := newCRState(p, mods)
 
-	d := &daemon{
-		job: opts.Job, node: opts.Node, nodeDir: nodeDir, secret: hs.Secret,
-		log: log, vals: p.Values, settings: w.Settings, cr: cr,
-		out:    newOutbox(),
-		ranks:  map[int]*rank{},
-		fences: map[uint64]*fence{},
-		mig:    migState{rejoin: map[int32]bool{}, asks: map[uint64]chan *pb.RankMigrateDone{}},
+	out := newOutbox()
+	d := newDaemon(opts, log, nodeDir, hs.Secret, p.Values, w.Settings, cr, out.ports())
+	go out.run(stream)
+	stop, err := d.serveRanks(hs.Secret)
+	if err != nil {
+		return err
 	}
-	go d.out.run(stream)
+	defer stop()
+	go d.heartbeat(ctx)
+	end := d.serve(ctx, stream)
+	d.finish(end, out, stream, cancel)
+	return end
+}
 
-	sock := filepath.Join(nodeDir, rte.DaemonSocket)
+// makeNodeDir makes the node's directory under the session directory.
+func makeNodeDir(opts Options, log *slog.Logger) (string, error) {
+	base := rte.SessionBase(opts.SessionDir)
+	if err := control.PrivateDir(base); err != nil {
+		return "", fmt.Errorf("gompid: session directory: %w", err)
+	}
+	nodeDir := rte.NodeDir(base, opts.Job, opts.Node)
+	if err := os.MkdirAll(nodeDir, 0o700); err != nil {
+		return "", fmt.Errorf("gompid: node directory: %w", err)
+	}
+	return nodeDir, nil
+}
+
+func removeNodeDir(nodeDir string, log *slog.Logger) {
+	if err := os.RemoveAll(nodeDir); err != nil {
+		log.Warn("could not remove the node directory", "dir", nodeDir, "err", err)
+	}
+	_ = os.Remove(filepath.Dir(nodeDir)) // the job's directory, once the last node of this machine left it
+}
+
+// attach opens the stream to gompirun, says hello and reads its welcome.
+// The stream lives as long as ctx: once gompirun is lost or the daemon is
+// told to stop, there is no one to report to.
+func attach(ctx context.Context, conn grpc.ClientConnInterface, opts Options, nodeDir string) (hnpStream, *pb.Welcome, error) {
+	stream, err := pb.NewHNPClient(conn).Attach(ctx, grpc.WaitForReady(true))
+	if err != nil {
+		return nil, nil, fmt.Errorf("gompid: attach to gompirun at %v: %w", opts.HNP, err)
+	}
+	host, _ := os.Hostname()
+	if err := stream.Send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Hello{Hello: &pb.DaemonHello{
+		Node: opts.Node, Pid: int32(os.Getpid()), Hostname: host, NodeDir: nodeDir}}}); err != nil {
+		return nil, nil, fmt.Errorf("gompid: attach to gompirun: %w", err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return nil, nil, fmt.Errorf("gompid: attach to gompirun: %w", err)
+	}
+	w := first.GetWelcome()
+	if w == nil || w.Job != opts.Job {
+		return nil, nil, fmt.Errorf("gompid: gompirun answered %v, want the welcome of job %s", first, opts.Job)
+	}
+	return stream, w, nil
+}
+
+// serveRanks serves the ranks' control calls on the node's socket; stop
+// ends that service.
+func (d *daemon) serveRanks(secret control.Secret) (stop func(), err error) {
+	sock := filepath.Join(d.nodeDir, rte.DaemonSocket)
 	l, err := control.ListenUnix(sock)
 	if err != nil {
-		return fmt.Errorf("gompid: %w", err)
+		return nil, fmt.Errorf("gompid: %w", err)
 	}
-	srv := control.NewServer(hs.Secret, nil)
+	srv := control.NewServer(secret, nil)
 	pb.RegisterDaemonServer(srv, &rankService{d: d})
 	go srv.Serve(l)
-	defer srv.Stop()
 	d.sock = sock
+	return srv.Stop, nil
+}
 
-	go d.heartbeat(ctx)
+// serve handles gompirun's messages until its Shutdown (nil) or until
+// gompirun is lost (an error wrapping ErrHNPLost).
+func (d *daemon) serve(ctx context.Context, stream hnpStream) error {
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- d.recvLoop(ctx, stream) }()
-
-	var end error
 	select {
 	case err := <-recvErr:
-		end = err
+		return err
 	case <-ctx.Done():
-		end = context.Cause(ctx)
+		end := context.Cause(ctx)
 		if !errors.Is(end, ErrHNPLost) {
 			end = fmt.Errorf("%w: %w", ErrHNPLost, end)
 		}
+		return end
 	}
+}
+
+// finish ends the job on this node: the ranks (at once when gompirun is
+// lost), then, after a Shutdown, the stream, cleanly.
+func (d *daemon) finish(end error, out *outbox, stream hnpStream, cancel context.CancelCauseFunc) {
 	if end != nil {
 		// Nobody is left to report to: end the ranks at once.
-		log.Warn("ending the node's ranks", "reason", end)
+		d.log.Warn("ending the node's ranks", "reason", end)
 		d.killAll(syscall.SIGKILL)
 	}
 	d.waitRanks(10 * time.Second)
-	d.out.close()
-	if end == nil {
-		<-d.out.done // every exit report is on the wire before the stream closes
-		_ = stream.CloseSend()
-		// Wait for gompirun to end the stream, so it sees a clean close
-		// rather than a cancellation; bounded, since it may die meanwhile.
-		t := time.AfterFunc(10*time.Second, func() { cancel(errors.New("gompirun did not close the stream")) })
-		for {
-			if _, err := stream.Recv(); err != nil {
-				break
-			}
-		}
-		t.Stop()
+	out.close()
+	if end != nil {
+		return
 	}
-	return end
+	<-out.done // every exit report is on the wire before the stream closes
+	_ = stream.CloseSend()
+	// Wait for gompirun to end the stream, so it sees a clean close
+	// rather than a cancellation; bounded, since it may die meanwhile.
+	t := time.AfterFunc(10*time.Second, func() { cancel(errors.New("gompirun did not close the stream")) })
+	for {
+		if _, err := stream.Recv(); err != nil {
+			break
+		}
+	}
+	t.Stop()
 }
+
+// ports are the daemon's effects outside its own state. Run wires the
+// real ones (the outbox to gompirun, procPorts); the harness test records
+// what is sent and signalled.
+type ports struct {
+	// send queues a message to gompirun; messages leave in the order sent.
+	send func(*pb.DaemonMessage)
+	// gone is closed once nothing more reaches gompirun.
+	gone <-chan struct{}
+	// start starts a rank's command in a process group of its own that
+	// dies with the daemon; wait returns once that process has exited
+	// (still to be reaped by cmd.Wait); signal signals its group.
+	start  func(cmd *exec.Cmd) error
+	wait   func(pid int) error
+	signal func(pid int, sig syscall.Signal) error
+}
+
+// procPorts are the real process ports. Ranks die with the daemon:
+// SIGKILL, since a daemon that vanished cannot report anything they do
+// afterwards.
+func procPorts(p ports) ports {
+	p.start = func(cmd *exec.Cmd) error { return proc.Start(cmd, syscall.SIGKILL) }
+	p.wait = proc.WaitExited
+	p.signal = proc.SignalGroup
+	return p
+}
+
+// daemonState is where the daemon is in its job's life.
+type daemonState int
+
+const (
+	awaitingLaunch daemonState = iota // attached; gompirun has not sent the Launch
+	running                           // the node's ranks were launched
+	ending                            // told to end its ranks (Kill, Shutdown, gompirun lost)
+)
+
+func (s daemonState) String() string {
+	return [...]string{"awaiting launch", "running", "ending"}[s]
+}
+
+// rankPhase is how far a rank got, as the daemon saw it.
+type rankPhase int
+
+const (
+	rankStarted    rankPhase = iota // its process runs
+	rankConnected                   // it said hello
+	rankFinalizing                  // it called finalize
+	rankExited                      // reaped, or it never started
+)
 
 type daemon struct {
 	job, node, nodeDir, sock string
@@ -203,10 +296,11 @@ type daemon struct {
 	log                      *slog.Logger
 	vals                     *mca.Values
 	settings                 []*pb.Setting
-	out                      *outbox
+	ports                    ports
 	cr                       *crState
 
 	mu       sync.Mutex
+	state    daemonState
 	launch   *pb.Launch
 	ranks    map[int]*rank
 	fences   map[uint64]*fence
@@ -220,13 +314,24 @@ type daemon struct {
 	mig    migState
 }
 
+func newDaemon(opts Options, log *slog.Logger, nodeDir string, secret control.Secret, vals *mca.Values, settings []*pb.Setting, cr *crState, p ports) *daemon {
+	return &daemon{
+		job: opts.Job, node: opts.Node, nodeDir: nodeDir, secret: secret,
+		log: log, vals: vals, settings: settings, cr: cr, ports: procPorts(p),
+		ranks:  map[int]*rank{},
+		fences: map[uint64]*fence{},
+		mig:    migState{rejoin: map[int32]bool{}, asks: map[uint64]chan *pb.RankMigrateDone{}},
+	}
+}
+
+// send queues m to gompirun.
+func (d *daemon) send(m *pb.DaemonMessage) { d.ports.send(m) }
+
 type rank struct {
-	rank      int
-	pid       int
-	connected bool
-	finalized bool
-	killed    bool
-	exited    bool
+	rank   int
+	pid    int
+	phase  rankPhase
+	killed bool // the daemon signalled it to end
 }
 
 type fence struct {
@@ -238,49 +343,59 @@ type fence struct {
 	readers int
 }
 
-func (d *daemon) recvLoop(ctx context.Context, stream grpc.BidiStreamingClient[pb.DaemonMessage, pb.HNPMessage]) error {
+func (d *daemon) recvLoop(ctx context.Context, stream hnpStream) error {
 	for {
 		m, err := stream.Recv()
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrHNPLost, err)
 		}
-		switch b := m.Body.(type) {
-		case *pb.HNPMessage_Launch:
-			if b.Launch.Migrate {
-				d.launchMore(ctx, b.Launch)
-			} else {
-				d.start(ctx, b.Launch)
-			}
-		case *pb.HNPMessage_MoveRanks:
-			d.moveRanks(b.MoveRanks)
-		case *pb.HNPMessage_Rejoined:
-			d.rejoined(b.Rejoined)
-		case *pb.HNPMessage_RankMigrateDone:
-			d.rankMigrateDone(b.RankMigrateDone)
-		case *pb.HNPMessage_SnapcRequest:
-			d.snapcRequest(ctx, b.SnapcRequest)
-		case *pb.HNPMessage_RankCheckpointDone:
-			d.rankCheckpointDone(b.RankCheckpointDone)
-		case *pb.HNPMessage_Fence:
-			d.fenceComplete(b.Fence)
-		case *pb.HNPMessage_ProcFailed:
-			d.procFailed(b.ProcFailed)
-		case *pb.HNPMessage_Signal:
-			d.signalAll(syscall.Signal(b.Signal.Signal))
-		case *pb.HNPMessage_Kill:
-			if b.Kill.GetNow() {
-				d.killAll(syscall.SIGKILL)
-			} else {
-				d.terminate()
-			}
-		case *pb.HNPMessage_Shutdown:
-			d.log.Debug("shutdown")
-			d.terminate()
+		if d.handle(ctx, m) {
 			return nil
-		default:
-			d.log.Warn("unknown message from gompirun; newer gompirun?", "msg", m)
 		}
 	}
+}
+
+// handle is one message of gompirun's; it reports the Shutdown.
+func (d *daemon) handle(ctx context.Context, m *pb.HNPMessage) (shutdown bool) {
+	switch b := m.Body.(type) {
+	case *pb.HNPMessage_Launch:
+		if b.Launch.Migrate {
+			d.launchMore(ctx, b.Launch)
+		} else {
+			d.start(ctx, b.Launch)
+		}
+	case *pb.HNPMessage_MoveRanks:
+		d.moveRanks(b.MoveRanks)
+	case *pb.HNPMessage_Rejoined:
+		d.rejoined(b.Rejoined)
+	case *pb.HNPMessage_RankMigrateDone:
+		d.rankMigrateDone(b.RankMigrateDone)
+	case *pb.HNPMessage_SnapcRequest:
+		d.snapcRequest(ctx, b.SnapcRequest)
+	case *pb.HNPMessage_RankCheckpointDone:
+		d.rankCheckpointDone(b.RankCheckpointDone)
+	case *pb.HNPMessage_Fence:
+		d.fenceComplete(b.Fence)
+	case *pb.HNPMessage_ProcFailed:
+		d.procFailed(b.ProcFailed)
+	case *pb.HNPMessage_Signal:
+		d.signalAll(syscall.Signal(b.Signal.Signal))
+	case *pb.HNPMessage_Kill:
+		if b.Kill.GetNow() {
+			d.killAll(syscall.SIGKILL)
+		} else {
+			d.terminate()
+		}
+	case *pb.HNPMessage_Shutdown:
+		d.log.Debug("shutdown")
+		d.terminate()
+		return true
+	default:
+		// The wire, not the daemon's own code: a newer gompirun may send
+		// what this one does not know.
+		d.log.Warn("unknown message from gompirun; newer gompirun?", "msg", m)
+	}
+	return false
 }
 
 // heartbeat tells the HNP the daemon lives. The daemon does not watch the
@@ -298,385 +413,10 @@ func (d *daemon) heartbeat(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-d.out.done:
+		case <-d.ports.gone:
 			return
 		case <-tick.C:
-			d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}})
-		}
-	}
-}
-
-// start launches the node's ranks.
-func (d *daemon) start(ctx context.Context, l *pb.Launch) {
-	d.mu.Lock()
-	if d.launch != nil {
-		d.mu.Unlock()
-		d.log.Warn("second launch ignored")
-		return
-	}
-	d.launch = l
-	d.mu.Unlock()
-	if err := d.startLocal(l); err != nil {
-		d.log.Error("no local snapshot coordinator; checkpoints of this job will fail", "err", err)
-	}
-	env := d.rankEnv(l)
-	for _, r := range l.Ranks {
-		d.startRank(ctx, l, int(r), env)
-	}
-}
-
-func (d *daemon) rankEnv(l *pb.Launch) []string {
-	drop := map[string]bool{}
-	for _, k := range rte.JobEnv {
-		drop[k] = true
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if drop[k] || strings.HasPrefix(k, mca.EnvPrefix) {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, d.vals.Environ()...)
-	env = append(env, l.Env...)
-	return append(env,
-		rte.EnvSize+"="+fmt.Sprint(l.Size),
-		rte.EnvJob+"="+d.job,
-		rte.EnvNode+"="+d.node,
-		rte.EnvNodeDir+"="+d.nodeDir,
-		rte.EnvDaemon+"="+d.sock,
-		rte.EnvSecret+"="+d.secret.Hex(),
-	)
-}
-
-func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []string) {
-	fail := func(err error) {
-		d.log.Error("could not start rank", "rank", r, "err", err)
-		d.mu.Lock()
-		d.ranks[r] = &rank{rank: r, exited: true}
-		d.mu.Unlock()
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Error: err.Error()}}})
-	}
-	restart, err := d.restartEnv(ctx, l.Restart, r)
-	if err != nil {
-		fail(err)
-		return
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		fail(err)
-		return
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		fail(err)
-		return
-	}
-	cmd := newCommand(l.Program, l.Args, l.Cwd)
-	cmd.Env = append(append(env[:len(env):len(env)], restart...), rte.EnvRank+"="+fmt.Sprint(r))
-	cmd.Stdout, cmd.Stderr = outW, errW
-	// Ranks die with the daemon: SIGKILL, since a daemon that vanished
-	// cannot report anything they do afterwards. The lock is held across
-	// the start so a rank's first call cannot overtake its record.
-	d.mu.Lock()
-	err = proc.Start(cmd, syscall.SIGKILL)
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		d.mu.Unlock()
-		outR.Close()
-		errR.Close()
-		fail(err)
-		return
-	}
-	pid := cmd.Process.Pid
-	rk := &rank{rank: r, pid: pid}
-	d.ranks[r] = rk
-	d.running.Add(1)
-	d.mu.Unlock()
-	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Pid: int32(pid)}}})
-
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDOUT, outR) }()
-	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDERR, errR) }()
-	go func() {
-		defer d.running.Done()
-		if err := proc.WaitExited(pid); err != nil {
-			d.log.Error("wait for rank", "rank", r, "err", err)
-		}
-		// Whatever the rank left in its process group goes with it.
-		_ = proc.SignalGroup(pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		code, sig := proc.Status(cmd.ProcessState)
-		readers.Wait()
-		d.mu.Lock()
-		rk.exited = true
-		ex := &pb.RankExited{Rank: int32(r), ExitCode: int32(code), Signal: int32(sig),
-			Connected: rk.connected, Finalized: rk.finalized, Killed: rk.killed}
-		d.mu.Unlock()
-		d.log.Debug("rank exited", "rank", r, "code", code, "signal", int(sig))
-		how := fmt.Sprintf("status %d", code)
-		if sig != 0 {
-			how = fmt.Sprintf("signal %d", int(sig))
-		}
-		d.appGone(r, fmt.Sprintf("rank %d ended (%s)", r, how))
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Exited{Exited: ex}})
-	}()
-}
-
-// maxChunk bounds one output message; longer lines are split.
-const maxChunk = 64 << 10
-
-// forward sends a rank's output to the HNP in whole lines where it can.
-func (d *daemon) forward(r int, s pb.Stream, f *os.File) {
-	defer f.Close()
-	buf := make([]byte, 0, maxChunk)
-	tmp := make([]byte, 32<<10)
-	send := func(b []byte) {
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Output{Output: &pb.RankOutput{
-			Rank: int32(r), Stream: s, Data: append([]byte(nil), b...)}}})
-	}
-	for {
-		n, err := f.Read(tmp)
-		buf = append(buf, tmp[:n]...)
-		if i := lastNewline(buf); i >= 0 {
-			send(buf[:i+1])
-			buf = append(buf[:0], buf[i+1:]...)
-		}
-		for len(buf) >= maxChunk {
-			send(buf[:maxChunk])
-			buf = append(buf[:0], buf[maxChunk:]...)
-		}
-		if err != nil {
-			if len(buf) > 0 {
-				send(buf)
-			}
-			return
-		}
-	}
-}
-
-func lastNewline(b []byte) int {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			return i
-		}
-	}
-	return -1
-}
-
-func (d *daemon) signalAll(sig syscall.Signal) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, r := range d.ranks {
-		if !r.exited && r.pid > 0 {
-			_ = proc.SignalGroup(r.pid, sig)
-		}
-	}
-}
-
-// terminate ends every rank: SIGTERM now, SIGKILL after the kill grace to
-// those still there.
-func (d *daemon) terminate() {
-	d.mu.Lock()
-	live := 0
-	for _, r := range d.ranks {
-		if !r.exited {
-			r.killed = true
-			live++
-		}
-	}
-	d.mu.Unlock()
-	if live == 0 {
-		return
-	}
-	d.signalAll(syscall.SIGTERM)
-	grace := d.vals.Duration(plm.ParamKillGrace)
-	d.killOnce.Do(func() {
-		go func() {
-			done := make(chan struct{})
-			go func() { d.running.Wait(); close(done) }()
-			t := time.NewTimer(grace)
-			defer t.Stop()
-			select {
-			case <-done:
-			case <-t.C:
-				d.killAll(syscall.SIGKILL)
-			}
-		}()
-	})
-}
-
-func (d *daemon) killAll(sig syscall.Signal) {
-	d.mu.Lock()
-	for _, r := range d.ranks {
-		if !r.exited {
-			r.killed = true
-		}
-	}
-	d.mu.Unlock()
-	d.signalAll(sig)
-}
-
-// waitRanks waits for every rank to be reaped, at most bound.
-func (d *daemon) waitRanks(bound time.Duration) {
-	done := make(chan struct{})
-	go func() { d.running.Wait(); close(done) }()
-	t := time.NewTimer(bound)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		d.log.Error("ranks still running after SIGKILL", "waited", bound)
-	}
-}
-
-func (d *daemon) fenceComplete(fc *pb.FenceComplete) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	f := d.fenceLocked(fc.Seq)
-	f.result, f.failed = fc.Entries, fc.Failed
-	f.sent = true // complete without this node's contribution: its ranks all failed
-	close(f.done)
-}
-
-// contributionLocked returns the node's contribution to f once every
-// local rank not declared failed has joined it, and nil before (or once
-// it was sent).
-func (d *daemon) contributionLocked(seq uint64, f *fence) *pb.FenceContribution {
-	if f.sent || d.launch == nil {
-		return nil
-	}
-	for _, r := range d.launch.Ranks {
-		if _, in := f.contrib[r]; !in && d.failed[r] == "" {
-			return nil
-		}
-	}
-	f.sent = true
-	send := &pb.FenceContribution{Seq: seq}
-	for r, m := range f.contrib {
-		send.Entries = append(send.Entries, &pb.RankData{Rank: r, Data: m})
-	}
-	sort.Slice(send.Entries, func(i, j int) bool { return send.Entries[i].Rank < send.Entries[j].Rank })
-	return send
-}
-
-// liveLocalLocked counts the node's ranks not declared failed.
-func (d *daemon) liveLocalLocked() int {
-	n := 0
-	for _, r := range d.launch.Ranks {
-		if d.failed[r] == "" {
-			n++
-		}
-	}
-	return n
-}
-
-// procFailed records ranks gompirun declared failed, tells the node's
-// ranks, and sends the contributions of fences that waited only for
-// failed ranks of this node.
-func (d *daemon) procFailed(m *pb.ProcFailed) {
-	why := m.Why
-	if why == "" {
-		why = "reported failed by gompirun"
-	}
-	d.mu.Lock()
-	if d.failed == nil {
-		d.failed = map[int32]string{}
-	}
-	var fresh []int32
-	for _, r := range m.Ranks {
-		if d.failed[r] == "" {
-			d.failed[r] = why
-			fresh = append(fresh, r)
-		}
-	}
-	if len(fresh) > 0 {
-		ev := &pb.RankEvent{Failed: fresh, Why: why}
-		for s := range d.subs {
-			s.Put(ev)
-		}
-	}
-	var sends []*pb.FenceContribution
-	for seq, f := range d.fences {
-		if c := d.contributionLocked(seq, f); c != nil {
-			sends = append(sends, c)
-		}
-	}
-	d.mu.Unlock()
-	d.log.Info("ranks declared failed; the job runs on", "ranks", fresh, "why", why)
-	sort.Slice(sends, func(i, j int) bool { return sends[i].Seq < sends[j].Seq })
-	for _, c := range sends {
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: c}})
-	}
-}
-
-// eventSub is one rank's Events stream: notices queue here (never
-// blocking the daemon) until the stream's goroutine, its owner, sends them.
-type eventSub = queue.Queue[*pb.RankEvent]
-
-func (d *daemon) fenceLocked(seq uint64) *fence {
-	f, ok := d.fences[seq]
-	if !ok {
-		f = &fence{contrib: map[int32]map[string]string{}, done: make(chan struct{})}
-		d.fences[seq] = f
-	}
-	return f
-}
-
-// outbox is the daemon's single, ordered way to the HNP: a rank's output
-// and its exit travel in the order they were put.
-type outbox struct {
-	ch     chan *pb.DaemonMessage
-	closed chan struct{}
-	done   chan struct{} // the sender stopped
-	once   sync.Once
-}
-
-func newOutbox() *outbox {
-	return &outbox{ch: make(chan *pb.DaemonMessage, 1024), closed: make(chan struct{}), done: make(chan struct{})}
-}
-
-// put queues m; it blocks while the queue is full (a rank writing faster
-// than gompirun prints waits) and drops m once the outbox is closed.
-func (o *outbox) put(m *pb.DaemonMessage) {
-	select {
-	case <-o.closed:
-		return
-	default:
-	}
-	select {
-	case o.ch <- m:
-	case <-o.closed:
-	case <-o.done:
-	}
-}
-
-func (o *outbox) close() { o.once.Do(func() { close(o.closed) }) }
-
-func (o *outbox) run(stream grpc.BidiStreamingClient[pb.DaemonMessage, pb.HNPMessage]) {
-	defer close(o.done)
-	for {
-		select {
-		case m := <-o.ch:
-			if err := stream.Send(m); err != nil {
-				return
-			}
-		case <-o.closed:
-			for { // flush what was queued before closing
-				select {
-				case m := <-o.ch:
-					if err := stream.Send(m); err != nil {
-						return
-					}
-				default:
-					return
-				}
-			}
+			d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}})
 		}
 	}
 }

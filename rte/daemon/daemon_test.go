@@ -27,7 +27,8 @@ func TestForward(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &daemon{out: newOutbox(), log: slog.New(slog.DiscardHandler)}
+			out := newOutbox()
+			d := &daemon{ports: out.ports(), log: slog.New(slog.DiscardHandler)}
 			r, w, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -44,7 +45,7 @@ func TestForward(t *testing.T) {
 			var msgs []*pb.RankOutput
 			for {
 				select {
-				case m := <-d.out.ch:
+				case m := <-out.ch:
 					o := m.GetOutput()
 					if o.Rank != 4 || o.Stream != pb.Stream_STREAM_STDERR || len(o.Data) == 0 || len(o.Data) > maxChunk {
 						t.Fatalf("bad message %v", o)
@@ -56,8 +57,8 @@ func TestForward(t *testing.T) {
 				}
 				break
 			}
-			for len(d.out.ch) > 0 {
-				o := (<-d.out.ch).GetOutput()
+			for len(out.ch) > 0 {
+				o := (<-out.ch).GetOutput()
 				msgs = append(msgs, o)
 				got.Write(o.Data)
 			}

@@ -86,7 +86,7 @@ func (d *daemon) moveRanks(m *pb.MoveRanks) {
 		loc.SetRanks(ranks)
 	}
 	for _, c := range sends {
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: c}})
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: c}})
 	}
 }
 
@@ -115,13 +115,13 @@ func (s *rankService) Rejoin(ctx context.Context, req *pb.FenceRequest) (*pb.Fen
 	c := make(chan *pb.Rejoined, 1)
 	d.mig.waiting = append(d.mig.waiting, c)
 	d.mu.Unlock()
-	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Rejoin{Rejoin: &pb.RankData{Rank: req.Rank, Data: req.Data}}})
+	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Rejoin{Rejoin: &pb.RankData{Rank: req.Rank, Data: req.Data}}})
 	select {
 	case r := <-c:
 		return &pb.FenceResponse{Entries: r.Entries, Failed: r.Failed, Seq: r.FenceSeq}, nil
 	case <-ctx.Done():
 		return nil, status.FromContextError(ctx.Err()).Err()
-	case <-d.out.done:
+	case <-d.ports.gone:
 		return nil, status.Error(codes.Unavailable, "gompid: lost contact with gompirun")
 	}
 }
@@ -151,7 +151,7 @@ func (s *rankService) Migrate(ctx context.Context, req *pb.MigrateRequest) (*pb.
 	c := make(chan *pb.RankMigrateDone, 1)
 	d.mig.asks[id] = c
 	d.mu.Unlock()
-	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_RankMigrate{RankMigrate: &pb.RankMigrate{Id: id, Request: req}}})
+	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_RankMigrate{RankMigrate: &pb.RankMigrate{Id: id, Request: req}}})
 	select {
 	case done := <-c:
 		return &pb.MigrateResponse{Error: done.Error}, nil
@@ -160,7 +160,7 @@ func (s *rankService) Migrate(ctx context.Context, req *pb.MigrateRequest) (*pb.
 		delete(d.mig.asks, id)
 		d.mu.Unlock()
 		return nil, status.FromContextError(ctx.Err()).Err()
-	case <-d.out.done:
+	case <-d.ports.gone:
 		return nil, status.Error(codes.Unavailable, fmt.Sprintf("gompid on node %s: lost contact with gompirun", d.node))
 	}
 }

@@ -50,12 +50,14 @@ func (s *rankService) Hello(_ context.Context, req *pb.HelloRequest) (*pb.HelloR
 		d.mu.Unlock()
 		return nil, err
 	}
-	first := !rk.connected
-	rk.connected = true
+	first := rk.phase < rankConnected
+	if first {
+		rk.phase = rankConnected
+	}
 	l := d.launch
 	d.mu.Unlock()
 	if first {
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Phase{Phase: &pb.RankPhase{Rank: req.Rank, Phase: pb.Phase_PHASE_CONNECTED}}})
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Phase{Phase: &pb.RankPhase{Rank: req.Rank, Phase: pb.Phase_PHASE_CONNECTED}}})
 	}
 	return &pb.HelloResponse{
 		Job: d.job, Rank: req.Rank, Size: l.Size, Node: d.node, NodeDir: d.nodeDir,
@@ -83,7 +85,7 @@ func (s *rankService) Fence(ctx context.Context, req *pb.FenceRequest) (*pb.Fenc
 	send := d.contributionLocked(req.Seq, f)
 	d.mu.Unlock()
 	if send != nil {
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: send}})
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: send}})
 	}
 	select {
 	case <-f.done:
@@ -107,11 +109,13 @@ func (s *rankService) Finalize(_ context.Context, req *pb.FinalizeRequest) (*pb.
 		d.mu.Unlock()
 		return nil, err
 	}
-	first := !rk.finalized
-	rk.finalized = true
+	first := rk.phase < rankFinalizing
+	if first {
+		rk.phase = rankFinalizing
+	}
 	d.mu.Unlock()
 	if first {
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Phase{Phase: &pb.RankPhase{Rank: req.Rank, Phase: pb.Phase_PHASE_FINALIZING}}})
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Phase{Phase: &pb.RankPhase{Rank: req.Rank, Phase: pb.Phase_PHASE_FINALIZING}}})
 	}
 	return &pb.FinalizeResponse{}, nil
 }
@@ -125,7 +129,7 @@ func (s *rankService) Abort(_ context.Context, req *pb.AbortRequest) (*pb.AbortR
 		return nil, err
 	}
 	d.log.Info("rank asks to abort the job", "rank", req.Rank, "code", req.Code, "message", req.Message)
-	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_Abort{Abort: &pb.RankAbort{Rank: req.Rank, Code: req.Code, Message: req.Message}}})
+	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Abort{Abort: &pb.RankAbort{Rank: req.Rank, Code: req.Code, Message: req.Message}}})
 	return &pb.AbortResponse{}, nil
 }
 

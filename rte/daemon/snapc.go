@@ -58,7 +58,7 @@ func (d *daemon) startLocal(l *pb.Launch) error {
 		ranks[i] = int(r)
 	}
 	notify := func(r snapc.LocalReply) {
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
 	}
 	loc, err := d.cr.coord.NewLocal(snapc.NodeSpec{Node: d.node, Ranks: ranks, Store: d.cr.store, Notify: notify, Values: d.vals, Log: d.cr.log}, (*appPort)(d))
 	if err != nil {
@@ -90,7 +90,7 @@ func (d *daemon) snapcRequest(ctx context.Context, m *pb.SnapcRequest) {
 		if r.Kind == snapc.LocalCancel || r.Kind == snapc.LocalDone || r.Kind == snapc.LocalRelease {
 			return
 		}
-		d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
 	}
 	if loc == nil {
 		reply(snapc.LocalReply{ID: req.ID, Kind: req.Kind, Node: d.node,
@@ -219,7 +219,7 @@ func (s *rankService) Checkpoint(ctx context.Context, m *pb.RankCheckpointReques
 	c := make(chan *pb.RankCheckpointDone, 1)
 	d.cr.pending[id] = c
 	d.cr.mu.Unlock()
-	d.out.put(&pb.DaemonMessage{Body: &pb.DaemonMessage_RankCheckpoint{RankCheckpoint: &pb.RankCheckpoint{
+	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_RankCheckpoint{RankCheckpoint: &pb.RankCheckpoint{
 		Id: id, Rank: m.Rank, Target: m.Target, Options: m.Options}}})
 	select {
 	case done := <-c:
@@ -229,7 +229,7 @@ func (s *rankService) Checkpoint(ctx context.Context, m *pb.RankCheckpointReques
 		delete(d.cr.pending, id)
 		d.cr.mu.Unlock()
 		return nil, status.FromContextError(ctx.Err()).Err()
-	case <-d.out.done:
+	case <-d.ports.gone:
 		return nil, status.Error(codes.Unavailable, "gompid: lost contact with gompirun")
 	}
 }
