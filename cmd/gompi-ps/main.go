@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"gompi/cli"
-	"gompi/rte/jobs"
+	"gompi/tools/ps"
 )
 
-func main() { os.Exit(cli.Main(jobs.NewPSCommand(), false)) }
+func main() { os.Exit(cli.Main(ps.NewCommand(), false)) }

@@ -12,12 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"gompi/cli"
-	"gompi/rte/hnp"
-	"gompi/rte/jobs"
 	"gompi/tools/checkpoint"
 	"gompi/tools/info"
 	"gompi/tools/migrate"
+	"gompi/tools/ps"
 	"gompi/tools/restart"
+	"gompi/tools/run"
 )
 
 // newCommand returns the umbrella command with every tool as a subcommand.
@@ -29,8 +29,8 @@ func newCommand(version string) *cobra.Command {
 	}
 	root.AddCommand(
 		sub(info.NewCommand(version), "info"),
-		sub(hnp.NewCommand(), "run"),
-		sub(jobs.NewPSCommand(), "ps"),
+		sub(run.NewCommand(), "run"),
+		sub(ps.NewCommand(), "ps"),
 		sub(checkpoint.NewCommand(), "checkpoint"),
 		sub(restart.NewCommand(), "restart"),
 		sub(migrate.NewCommand(), "migrate"),
@@ -49,7 +49,7 @@ func sub(c *cobra.Command, name string) *cobra.Command {
 func main() {
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "run" {
-		args = append([]string{"run"}, hnp.NormalizeArgs(args[1:])...)
+		args = append([]string{"run"}, run.NormalizeArgs(args[1:])...)
 	}
 	// No signal context: `gompi run` forwards SIGINT/SIGTERM to the job itself.
 	os.Exit(cli.Execute(context.Background(), newCommand(cli.Version()), args, false))

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"gompi/cli"
-	"gompi/rte/daemon"
+	"gompi/tools/daemon"
 )
 
 func main() { os.Exit(cli.Main(daemon.NewCommand(), false)) }

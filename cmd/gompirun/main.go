@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"gompi/rte/hnp"
+	"gompi/tools/run"
 )
 
-func main() { os.Exit(hnp.Main()) }
+func main() { os.Exit(run.Main()) }

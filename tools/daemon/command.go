@@ -1,3 +1,5 @@
+// Package daemon is gompid's command: its flags and signals, and the call
+// into rte/daemon, which serves the node.
 package daemon
 
 import (
@@ -12,12 +14,13 @@ import (
 	"gompi/cli"
 	"gompi/mca"
 	"gompi/rte/control"
+	"gompi/rte/daemon"
 )
 
 // NewCommand returns the gompid command. gompid is started by gompirun's
 // PLM, one per node; it is not meant to be run by hand.
 func NewCommand() *cobra.Command {
-	var o Options
+	var o daemon.Options
 	var hnp string
 	var verbose int
 	cmd := &cobra.Command{
@@ -54,8 +57,8 @@ kills the node's ranks and exits.`,
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 		o.Stdin = os.Stdin
 		o.Log = slog.New(mca.MinLevel(slog.NewTextHandler(c.ErrOrStderr(), nil), mca.VerboseLevel(verbose))).With("role", "gompid")
-		if err := Run(ctx, o); err != nil {
-			if errors.Is(err, ErrHNPLost) {
+		if err := daemon.Run(ctx, o); err != nil {
+			if errors.Is(err, daemon.ErrHNPLost) {
 				return &cli.ExitError{Code: 3, Err: err}
 			}
 			return err

@@ -1,4 +1,6 @@
-package jobs
+// Package ps is gompi-ps's command (also `gompi ps`): it lists the user's
+// running jobs from their records (rte/jobs) and their gompirun's answers.
+package ps
 
 import (
 	"context"
@@ -11,67 +13,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
 	"gompi/cli"
-	pb "gompi/rte/control/proto"
+	"gompi/rte/jobs"
 )
 
-// Job is one running job as gompi-ps reports it: its record and, when its
-// gompirun answered, its live state.
-type Job struct {
-	Record
-	State   string        `json:"state"`
-	Error   string        `json:"error,omitempty"` // why the live state is missing
-	Daemons []DaemonState `json:"daemons,omitempty"`
-	Ranks   []RankState   `json:"ranks,omitempty"`
-}
-
-// DaemonState is one node's daemon.
-type DaemonState struct {
-	Node     string `json:"node"`
-	PID      int    `json:"pid"`
-	Hostname string `json:"hostname,omitempty"`
-	State    string `json:"state"`
-}
-
-// RankState is one rank.
-type RankState struct {
-	Rank     int    `json:"rank"`
-	Node     string `json:"node"`
-	PID      int    `json:"pid"`
-	State    string `json:"state"`
-	ExitCode int    `json:"exit_code,omitempty"`
-	Signal   int    `json:"signal,omitempty"`
-}
-
-// Query asks the HNP of r for its live state, within ctx.
-func Query(ctx context.Context, r Record) Job {
-	j := Job{Record: r, State: "unreachable"}
-	conn, err := Dial(r.PID)
-	if err != nil {
-		j.Error = err.Error()
-		return j
-	}
-	defer conn.Close()
-	st, err := pb.NewToolClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		j.Error = fmt.Sprintf("jobs: status of pid %d: %v", r.PID, err)
-		return j
-	}
-	j.State = st.State
-	for _, d := range st.Daemons {
-		j.Daemons = append(j.Daemons, DaemonState{Node: d.Node, PID: int(d.Pid), Hostname: d.Hostname, State: d.State})
-	}
-	for _, rk := range st.Ranks {
-		j.Ranks = append(j.Ranks, RankState{Rank: int(rk.Rank), Node: rk.Node, PID: int(rk.Pid), State: rk.State,
-			ExitCode: int(rk.ExitCode), Signal: int(rk.Signal)})
-	}
-	return j
-}
-
-// NewPSCommand returns the gompi-ps command (also `gompi ps`).
-func NewPSCommand() *cobra.Command {
+// NewCommand returns the gompi-ps command (also `gompi ps`).
+func NewCommand() *cobra.Command {
 	var asJSON, ranks bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -98,18 +46,18 @@ processes that are gone are removed. With PIDs, only those jobs are shown.`,
 			}
 			pids = append(pids, pid)
 		}
-		recs, err := List()
+		recs, err := jobs.List()
 		if err != nil {
 			return err
 		}
-		var out []Job
+		var out []jobs.Job
 		for _, want := range pids {
 			found := false
 			for _, r := range recs {
 				found = found || r.PID == want
 			}
 			if !found {
-				return fmt.Errorf("pid %d: %w (run gompi-ps without arguments to list them)", want, ErrNoJob)
+				return fmt.Errorf("pid %d: %w (run gompi-ps without arguments to list them)", want, jobs.ErrNoJob)
 			}
 		}
 		for _, r := range recs {
@@ -117,13 +65,13 @@ processes that are gone are removed. With PIDs, only those jobs are shown.`,
 				continue
 			}
 			ctx, cancel := context.WithTimeout(c.Context(), timeout)
-			out = append(out, Query(ctx, r))
+			out = append(out, jobs.Query(ctx, r))
 			cancel()
 		}
 		w := c.OutOrStdout()
 		if asJSON {
 			if out == nil {
-				out = []Job{}
+				out = []jobs.Job{}
 			}
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
@@ -143,7 +91,7 @@ func containsInt(list []int, v int) bool {
 	return false
 }
 
-func printJobs(w io.Writer, js []Job, ranks bool) error {
+func printJobs(w io.Writer, js []jobs.Job, ranks bool) error {
 	if len(js) == 0 {
 		_, err := fmt.Fprintln(w, "no running gompi jobs")
 		return err

@@ -1,4 +1,6 @@
-package hnp
+// Package run is gompirun's command (also `gompi run`): its flags, their
+// checks, and the call into rte/hnp, which runs the job.
+package run
 
 import (
 	"context"
@@ -15,6 +17,7 @@ import (
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
+	"gompi/rte/hnp"
 	"gompi/rte/hostfile"
 	"gompi/rte/mapping"
 )
@@ -36,7 +39,7 @@ type runOptions struct {
 	nodes   []hostfile.Node
 	policy  mapping.Policy
 	xenv    []string
-	restart *Restart
+	restart *hnp.Restart
 	meta    snapshot.MetaStore
 }
 
@@ -129,7 +132,7 @@ func (o *runOptions) complete() error {
 		if err != nil {
 			return cli.Usagef("--restart-ref: %v", err)
 		}
-		o.restart = &Restart{Ref: ref, Seq: o.restartSeq}
+		o.restart = &hnp.Restart{Ref: ref, Seq: o.restartSeq}
 	}
 	for _, x := range o.env {
 		k, v, ok := strings.Cut(x, "=")
@@ -176,7 +179,7 @@ func (o *runOptions) run(c *cobra.Command, args []string) error {
 	if o.restart != nil {
 		o.restart.Meta = ms
 	}
-	code, err := Run(ctx, Options{
+	code, err := hnp.Run(ctx, hnp.Options{
 		NP: o.np, Nodes: o.nodes, MapBy: o.policy, Oversubscribe: o.oversubscribe,
 		Program: args[0], Args: args[1:], Env: o.xenv, Cwd: o.wdir, TagOutput: o.tagOutput,
 		Command: append([]string{"gompirun"}, os.Args[1:]...),
