@@ -32,6 +32,7 @@ import (
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/plm"
 	"gompi/frameworks/sstore/snapshot"
+	"gompi/mca"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -124,36 +125,9 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	vals := o.Proc.Values
 	log := o.Proc.FrameworkLogger(plm.Name)
-
-	cwd := o.Cwd
-	if cwd == "" {
-		var err error
-		if cwd, err = os.Getwd(); err != nil {
-			return 1, fmt.Errorf("working directory: %w", err)
-		}
-	}
-	program, err := ResolveProgram(o.Program, cwd)
+	pl, err := planJob(o)
 	if err != nil {
 		return 1, err
-	}
-	nodes := o.Nodes
-	if len(nodes) == 0 {
-		nodes = []hostfile.Node{{Name: "localhost", Slots: max(runtime.NumCPU(), o.NP)}}
-	}
-	np := o.NP
-	if np == 0 {
-		for _, n := range nodes {
-			np += n.Slots
-		}
-	}
-	m, err := mapping.Place(nodes, np, o.MapBy, o.Oversubscribe)
-	if err != nil {
-		return 1, err
-	}
-	if o.Restart != nil {
-		if err := checkRestart(o.Restart, np); err != nil {
-			return 1, err
-		}
 	}
 
 	mods, err := boot.AssembleHNP(ctx, o.Proc)
@@ -171,23 +145,13 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-
-	// The HNP's private directory: control socket, secret, job record.
-	// Both the per-user folder and the HNP's own must be ours alone: in a
-	// shared /tmp another user could otherwise have made the first.
-	if err := control.PrivateDir(rte.RuntimeDir()); err != nil {
-		return 1, fmt.Errorf("control directory: %w", err)
-	}
-	dir := rte.HNPDir(os.Getpid())
-	if err := control.PrivateDir(dir); err != nil {
-		return 1, fmt.Errorf("control directory: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	if err := jobs.WriteSecret(dir, secret); err != nil {
+	dir, err := hnpDir(secret)
+	if err != nil {
 		return 1, err
 	}
+	defer os.RemoveAll(dir)
 
-	j := newJob(id, o, m, program, cwd, mods, livePorts(mods.ErrMgr, o.Stderr), o.Proc.FrameworkLogger(errmgr.Name), log)
+	j := newJob(id, o, pl.m, pl.program, pl.cwd, mods, livePorts(stack, o.Stderr), o.Proc.FrameworkLogger(errmgr.Name), log)
 	if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{j}}); err != nil {
 		return 1, err
 	}
@@ -196,80 +160,174 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	defer func() { j.closeSnapC("the job is over") }()
 	svc := newService(j)
-
-	sock := filepath.Join(dir, rte.ControlSocket)
-	ul, err := control.ListenUnix(sock)
+	ctl, err := serve(svc, dir, secret, plmCand.Module.Network(), vals)
 	if err != nil {
 		return 1, err
 	}
-	usrv := control.NewServer(secret, nil)
-	pb.RegisterHNPServer(usrv, svc)
-	pb.RegisterToolServer(usrv, svc)
-	go usrv.Serve(ul)
-	defer usrv.Stop()
-
-	hs := control.Handshake{Secret: secret}
-	contacts := []string{"unix:" + sock}
-	if plmCand.Module.Network() == "tcp" {
-		cert, pin, err := control.NewCertificate()
-		if err != nil {
-			return 1, err
-		}
-		tl, addrs, err := listenTCP(vals.String(plm.ParamHNPAddress))
-		if err != nil {
-			return 1, err
-		}
-		tsrv := control.NewServer(secret, credentials.NewTLS(control.ServerTLS(cert)))
-		pb.RegisterHNPServer(tsrv, svc)
-		go tsrv.Serve(tl)
-		defer tsrv.Stop()
-		hs.Pin, contacts = pin, addrs
-	}
+	defer ctl.stop()
 
 	ps, _ := jobs.ProcStart(os.Getpid())
-	if err := jobs.Write(dir, jobs.Record{Job: id, PID: os.Getpid(), NP: np, Nodes: m.Nodes, PLM: plmCand.Info.Name,
+	if err := jobs.Write(dir, jobs.Record{Job: id, PID: os.Getpid(), NP: pl.np, Nodes: pl.m.Nodes, PLM: plmCand.Info.Name,
 		Start: j.start, Command: o.Command, ProcStart: ps}); err != nil {
 		return 1, err
 	}
 
 	for {
-		log.Debug("launching daemons", "job", id, "plm", plmCand.Info.Name, "nodes", j.m.Nodes, "contact", contacts)
+		log.Debug("launching daemons", "job", id, "plm", plmCand.Info.Name, "nodes", j.m.Nodes, "contact", ctl.contacts)
 		daemons, err := plmCand.Module.Launch(ctx, plm.Spec{
-			Job: id, Nodes: j.m.Nodes, Contact: contacts, Handshake: hs.Marshal(),
+			Job: id, Nodes: j.m.Nodes, Contact: ctl.contacts, Handshake: ctl.hs.Marshal(),
 			SessionDir: vals.String(plm.ParamSessionDir), Verbose: vals.Int(plm.Name + "_base_verbose"), Stderr: o.Stderr,
 		})
 		if err != nil {
 			return 1, fmt.Errorf("start the daemons: %w", err)
 		}
 		code, err := j.run(daemons)
-		rec := j.recovery
-		if rec == nil || err != nil {
+		if j.recovery == nil || err != nil {
 			return code, err
 		}
-		// A recovery (errmgr autor): the same job again, in this gompirun,
-		// from the last committed sequence, lost ranks moved.
-		next, err := replan(j.m, rec.plan)
+		nj, err := j.recovered(ctx)
 		if err != nil {
 			return 1, err
-		}
-		o.Restart = &Restart{Ref: rec.ref, Seq: rec.seq, Meta: o.Meta}
-		nj := newJob(id, o, next, program, cwd, mods, livePorts(mods.ErrMgr, o.Stderr), o.Proc.FrameworkLogger(errmgr.Name), log)
-		nj.recoveries, nj.recoveredFrom = rec.n, rec
-		if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{nj}}); err != nil {
-			return 1, fmt.Errorf("recovery %d: %w", rec.n, err)
-		}
-		if err := nj.startSnapC(ctx); err != nil {
-			return 1, fmt.Errorf("recovery %d: %w", rec.n, err)
 		}
 		j.closeSnapC("the job is over")
 		j = nj
 		svc.cur.Store(j)
-		msg := fmt.Sprintf("gompirun: recovery %d: restarting %d ranks from sequence %d of %s", rec.n, len(next.RankNode), rec.seq, rec.ref.Name)
-		if mv := moves(rec.before, next); len(mv) > 0 {
-			msg += " (" + strings.Join(mv, ", ") + ")"
-		}
-		fmt.Fprintln(o.Stderr, msg)
 	}
+}
+
+// jobPlan is where a job runs what.
+type jobPlan struct {
+	program, cwd string
+	np           int
+	m            mapping.Map
+}
+
+// planJob resolves the program, maps the ranks onto the nodes and, for a
+// restart, checks the snapshot, before anything is started.
+func planJob(o Options) (jobPlan, error) {
+	cwd := o.Cwd
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return jobPlan{}, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	program, err := ResolveProgram(o.Program, cwd)
+	if err != nil {
+		return jobPlan{}, err
+	}
+	nodes := o.Nodes
+	if len(nodes) == 0 {
+		nodes = []hostfile.Node{{Name: "localhost", Slots: max(runtime.NumCPU(), o.NP)}}
+	}
+	np := o.NP
+	if np == 0 {
+		for _, n := range nodes {
+			np += n.Slots
+		}
+	}
+	m, err := mapping.Place(nodes, np, o.MapBy, o.Oversubscribe)
+	if err != nil {
+		return jobPlan{}, err
+	}
+	if o.Restart != nil {
+		if err := checkRestart(o.Restart, np); err != nil {
+			return jobPlan{}, err
+		}
+	}
+	return jobPlan{program: program, cwd: cwd, np: np, m: m}, nil
+}
+
+// hnpDir makes the HNP's private directory (control socket, secret, job
+// record) and writes the secret there. Both the per-user folder and the
+// HNP's own must be ours alone: in a shared /tmp another user could
+// otherwise have made the first.
+func hnpDir(secret control.Secret) (string, error) {
+	if err := control.PrivateDir(rte.RuntimeDir()); err != nil {
+		return "", fmt.Errorf("control directory: %w", err)
+	}
+	dir := rte.HNPDir(os.Getpid())
+	if err := control.PrivateDir(dir); err != nil {
+		return "", fmt.Errorf("control directory: %w", err)
+	}
+	if err := jobs.WriteSecret(dir, secret); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// controlServers are the servers daemons and tools reach gompirun by.
+type controlServers struct {
+	contacts []string // for the daemons
+	hs       control.Handshake
+	stop     func()
+}
+
+// serve starts the servers of svc: the owner-only Unix socket in dir
+// (tools, local daemons) and, when the PLM's daemons connect over TCP, a
+// TLS listener whose certificate the handshake pins.
+func serve(svc *service, dir string, secret control.Secret, network string, vals *mca.Values) (controlServers, error) {
+	sock := filepath.Join(dir, rte.ControlSocket)
+	ul, err := control.ListenUnix(sock)
+	if err != nil {
+		return controlServers{}, err
+	}
+	usrv := control.NewServer(secret, nil)
+	pb.RegisterHNPServer(usrv, svc)
+	pb.RegisterToolServer(usrv, svc)
+	go usrv.Serve(ul)
+	c := controlServers{hs: control.Handshake{Secret: secret}, contacts: []string{"unix:" + sock}, stop: usrv.Stop}
+	if network != "tcp" {
+		return c, nil
+	}
+	cert, pin, err := control.NewCertificate()
+	if err != nil {
+		usrv.Stop()
+		return controlServers{}, err
+	}
+	tl, addrs, err := listenTCP(vals.String(plm.ParamHNPAddress))
+	if err != nil {
+		usrv.Stop()
+		return controlServers{}, err
+	}
+	tsrv := control.NewServer(secret, credentials.NewTLS(control.ServerTLS(cert)))
+	pb.RegisterHNPServer(tsrv, svc)
+	go tsrv.Serve(tl)
+	c.hs.Pin, c.contacts = pin, addrs
+	c.stop = func() {
+		tsrv.Stop()
+		usrv.Stop()
+	}
+	return c, nil
+}
+
+// recovered is the job's next run after a recovery (errmgr autor): the
+// same job again, in this gompirun, from the last committed sequence,
+// lost ranks moved.
+func (j *job) recovered(ctx context.Context) (*job, error) {
+	rec := j.recovery
+	next, err := replan(j.m, rec.plan)
+	if err != nil {
+		return nil, err
+	}
+	o := j.o
+	o.Restart = &Restart{Ref: rec.ref, Seq: rec.seq, Meta: o.Meta}
+	stack := j.mods.ErrMgr
+	nj := newJob(j.id, o, next, j.program, j.cwd, j.mods, livePorts(stack, o.Stderr), j.elog, j.log)
+	nj.recoveries, nj.recoveredFrom = rec.n, rec
+	if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{nj}}); err != nil {
+		return nil, fmt.Errorf("recovery %d: %w", rec.n, err)
+	}
+	if err := nj.startSnapC(ctx); err != nil {
+		return nil, fmt.Errorf("recovery %d: %w", rec.n, err)
+	}
+	msg := fmt.Sprintf("gompirun: recovery %d: restarting %d ranks from sequence %d of %s", rec.n, len(next.RankNode), rec.seq, rec.ref.Name)
+	if mv := moves(rec.before, next); len(mv) > 0 {
+		msg += " (" + strings.Join(mv, ", ") + ")"
+	}
+	fmt.Fprintln(o.Stderr, msg)
+	return nj, nil
 }
 
 // listenTCP opens the listener remote daemons dial and returns the

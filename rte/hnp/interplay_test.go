@@ -4,7 +4,9 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"gompi/frameworks/crs"
 	"gompi/frameworks/errmgr"
@@ -124,6 +126,56 @@ func TestInterplay(t *testing.T) {
 			stderr: []string{"rank 2 on node n2 called abort with status 5: bad input"},
 		},
 		{
+			name: "a node lost during a recovery joins it, even one that ran no ranks",
+			run: func(t *testing.T, h *harness) {
+				recovering(h)
+				h.step(evLaunchExit{node: "n3", err: errors.New("ssh: connection closed")})
+				h.settle()
+				if rec := h.j.recovery; rec == nil || !slices.Equal(rec.plan.LostNodes, []string{"n3"}) {
+					t.Fatalf("recovery %+v, want n3 lost (the restart must not go there)", rec)
+				}
+			},
+			state:  jobRunning,
+			faults: []string{"rank 1"},
+			stderr: []string{"node n3 was lost: ssh: connection closed; it joins recovery 1 under way"},
+		},
+		{
+			name: "a signal ending the job ends the recovery",
+			run: func(t *testing.T, h *harness) {
+				recovering(h)
+				h.j.signal(syscall.SIGTERM)
+				h.j.progress()
+				if h.j.recovery != nil {
+					t.Error("the recovery is still under way after SIGTERM: the job would be restarted")
+				}
+			},
+			state:  jobAborting,
+			code:   128 + 15,
+			faults: []string{"rank 1"},
+			stderr: []string{"caught signal 15"},
+		},
+		{
+			name: "a rank that cannot be started aborts the job",
+			run: func(t *testing.T, h *harness) {
+				h.msg("n2", &pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: 2, Error: "exec: permission denied"}}})
+			},
+			state:  jobAborting,
+			code:   1,
+			stderr: []string{"rank 2 on node n2 could not be started: exec: permission denied"},
+		},
+		{
+			name: "a moved rank that cannot be started on its new node is a fault",
+			run: func(t *testing.T, h *harness) {
+				migrating(h)
+				h.settle()
+				h.msg("n3", &pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: 0, Error: "no snapshot"}}})
+				h.settle()
+			},
+			state:  jobAborting,
+			code:   1,
+			faults: []string{"rank 0"},
+		},
+		{
 			name: "a fault before a migration's save is committed abandons it",
 			run: func(t *testing.T, h *harness) {
 				reply := migrating(h)
@@ -223,7 +275,7 @@ func TestInterplay(t *testing.T) {
 				termTarget(h, snapc.LocalTarget, "n1", "n2")
 				h.exited("n1", 0, &pb.RankExited{Connected: true})
 				termTarget(h, snapc.LocalCancel, "n1", "n2")
-				if h.j.termPending {
+				if h.j.held() {
 					t.Error("still waiting for a withdrawn checkpoint-and-terminate")
 				}
 				h.exited("n1", 1, &pb.RankExited{Connected: true}) // no longer asked to end: a fault
@@ -354,4 +406,33 @@ func TestStateNames(t *testing.T) {
 			t.Errorf("rank state %d has no name", s)
 		}
 	}
+}
+
+// A rank's cr.Checkpoint runs off the actor while a migration's rejoin
+// replaces the job's placement on it: under -race this fails if the
+// checkpoint's goroutine reads what the actor owns (it read j.m).
+func TestRankCheckpointDuringMigration(t *testing.T) {
+	h := newHarness(t, twoNodesAndSpare, true)
+	h.global.seq = 5
+	reply := migrating(h)
+	h.settle()
+	h.j.p.spawn = func(work func() event, _ func(event) bool) { go work() } // the checkpoint answers its daemon itself
+	h.step(evRankCheckpoint{node: "n2", box: h.boxes["n2"], m: &pb.RankCheckpoint{Id: 7, Rank: 2}})
+	h.msg("n3", &pb.DaemonMessage{Body: &pb.DaemonMessage_Rejoin{Rejoin: &pb.RankData{Rank: 0}}})
+	if o := <-reply; o.err != nil {
+		t.Fatal(o.err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, m := range h.sent("n2") {
+			if d := m.GetRankCheckpointDone(); d != nil {
+				if d.Id != 7 || d.Seq != 5 || d.Error != "" {
+					t.Errorf("rank checkpoint done %v", d)
+				}
+				return
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("the rank's checkpoint was not answered")
 }

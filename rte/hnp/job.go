@@ -31,9 +31,15 @@ import (
 // finishBound bounds how long daemons have to leave after Shutdown.
 const finishBound = 15 * time.Second
 
-// job is one running job. Everything but the fields marked otherwise is
-// owned by the goroutine in run: gRPC handlers and helpers talk to it with
-// events, so the job's state needs no locks.
+// job is one running job: an actor, the goroutine in run, which owns
+// everything but the fields marked otherwise. gRPC handlers and helpers
+// talk to it with events (events.go), so the job's state needs no locks;
+// what it does to the world goes through its daemons' mailboxes, their
+// launch processes and its ports (ports.go). This file is its core life:
+// launch, run, abort, finish, faults, fences, signals, heartbeats. The
+// episodes it may go through meanwhile (a recovery, a migration, a
+// checkpoint-and-terminate) live in files of their own, and how they meet
+// faults, exits, lost nodes and aborts is said once, in episode.go.
 type job struct {
 	id         string
 	o          Options
@@ -68,13 +74,13 @@ type job struct {
 	err           error
 	interrupted   bool
 	timers        [nTimers]<-chan time.Time // armed ones; see timerKind
-	// termPending: a checkpoint-and-terminate asked the ranks to save and
-	// end, and is not committed yet: the job waits for it even once every
-	// rank has ended.
-	termPending bool
-	// recovery is set once the job is ending its ranks for a recovery
-	// (errmgr autor); Run then starts the job again.
-	recovery *recovery
+
+	// The episodes under way (episode.go), nil when none. recovery is
+	// set once the job is ending its ranks for a recovery (errmgr autor);
+	// Run then starts the job again.
+	recovery  *recovery
+	migration *migration
+	term      *termination
 	// recoveries counts the recoveries before this run; recoveredFrom is
 	// the last one, reported once the ranks run again.
 	recoveries    int
@@ -82,10 +88,9 @@ type job struct {
 	finishKilled  bool
 	lastTick      time.Time
 
-	// Migration (migrate.go): the one under way, the old nodes of moved
-	// ranks whose old process has not ended yet, every rank's modex entry
-	// (the first fence's, updated by rejoins), the last one finished.
-	migration *migration
+	// Migration (migrate.go): the old nodes of moved ranks whose old
+	// process has not ended yet, every rank's modex entry (the first
+	// fence's, updated by rejoins), the last one finished.
 	movedFrom map[int]string
 	endpoints map[int32]map[string]string
 	lastMig   *migRecord
@@ -120,9 +125,6 @@ type rankProc struct {
 	// failed: declared failed while the job runs on (errmgr.Runtime's
 	// NotifyFailed): fences complete without it.
 	failed bool
-	// termOK: asked to save and end (checkpoint-and-terminate), so its
-	// exit with status 0 is no fault even without finalizing.
-	termOK bool
 }
 
 // Events.
@@ -338,7 +340,7 @@ func (j *job) progress() {
 		}
 		j.progress()
 	case jobRunning, jobAborting:
-		if j.pendingFaults > 0 || j.termPending {
+		if j.pendingFaults > 0 || j.held() {
 			return
 		}
 		for _, r := range j.ranks {
@@ -409,7 +411,7 @@ func (j *job) abort(report string, code int) {
 		return
 	}
 	j.state = jobAborting
-	j.recovery = nil // an abort ends the job, recovery or not
+	j.aborting()
 	j.closeSnapC("the job is being aborted")
 	if report != "" {
 		fmt.Fprintln(j.p.stderr, report)
@@ -426,63 +428,15 @@ func (j *job) handle(e event) {
 	case evMsg:
 		j.message(e.node, e.m)
 	case evStreamEnd:
-		d := j.daemons[e.node]
-		switch d.state {
-		case daemonLeaving:
-			d.state = daemonGone
-		case daemonRunning, daemonStarting:
-			detail := "its daemon's connection to gompirun broke"
-			if e.err != nil && status.Code(e.err) != codes.Canceled && !errors.Is(e.err, io.EOF) {
-				detail += " (" + e.err.Error() + ")"
-			}
-			if d.exited || d.launch == nil {
-				j.nodeLost(d, detail)
-				return
-			}
-			// The daemon's process has most likely died too: give its exit
-			// a moment to arrive, since it says how (status, signal, what
-			// ssh printed), which the broken stream cannot.
-			d.state = daemonBreaking
-			j.p.later(streamEndGrace, evBroken{node: d.node, detail: detail}, j.send)
-		}
+		j.streamEnd(e)
 	case evBroken:
 		if d := j.daemons[e.node]; d.state == daemonBreaking {
 			j.nodeLost(d, e.detail)
 		}
 	case evLaunchExit:
-		d := j.daemons[e.node]
-		d.exited = true
-		switch {
-		case j.state == jobLaunching:
-			if e.err == nil {
-				e.err = fmt.Errorf("plm: node %s: the daemon ended before it connected back: %w", e.node, plm.ErrLaunch)
-			}
-			j.fail(fmt.Errorf("start the daemon of node %s: %w", e.node, e.err))
-		case d.state == daemonRunning || d.state == daemonBreaking:
-			detail := "its daemon exited with status 0 before the job ended"
-			if e.err != nil {
-				detail = e.err.Error()
-			}
-			j.nodeLost(d, detail)
-		case e.err != nil && !d.killed:
-			j.log.Warn("daemon ended badly", "node", d.node, "err", e.err)
-		}
+		j.launchExit(e)
 	case evFault:
-		j.pendingFaults--
-		j.elog.Info("fault handled", "fault", e.f.Describe(), "decision", e.d, "actions", e.st.Actions)
-		switch e.d {
-		case errmgr.Abort:
-			j.abort(e.st.Report, faultStatus(e.f))
-		case errmgr.Recovered:
-			j.ranThrough(e)
-		}
-		if c, ok := j.faultDone[e.id]; ok {
-			delete(j.faultDone, e.id)
-			if e.d == errmgr.Recovered {
-				e.mig = j.lastMig
-			}
-			c <- e
-		}
+		j.faultHandled(e)
 	case evMigrate:
 		j.startMigration(e)
 	case evMigSaved:
@@ -511,6 +465,69 @@ func (j *job) handle(e event) {
 		j.terminate()
 	default:
 		panic(unknownEvent(e))
+	}
+}
+
+// streamEnd handles the end of a daemon's stream.
+func (j *job) streamEnd(e evStreamEnd) {
+	d := j.daemons[e.node]
+	switch d.state {
+	case daemonLeaving:
+		d.state = daemonGone
+	case daemonRunning, daemonStarting:
+		detail := "its daemon's connection to gompirun broke"
+		if e.err != nil && status.Code(e.err) != codes.Canceled && !errors.Is(e.err, io.EOF) {
+			detail += " (" + e.err.Error() + ")"
+		}
+		if d.exited || d.launch == nil {
+			j.nodeLost(d, detail)
+			return
+		}
+		// The daemon's process has most likely died too: give its exit
+		// a moment to arrive, since it says how (status, signal, what
+		// ssh printed), which the broken stream cannot.
+		d.state = daemonBreaking
+		j.p.later(streamEndGrace, evBroken{node: d.node, detail: detail}, j.send)
+	}
+}
+
+// launchExit handles the end of a daemon's launch process.
+func (j *job) launchExit(e evLaunchExit) {
+	d := j.daemons[e.node]
+	d.exited = true
+	switch {
+	case j.state == jobLaunching:
+		if e.err == nil {
+			e.err = fmt.Errorf("plm: node %s: the daemon ended before it connected back: %w", e.node, plm.ErrLaunch)
+		}
+		j.fail(fmt.Errorf("start the daemon of node %s: %w", e.node, e.err))
+	case d.state == daemonRunning || d.state == daemonBreaking:
+		detail := "its daemon exited with status 0 before the job ended"
+		if e.err != nil {
+			detail = e.err.Error()
+		}
+		j.nodeLost(d, detail)
+	case e.err != nil && !d.killed:
+		j.log.Warn("daemon ended badly", "node", d.node, "err", e.err)
+	}
+}
+
+// faultHandled acts on the ErrMgr stack's decision about a fault.
+func (j *job) faultHandled(e evFault) {
+	j.pendingFaults--
+	j.elog.Info("fault handled", "fault", e.f.Describe(), "decision", e.d, "actions", e.st.Actions)
+	switch e.d {
+	case errmgr.Abort:
+		j.abort(e.st.Report, faultStatus(e.f))
+	case errmgr.Recovered:
+		j.ranThrough(e)
+	}
+	if c, ok := j.faultDone[e.id]; ok {
+		delete(j.faultDone, e.id)
+		if e.d == errmgr.Recovered {
+			e.mig = j.lastMig
+		}
+		c <- e
 	}
 }
 
@@ -544,9 +561,7 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 		}
 		if b.Started.Error != "" {
 			r.done, r.state = true, rankFailed
-			if mig := j.migration; mig != nil && mig.dest[r.rank] == node {
-				// A moved rank that cannot start on its new node: a fault
-				// like any other (autor recovers the job).
+			if j.consult(func(ep episode) verdict { return ep.onExit(j, r, node, nil) })&isFault != 0 {
 				j.fault(errmgr.Fault{Kind: errmgr.ProcExited, ExitCode: 1, Rank: r.rank, Node: node, Time: j.p.now(),
 					Detail: "it could not be started on its new node: " + b.Started.Error})
 				return
@@ -566,7 +581,7 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 			}
 		}
 	case *pb.DaemonMessage_Exited:
-		if rr := int(b.Exited.Rank); rr >= 0 && rr < len(j.ranks) && j.ranks[rr].node != node && j.oldExited(rr, node, b.Exited) {
+		if rr := int(b.Exited.Rank); rr >= 0 && rr < len(j.ranks) && j.ranks[rr].node != node && j.oldExited(j.ranks[rr], node, b.Exited) {
 			return
 		}
 		if r := rank(b.Exited.Rank); r != nil && !r.done {
@@ -605,8 +620,8 @@ func (j *job) exited(r *rankProc, ex *pb.RankExited) {
 	if j.state != jobRunning || ex.Killed {
 		return // the job is ending anyway: not a fault
 	}
-	if r.termOK && ex.ExitCode == 0 && ex.Signal == 0 {
-		return // saved and ended, as a checkpoint-and-terminate asked
+	if j.consult(func(ep episode) verdict { return ep.onExit(j, r, r.node, ex) })&absorbed != 0 {
+		return // e.g. saved and ended, as a checkpoint-and-terminate asked
 	}
 	if j.faultExit(r.rank, r.node, ex) {
 		r.state = rankFailed
@@ -652,14 +667,10 @@ type openFault struct{ id, status int }
 func (j *job) fault(f errmgr.Fault) int {
 	j.faultSeq++
 	id := j.faultSeq
-	if rec := j.recovery; rec != nil && f.Kind != errmgr.Predicted {
-		j.joinRecovery(rec, f)
-		return id
-	}
-	if f.Kind != errmgr.Predicted && j.migration != nil {
-		j.abandonMigration(f.Describe())
-	}
 	if f.Kind != errmgr.Predicted {
+		if j.consult(func(ep episode) verdict { return ep.onFault(j, f) })&absorbed != 0 {
+			return id
+		}
 		// The job's status is the first failing rank's, whatever fault
 		// ends up aborting it; a fault the job runs through (sustain)
 		// leaves it (ranThrough).
@@ -753,13 +764,14 @@ func (j *job) nodeLost(d *dconn, detail string) {
 		d.killed = true
 		_ = d.launch.Kill()
 	}
-	if running && len(d.ranks) == 0 && !j.inMigration(d.node) {
+	switch {
+	case (running && len(d.ranks) > 0) || j.consult(func(ep episode) verdict { return ep.onNodeLost(j, d) })&isFault != 0:
+		j.fault(errmgr.Fault{Kind: errmgr.NodeLost, Rank: -1, Node: d.node, Time: j.p.now(), Detail: detail})
+	case running:
 		// Nothing of the job ran there (a spare node, or one its ranks
 		// migrated off): no fault, but nothing goes there any more.
 		fmt.Fprintf(j.p.stderr, "gompirun: node %s was lost (%s); it ran no ranks, the job goes on\n", d.node, detail)
-	} else if running || j.recovery != nil {
-		j.fault(errmgr.Fault{Kind: errmgr.NodeLost, Rank: -1, Node: d.node, Time: j.p.now(), Detail: detail})
-	} else {
+	default:
 		j.log.Warn("daemon lost while the job was ending", "node", d.node, "detail", detail)
 	}
 }
@@ -840,6 +852,7 @@ func (j *job) signal(s os.Signal) {
 		j.closeSnapC(fmt.Sprintf("gompirun caught signal %d (%v)", int(sig), sig))
 		j.interrupted = true
 		j.state = jobAborting
+		j.aborting()
 		j.setExit(proc.ShellStatus(0, sig))
 		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Signal{Signal: &pb.SignalRanks{Signal: int32(sig)}}})
 		// Ranks that ignore or handle the signal are terminated after the grace.

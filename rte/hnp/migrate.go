@@ -293,24 +293,59 @@ type migRecord struct {
 	from, dest map[int]string
 }
 
-// oldExited handles the end of a moved rank's old process (on the node it
-// left): expected once released; before that, it is a failure of the rank.
-func (j *job) oldExited(r int, node string, ex *pb.RankExited) bool {
-	if mig := j.migration; mig != nil && mig.from[r] == node && !mig.saved.IsZero() {
-		// Held, not yet released: the old process failed.
-		j.abandonMigration(fmt.Sprintf("rank %d's old process on node %s ended before its release", r, node))
-		j.faultExit(r, node, ex)
+// oldExited handles the end of a moved rank's old process, on the node
+// it left: true when the migration under way (onExit) or one done
+// expected it.
+func (j *job) oldExited(r *rankProc, node string, ex *pb.RankExited) bool {
+	if j.consult(func(ep episode) verdict { return ep.onExit(j, r, node, ex) })&absorbed != 0 {
 		return true
 	}
-	if j.movedFrom[r] != node {
+	if j.movedFrom[r.rank] != node {
 		return false
 	}
-	delete(j.movedFrom, r)
+	delete(j.movedFrom, r.rank)
 	if ex.ExitCode != 0 || ex.Signal != 0 {
-		j.log.Warn("a moved rank's old process ended badly after its release", "rank", r, "node", node, "code", ex.ExitCode, "signal", ex.Signal)
+		j.log.Warn("a moved rank's old process ended badly after its release", "rank", r.rank, "node", node, "code", ex.ExitCode, "signal", ex.Signal)
 	}
 	return true
 }
+
+// onExit: a moved rank's old process ending while held, before its
+// release, is a failure of the rank, which abandons the migration; a
+// moved rank that cannot start on its new node (ex nil) is a fault like
+// any other (autor recovers the job), not an abort.
+func (mig *migration) onExit(j *job, r *rankProc, node string, ex *pb.RankExited) verdict {
+	switch {
+	case ex == nil && mig.dest[r.rank] == node:
+		return isFault
+	case ex != nil && mig.from[r.rank] == node && node != r.node && !mig.saved.IsZero():
+		j.abandonMigration(fmt.Sprintf("rank %d's old process on node %s ended before its release", r.rank, node))
+		j.faultExit(r.rank, node, ex)
+		return absorbed
+	}
+	return goOn
+}
+
+// onFault: a failure abandons the migration; the fault goes on to the
+// ErrMgr stack (autor recovers the job).
+func (mig *migration) onFault(j *job, f errmgr.Fault) verdict {
+	j.abandonMigration(f.Describe())
+	return goOn
+}
+
+// onNodeLost: losing a node the migration moves ranks from or to is a
+// fault, even when no rank runs there (yet, or any more).
+func (mig *migration) onNodeLost(j *job, d *dconn) verdict {
+	if j.state == jobRunning && j.inMigration(d.node) {
+		return isFault
+	}
+	return goOn
+}
+
+func (mig *migration) onAbort(*job) {}
+func (mig *migration) holds() bool  { return false }
+
+var _ episode = (*migration)(nil)
 
 // predicted asks the ErrMgr stack to act on a predicted fault and returns
 // what it did.

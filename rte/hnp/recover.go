@@ -183,12 +183,12 @@ func (j *job) resumed() {
 	fmt.Fprintf(j.p.stderr, "gompirun: recovery %d: every rank runs again, %.2f s after the failure was handled\n", rec.n, j.p.now().Sub(rec.start).Seconds())
 }
 
-// joinRecovery adds a fault that happened while the job ends its ranks
-// for a recovery to that recovery: its ranks (a lost node's too) are
-// placed anew, and no policy runs again for it (autor would count it as
-// another recovery, and a recovery already under way would restart the
-// job whatever a policy decided).
-func (j *job) joinRecovery(rec *recovery, f errmgr.Fault) {
+// onFault joins a fault that happened while the job ends its ranks for a
+// recovery to that recovery: its ranks (a lost node's too) are placed
+// anew, and no policy runs again for it (autor would count it as another
+// recovery, and a recovery already under way would restart the job
+// whatever a policy decided).
+func (rec *recovery) onFault(j *job, f errmgr.Fault) verdict {
 	var lost []int
 	if f.Rank >= 0 {
 		lost = append(lost, f.Rank)
@@ -202,4 +202,18 @@ func (j *job) joinRecovery(rec *recovery, f errmgr.Fault) {
 	rec.plan.Lost = union(rec.plan.Lost, lost)
 	j.elog.Info("fault joins the recovery under way", "fault", f.Describe(), "recovery", rec.n)
 	fmt.Fprintf(j.p.stderr, "gompirun: %s; it joins recovery %d under way\n", f.Describe(), rec.n)
+	return absorbed
 }
+
+// onNodeLost: a node lost during a recovery is a fault (which joins it),
+// even one that ran no ranks or once the ranks have ended: the restart
+// must not go there.
+func (rec *recovery) onNodeLost(*job, *dconn) verdict { return isFault }
+
+// onAbort: an abort ends the job, recovery or not.
+func (rec *recovery) onAbort(j *job) { j.recovery = nil }
+
+func (rec *recovery) onExit(*job, *rankProc, string, *pb.RankExited) verdict { return goOn }
+func (rec *recovery) holds() bool                                            { return false }
+
+var _ episode = (*recovery)(nil)

@@ -182,39 +182,16 @@ func (j *job) snapcSend(e evSnapcSend) {
 		e.errc <- fmt.Errorf("the job is %s", j.state)
 		return
 	}
-	// Ranks asked to save and then end may exit without finalizing, and
-	// the job waits for the commit even once they have; a withdrawn
-	// request takes that back.
-	switch {
-	case e.req.Kind == snapc.LocalTarget:
-		for _, r := range d.ranks {
-			j.ranks[r].termOK = e.req.Options.Term
-		}
-		j.termPending = j.termPending || e.req.Options.Term
-	case e.req.Kind == snapc.LocalCancel && j.termPending:
-		j.termPending = false
-		ended := false
-		for _, rs := range j.ranks {
-			ended = ended || (rs.termOK && rs.done)
-			rs.termOK = false
-		}
-		if ended {
-			fmt.Fprintln(j.p.stderr, "gompirun: the checkpoint-and-terminate failed after ranks had ended; the last committed sequence is the one before it")
-			j.setExit(1)
-		}
+	// A checkpoint-and-terminate (term.go) starts with its targets and
+	// ends with its withdrawal.
+	switch e.req.Kind {
+	case snapc.LocalTarget:
+		j.termTarget(d.ranks, e.req.Options.Term)
+	case snapc.LocalCancel:
+		j.termCancel()
 	}
 	d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_SnapcRequest{SnapcRequest: control.LocalRequestToProto(e.req)}})
 	e.errc <- nil
-}
-
-// terminate ends the ranks that did not end by themselves after a
-// checkpoint-and-terminate, once termGrace has passed.
-func (j *job) terminate() {
-	j.termPending = false
-	if j.state == jobRunning {
-		j.log.Info("checkpoint-and-terminate committed: the ranks end")
-		j.arm(timerTerm, termGrace)
-	}
 }
 
 // closeSnapC fails the checkpoint in progress and every later one.
