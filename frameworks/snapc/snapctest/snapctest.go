@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"gompi/frameworks/sstore/snapshot"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
