@@ -1,14 +1,11 @@
 package ps
 
 import (
-	"bytes"
-	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"gompi/cli"
+	"gompi/cli/clitest"
 )
 
 var update = flag.Bool("update", false, "rewrite the help golden files in testdata/help")
@@ -21,24 +18,5 @@ func TestHelp(t *testing.T) {
 
 func checkHelp(t *testing.T, golden string, args []string, wantCode int) {
 	t.Helper()
-	var out bytes.Buffer
-	cmd := NewCommand()
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	if code := cli.Execute(context.Background(), cmd, args, false); code != wantCode {
-		t.Errorf("%v: exit status %d, want %d", args, code, wantCode)
-	}
-	path := filepath.Join("..", "..", "testdata", "help", golden)
-	if *update {
-		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.String() != string(want) {
-		t.Errorf("%v printed:\n%s\nwant (%s):\n%s", args, out.String(), path, want)
-	}
+	clitest.Golden(t, NewCommand(), args, false, wantCode, filepath.Join("..", "..", "testdata", "help", golden), *update)
 }
