@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gompi/frameworks/filem"
+	"gompi/frameworks/filem/fscopy"
 	"gompi/mca"
 )
 
@@ -219,7 +220,7 @@ func (c copier) copyPath(ctx context.Context, src, dst string) error {
 		os.RemoveAll(tmp)
 		return err
 	}
-	return syncDir(dir)
+	return fscopy.SyncDir(dir)
 }
 
 // replace moves tmp to dst. A file over a file is one rename; where a
@@ -275,7 +276,7 @@ func (c copier) fillFile(ctx context.Context, f *os.File, src string, mode fs.Fi
 		f.Close()
 		return err
 	}
-	if err := f.Chmod(keepMode(mode)); err != nil {
+	if err := f.Chmod(fscopy.KeepMode(mode)); err != nil {
 		f.Close()
 		return err
 	}
@@ -353,28 +354,10 @@ func (c copier) copyTree(ctx context.Context, src, dst string, mode fs.FileMode)
 		}
 	}
 	// The mode is set last so a read-only source directory can still be filled.
-	if err := os.Chmod(dst, keepMode(mode)); err != nil {
+	if err := os.Chmod(dst, fscopy.KeepMode(mode)); err != nil {
 		return err
 	}
-	return syncDir(dst)
-}
-
-func keepMode(m fs.FileMode) fs.FileMode {
-	return m & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-}
-
-// syncDir makes the entries of dir durable (a rename is only stable once its
-// directory is synced).
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return err
-	}
-	return nil
+	return fscopy.SyncDir(dst)
 }
 
 var (

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"gompi/frameworks/filem/fscopy"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
@@ -94,7 +95,7 @@ func (module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []ssto
 			errs = append(errs, err)
 			continue
 		}
-		if err := syncDir(l.Dir); err != nil {
+		if err := fscopy.SyncDir(l.Dir); err != nil {
 			errs = append(errs, fmt.Errorf("sstore/central: sync %s: %w", l.Dir, err))
 		}
 	}
@@ -102,7 +103,7 @@ func (module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []ssto
 		return errors.Join(errs...)
 	}
 	for _, d := range []string{ref.SeqDir(seq), ref.Path()} {
-		if err := syncDir(d); err != nil {
+		if err := fscopy.SyncDir(d); err != nil {
 			return fmt.Errorf("sstore/central: sync %s: %w", d, err)
 		}
 	}
@@ -168,16 +169,7 @@ func (module) Remove(ctx context.Context, ref snapshot.Ref, seq int) error {
 	if err := os.RemoveAll(ref.SeqDir(seq)); err != nil {
 		return fmt.Errorf("sstore/central: remove %s: %w", ref.SeqDir(seq), err)
 	}
-	return syncDir(ref.Path())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fscopy.SyncDir(ref.Path())
 }
 
 var (

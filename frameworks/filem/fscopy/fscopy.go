@@ -13,8 +13,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // FS is what a copy needs of a file system. Names are slash-separated.
@@ -270,6 +273,21 @@ func copyTree(ctx context.Context, src FS, srcName string, dst FS, dstName strin
 	}
 	if s, ok := dst.(DirSyncer); ok {
 		return s.SyncDir(dstName)
+	}
+	return nil
+}
+
+// SyncDir makes the entries of dir durable: a create or rename is only
+// stable once its directory is synced. A file system that cannot sync a
+// directory (EINVAL) has nothing more to make durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
+		return err
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -91,16 +90,6 @@ func ParseRef(arg, defaultDir string) (Ref, error) {
 		return Ref{}, fmt.Errorf("sstore: snapshot reference %q: %w", arg, err)
 	}
 	return Ref{Dir: filepath.Dir(abs), Name: filepath.Base(abs)}, nil
-}
-
-// syncDir makes a rename or create in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Location reads Dir as a FileM location: a folder on this node, or a

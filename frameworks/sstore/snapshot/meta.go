@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"gompi/frameworks/filem/fscopy"
 	"gompi/mca"
 )
 
@@ -280,7 +281,7 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 		return fmt.Errorf("sstore: write %s: %w", path, err)
 	}
 	ok = true
-	if err := syncDir(dir); err != nil {
+	if err := fscopy.SyncDir(dir); err != nil {
 		return fmt.Errorf("sstore: write %s: sync directory: %w", path, err)
 	}
 	return nil
