@@ -16,61 +16,16 @@ import (
 	"gompi/mca"
 )
 
-// recorder logs every call as "app <name> <event> <state>" or
-// "<layer> <name> <state>" and fails the calls named in fail.
-type recorder struct {
-	mu    sync.Mutex
-	calls []string
-	fail  map[string]error
-	// hook runs (outside the lock) when the named call happens.
-	hook map[string]func()
-}
-
-func newRecorder() *recorder {
-	return &recorder{fail: map[string]error{}, hook: map[string]func(){}}
-}
-
-func (r *recorder) record(key string) error {
-	r.mu.Lock()
-	r.calls = append(r.calls, key)
-	err, h := r.fail[key], r.hook[key]
-	r.mu.Unlock()
-	if h != nil {
-		h()
-	}
-	return err
-}
-
-func (r *recorder) app(name string) inc.AppCallback {
-	return func(_ context.Context, ev inc.Event, st inc.AppState) error {
-		return r.record(fmt.Sprintf("app %s %v %v", name, ev, st))
-	}
-}
-
-func (r *recorder) layer(l inc.Layer, name string) inc.FTEvent {
-	return func(_ context.Context, st crs.State) error {
-		return r.record(fmt.Sprintf("%v %s %v", l, name, st))
-	}
-}
-
-func (r *recorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.calls
-	r.calls = nil
-	return out
-}
-
 // setup registers application callbacks a and b, mpi m1 and m2, runtime r
 // and base x, deliberately not in stack order.
-func setup(r *recorder) *Stack {
+func setup(r *inctest.Recorder) *Stack {
 	s := NewStack(nil)
-	s.RegisterLayer(inc.LayerBase, "x", r.layer(inc.LayerBase, "x"))
-	s.RegisterApp("a", r.app("a"))
-	s.RegisterLayer(inc.LayerMPI, "m1", r.layer(inc.LayerMPI, "m1"))
-	s.RegisterLayer(inc.LayerRuntime, "r", r.layer(inc.LayerRuntime, "r"))
-	s.RegisterApp("b", r.app("b"))
-	s.RegisterLayer(inc.LayerMPI, "m2", r.layer(inc.LayerMPI, "m2"))
+	s.RegisterLayer(inc.LayerBase, "x", r.Layer(inc.LayerBase, "x"))
+	s.RegisterApp("a", r.App("a"))
+	s.RegisterLayer(inc.LayerMPI, "m1", r.Layer(inc.LayerMPI, "m1"))
+	s.RegisterLayer(inc.LayerRuntime, "r", r.Layer(inc.LayerRuntime, "r"))
+	s.RegisterApp("b", r.App("b"))
+	s.RegisterLayer(inc.LayerMPI, "m2", r.Layer(inc.LayerMPI, "m2"))
 	return s
 }
 
@@ -86,12 +41,12 @@ var prepareOK = []string{
 }
 
 func TestPrepareSuccess(t *testing.T) {
-	r := newRecorder()
+	r := inctest.NewRecorder()
 	s := setup(r)
 	if err := s.Prepare(context.Background()); err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
-	if got := r.take(); !slices.Equal(got, prepareOK) {
+	if got := r.Take(); !slices.Equal(got, prepareOK) {
 		t.Errorf("calls:\n got %q\nwant %q", got, prepareOK)
 	}
 }
@@ -198,9 +153,9 @@ func TestPrepareFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.failAt, func(t *testing.T) {
-			r := newRecorder()
+			r := inctest.NewRecorder()
 			boom := errors.New("boom")
-			r.fail[tt.failAt] = boom
+			r.Fail[tt.failAt] = boom
 			s := setup(r)
 			err := s.Prepare(context.Background())
 			if !errors.Is(err, inc.ErrCallback) || !errors.Is(err, boom) {
@@ -209,7 +164,7 @@ func TestPrepareFailure(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantMsg) || !strings.HasPrefix(err.Error(), "inc/default: prepare: ") {
 				t.Errorf("Prepare error %q: want prefix %q and %q in it", err, "inc/default: prepare: ", tt.wantMsg)
 			}
-			if got := r.take(); !slices.Equal(got, tt.want) {
+			if got := r.Take(); !slices.Equal(got, tt.want) {
 				t.Errorf("calls:\n got %q\nwant %q", got, tt.want)
 			}
 		})
@@ -217,10 +172,10 @@ func TestPrepareFailure(t *testing.T) {
 }
 
 func TestPrepareFailureRollbackErrorsJoined(t *testing.T) {
-	r := newRecorder()
+	r := inctest.NewRecorder()
 	cause, undo := errors.New("cannot quiesce"), errors.New("cannot resume")
-	r.fail["runtime r checkpoint"] = cause
-	r.fail["mpi m1 error"] = undo
+	r.Fail["runtime r checkpoint"] = cause
+	r.Fail["mpi m1 error"] = undo
 	s := setup(r)
 	err := s.Prepare(context.Background())
 	if !errors.Is(err, cause) || !errors.Is(err, undo) || !errors.Is(err, inc.ErrCallback) {
@@ -231,7 +186,7 @@ func TestPrepareFailureRollbackErrorsJoined(t *testing.T) {
 		t.Errorf("Prepare error %q: want it to contain %q", err, want)
 	}
 	// The rollback ran to the end despite m1 failing.
-	if got := r.take(); got[len(got)-1] != "app b POST_CRS_POST_MPI ERROR" {
+	if got := r.Take(); got[len(got)-1] != "app b POST_CRS_POST_MPI ERROR" {
 		t.Errorf("rollback stopped early: %q", got)
 	}
 }
@@ -249,7 +204,7 @@ func TestRecover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.state.String(), func(t *testing.T) {
-			r := newRecorder()
+			r := inctest.NewRecorder()
 			s := setup(r)
 			if err := s.Recover(context.Background(), tt.state); err != nil {
 				t.Fatalf("Recover: %v", err)
@@ -264,7 +219,7 @@ func TestRecover(t *testing.T) {
 				"app a POST_CRS_POST_MPI " + tt.app,
 				"app b POST_CRS_POST_MPI " + tt.app,
 			}
-			if got := r.take(); !slices.Equal(got, want) {
+			if got := r.Take(); !slices.Equal(got, want) {
 				t.Errorf("calls:\n got %q\nwant %q", got, want)
 			}
 		})
@@ -272,10 +227,10 @@ func TestRecover(t *testing.T) {
 }
 
 func TestRecoverRunsEveryCallback(t *testing.T) {
-	r := newRecorder()
+	r := inctest.NewRecorder()
 	e1, e2 := errors.New("first"), errors.New("second")
-	r.fail["app a POST_CRS_PRE_MPI RESTART"] = e1
-	r.fail["runtime r restart"] = e2
+	r.Fail["app a POST_CRS_PRE_MPI RESTART"] = e1
+	r.Fail["runtime r restart"] = e2
 	s := setup(r)
 	err := s.Recover(context.Background(), crs.StateRestart)
 	if !errors.Is(err, e1) || !errors.Is(err, e2) || !errors.Is(err, inc.ErrCallback) {
@@ -289,20 +244,20 @@ func TestRecoverRunsEveryCallback(t *testing.T) {
 			t.Errorf("Recover error %q: want it to contain %q", err, want)
 		}
 	}
-	if got := r.take(); len(got) != 8 {
+	if got := r.Take(); len(got) != 8 {
 		t.Errorf("Recover ran %d callbacks, want all 8: %q", len(got), got)
 	}
 }
 
 func TestRecoverUnknownState(t *testing.T) {
 	for _, st := range []crs.State{crs.StateNone, crs.StateCheckpoint, crs.StateRestartPre, crs.StateRunning, crs.State(99)} {
-		r := newRecorder()
+		r := inctest.NewRecorder()
 		s := setup(r)
 		err := s.Recover(context.Background(), st)
 		if err == nil || !strings.Contains(err.Error(), "not a recovery state") {
 			t.Errorf("Recover(%v) = %v, want a 'not a recovery state' error", st, err)
 		}
-		if got := r.take(); len(got) != 0 {
+		if got := r.Take(); len(got) != 0 {
 			t.Errorf("Recover(%v) ran callbacks %q", st, got)
 		}
 	}
@@ -319,12 +274,12 @@ func TestEmptyStack(t *testing.T) {
 }
 
 func TestRemove(t *testing.T) {
-	r := newRecorder()
+	r := inctest.NewRecorder()
 	s := NewStack(nil)
-	removeA := s.RegisterApp("a", r.app("a"))
-	s.RegisterApp("b", r.app("b"))
-	removeM := s.RegisterLayer(inc.LayerMPI, "m", r.layer(inc.LayerMPI, "m"))
-	s.RegisterLayer(inc.LayerBase, "x", r.layer(inc.LayerBase, "x"))
+	removeA := s.RegisterApp("a", r.App("a"))
+	s.RegisterApp("b", r.App("b"))
+	removeM := s.RegisterLayer(inc.LayerMPI, "m", r.Layer(inc.LayerMPI, "m"))
+	s.RegisterLayer(inc.LayerBase, "x", r.Layer(inc.LayerBase, "x"))
 	removeA()
 	removeM()
 	removeA() // a second call does nothing
@@ -333,11 +288,11 @@ func TestRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"app b PRE_CRS_PRE_MPI PREPARE", "base x checkpoint", "app b PRE_CRS_POST_MPI PREPARE"}
-	if got := r.take(); !slices.Equal(got, want) {
+	if got := r.Take(); !slices.Equal(got, want) {
 		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}
 	// Removing one registration leaves a later one with the same name alone.
-	s.RegisterApp("b", r.app("b2"))
+	s.RegisterApp("b", r.App("b2"))
 	if err := s.Recover(context.Background(), crs.StateContinue); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +300,7 @@ func TestRemove(t *testing.T) {
 		"app b POST_CRS_PRE_MPI CONTINUE", "app b2 POST_CRS_PRE_MPI CONTINUE", "base x continue",
 		"app b POST_CRS_POST_MPI CONTINUE", "app b2 POST_CRS_POST_MPI CONTINUE",
 	}
-	if got := r.take(); !slices.Equal(got, want) {
+	if got := r.Take(); !slices.Equal(got, want) {
 		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}
 }
@@ -375,14 +330,14 @@ func TestRegisterPanics(t *testing.T) {
 // seen by that Prepare (it would otherwise get PRE_CRS_POST_MPI without
 // PRE_CRS_PRE_MPI) but is by the next Recover; a removal likewise.
 func TestSnapshotDuringPrepare(t *testing.T) {
-	r := newRecorder()
+	r := inctest.NewRecorder()
 	s := setup(r)
 	var removeC func()
-	r.hook["mpi m1 checkpoint"] = func() {
+	r.Hook["mpi m1 checkpoint"] = func() {
 		done := make(chan struct{})
 		go func() {
-			removeC = s.RegisterApp("c", r.app("c"))
-			s.RegisterLayer(inc.LayerMPI, "m3", r.layer(inc.LayerMPI, "m3"))
+			removeC = s.RegisterApp("c", r.App("c"))
+			s.RegisterLayer(inc.LayerMPI, "m3", r.Layer(inc.LayerMPI, "m3"))
 			close(done)
 		}()
 		<-done
@@ -390,10 +345,10 @@ func TestSnapshotDuringPrepare(t *testing.T) {
 	if err := s.Prepare(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.take(); !slices.Equal(got, prepareOK) {
+	if got := r.Take(); !slices.Equal(got, prepareOK) {
 		t.Errorf("Prepare calls:\n got %q\nwant %q", got, prepareOK)
 	}
-	r.hook["runtime r continue"] = func() { removeC() }
+	r.Hook["runtime r continue"] = func() { removeC() }
 	if err := s.Recover(context.Background(), crs.StateContinue); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +365,7 @@ func TestSnapshotDuringPrepare(t *testing.T) {
 		"app b POST_CRS_POST_MPI CONTINUE",
 		"app c POST_CRS_POST_MPI CONTINUE",
 	}
-	if got := r.take(); !slices.Equal(got, want) {
+	if got := r.Take(); !slices.Equal(got, want) {
 		t.Errorf("Recover calls:\n got %q\nwant %q", got, want)
 	}
 }
@@ -418,14 +373,15 @@ func TestSnapshotDuringPrepare(t *testing.T) {
 // A callback may register or remove from inside a callback, on its own
 // goroutine, without deadlocking.
 func TestRegisterFromCallback(t *testing.T) {
-	r := newRecorder()
+	r := inctest.NewRecorder()
 	s := NewStack(nil)
 	var removeSelf func()
-	removeSelf = s.RegisterApp("once", func(_ context.Context, ev inc.Event, st inc.AppState) error {
-		r.record(fmt.Sprintf("app once %v %v", ev, st))
+	record := r.App("once")
+	removeSelf = s.RegisterApp("once", func(ctx context.Context, ev inc.Event, st inc.AppState) error {
+		record(ctx, ev, st)
 		if ev == inc.PostCRSPostMPI {
 			removeSelf()
-			s.RegisterApp("next", r.app("next"))
+			s.RegisterApp("next", r.App("next"))
 		}
 		return nil
 	})
@@ -439,18 +395,18 @@ func TestRegisterFromCallback(t *testing.T) {
 		"app once POST_CRS_PRE_MPI CONTINUE", "app once POST_CRS_POST_MPI CONTINUE",
 		"app next POST_CRS_PRE_MPI CONTINUE", "app next POST_CRS_POST_MPI CONTINUE",
 	}
-	if got := r.take(); !slices.Equal(got, want) {
+	if got := r.Take(); !slices.Equal(got, want) {
 		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}
 }
 
 func TestPrepareCancelled(t *testing.T) {
-	r := newRecorder()
+	r := inctest.NewRecorder()
 	s := setup(r)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var rollbackCtxErr error
-	r.hook["mpi m2 checkpoint"] = cancel
+	r.Hook["mpi m2 checkpoint"] = cancel
 	s.RegisterApp("probe", func(ctx context.Context, ev inc.Event, _ inc.AppState) error {
 		if ev == inc.PostCRSPreMPI {
 			rollbackCtxErr = ctx.Err()
@@ -479,17 +435,17 @@ func TestPrepareCancelled(t *testing.T) {
 		"app a POST_CRS_POST_MPI ERROR",
 		"app b POST_CRS_POST_MPI ERROR",
 	}
-	if got := r.take(); !slices.Equal(got, want) {
+	if got := r.Take(); !slices.Equal(got, want) {
 		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}
 }
 
 func TestRecoverCancelled(t *testing.T) {
-	r := newRecorder()
+	r := inctest.NewRecorder()
 	s := setup(r)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r.hook["runtime r continue"] = cancel
+	r.Hook["runtime r continue"] = cancel
 	err := s.Recover(ctx, crs.StateContinue)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Recover error %v: want context.Canceled", err)
@@ -503,7 +459,7 @@ func TestRecoverCancelled(t *testing.T) {
 		"base x continue",
 		"runtime r continue",
 	}
-	if got := r.take(); !slices.Equal(got, want) {
+	if got := r.Take(); !slices.Equal(got, want) {
 		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}
 }

@@ -34,34 +34,49 @@ func Run(t *testing.T, newModule func(t *testing.T) inc.Module) {
 	t.Run("register-from-callback", func(t *testing.T) { testRegisterInside(t, newModule(t)) })
 }
 
-// recorder logs every call as "app <name> <event> <state>" or "<layer>
-// <name> <state>" and fails the calls named in fail.
-type recorder struct {
+// Recorder logs every call of the callbacks it makes as "app <name>
+// <event> <state>" or "<layer> <name> <state>", fails the calls named in
+// Fail, and runs the hook named in Hook (outside its lock) when that call
+// happens. The kit and components' own tests use it.
+type Recorder struct {
 	mu    sync.Mutex
 	calls []string
-	fail  map[string]error
+	Fail  map[string]error
+	Hook  map[string]func()
 }
 
-func (r *recorder) record(key string) error {
+// NewRecorder returns a Recorder that fails nothing and runs no hook.
+func NewRecorder() *Recorder {
+	return &Recorder{Fail: map[string]error{}, Hook: map[string]func(){}}
+}
+
+func (r *Recorder) record(key string) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.calls = append(r.calls, key)
-	return r.fail[key]
+	err, h := r.Fail[key], r.Hook[key]
+	r.mu.Unlock()
+	if h != nil {
+		h()
+	}
+	return err
 }
 
-func (r *recorder) app(name string) inc.AppCallback {
+// App returns an application callback recorded under name.
+func (r *Recorder) App(name string) inc.AppCallback {
 	return func(_ context.Context, ev inc.Event, st inc.AppState) error {
 		return r.record(fmt.Sprintf("app %s %v %v", name, ev, st))
 	}
 }
 
-func (r *recorder) layer(l inc.Layer, name string) inc.FTEvent {
+// Layer returns a layer callback of l recorded under name.
+func (r *Recorder) Layer(l inc.Layer, name string) inc.FTEvent {
 	return func(_ context.Context, st crs.State) error {
 		return r.record(fmt.Sprintf("%v %s %v", l, name, st))
 	}
 }
 
-func (r *recorder) take() []string {
+// Take returns the calls recorded since the last Take.
+func (r *Recorder) Take() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.calls
@@ -71,13 +86,13 @@ func (r *recorder) take() []string {
 
 // stack registers, out of the framework's order on purpose, two
 // application callbacks and one callback per layer.
-func stack(m inc.Module) *recorder {
-	r := &recorder{fail: map[string]error{}}
-	m.RegisterLayer(inc.LayerBase, "b", r.layer(inc.LayerBase, "b"))
-	m.RegisterApp("a1", r.app("a1"))
-	m.RegisterLayer(inc.LayerMPI, "m", r.layer(inc.LayerMPI, "m"))
-	m.RegisterApp("a2", r.app("a2"))
-	m.RegisterLayer(inc.LayerRuntime, "r", r.layer(inc.LayerRuntime, "r"))
+func stack(m inc.Module) *Recorder {
+	r := NewRecorder()
+	m.RegisterLayer(inc.LayerBase, "b", r.Layer(inc.LayerBase, "b"))
+	m.RegisterApp("a1", r.App("a1"))
+	m.RegisterLayer(inc.LayerMPI, "m", r.Layer(inc.LayerMPI, "m"))
+	m.RegisterApp("a2", r.App("a2"))
+	m.RegisterLayer(inc.LayerRuntime, "r", r.Layer(inc.LayerRuntime, "r"))
 	return r
 }
 
@@ -107,7 +122,7 @@ func testPrepareOrder(t *testing.T, m inc.Module) {
 	if err := m.Prepare(t.Context()); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
-	same(t, "prepare", r.take(), prepared)
+	same(t, "prepare", r.Take(), prepared)
 }
 
 func testRecover(t *testing.T, newModule func(t *testing.T) inc.Module) {
@@ -125,21 +140,21 @@ func testRecover(t *testing.T, newModule func(t *testing.T) inc.Module) {
 		if err := m.Recover(t.Context(), tt.state); err != nil {
 			t.Fatalf("recover %v: %v", tt.state, err)
 		}
-		same(t, "recover "+tt.state.String(), r.take(), recovered(tt.state.String(), tt.app))
+		same(t, "recover "+tt.state.String(), r.Take(), recovered(tt.state.String(), tt.app))
 	}
 }
 
 func testLayerFails(t *testing.T, m inc.Module) {
 	r := stack(m)
 	cause := errors.New("runtime cannot quiesce")
-	r.fail["runtime r checkpoint"] = cause
+	r.Fail["runtime r checkpoint"] = cause
 	err := m.Prepare(t.Context())
 	if !errors.Is(err, inc.ErrCallback) || !errors.Is(err, cause) {
 		t.Errorf("prepare with a failing layer: %v, want an error wrapping inc.ErrCallback and the cause", err)
 	}
 	// Prepared: both applications (PRE_PRE) and mpi; they come back with
 	// ERROR in reverse. runtime answered for itself; base never ran.
-	same(t, "a prepare that failed at the runtime layer", r.take(), []string{
+	same(t, "a prepare that failed at the runtime layer", r.Take(), []string{
 		"app a1 PRE_CRS_PRE_MPI PREPARE", "app a2 PRE_CRS_PRE_MPI PREPARE",
 		"mpi m checkpoint", "runtime r checkpoint",
 		"app a1 POST_CRS_PRE_MPI ERROR", "app a2 POST_CRS_PRE_MPI ERROR",
@@ -151,12 +166,12 @@ func testLayerFails(t *testing.T, m inc.Module) {
 func testAppFails(t *testing.T, m inc.Module) {
 	r := stack(m)
 	cause := errors.New("application refuses")
-	r.fail["app a2 PRE_CRS_PRE_MPI PREPARE"] = cause
+	r.Fail["app a2 PRE_CRS_PRE_MPI PREPARE"] = cause
 	err := m.Prepare(t.Context())
 	if !errors.Is(err, inc.ErrCallback) || !errors.Is(err, cause) {
 		t.Errorf("prepare with a failing application callback: %v, want an error wrapping inc.ErrCallback and the cause", err)
 	}
-	same(t, "a prepare that failed at the second application callback", r.take(), []string{
+	same(t, "a prepare that failed at the second application callback", r.Take(), []string{
 		"app a1 PRE_CRS_PRE_MPI PREPARE", "app a2 PRE_CRS_PRE_MPI PREPARE",
 		"app a1 POST_CRS_PRE_MPI ERROR", "app a1 POST_CRS_POST_MPI ERROR",
 	})
@@ -165,13 +180,13 @@ func testAppFails(t *testing.T, m inc.Module) {
 func testRecoverFailures(t *testing.T, m inc.Module) {
 	r := stack(m)
 	c1, c2 := errors.New("mpi cannot resume"), errors.New("a1 cannot resume")
-	r.fail["mpi m continue"] = c1
-	r.fail["app a1 POST_CRS_POST_MPI CONTINUE"] = c2
+	r.Fail["mpi m continue"] = c1
+	r.Fail["app a1 POST_CRS_POST_MPI CONTINUE"] = c2
 	err := m.Recover(t.Context(), crs.StateContinue)
 	if !errors.Is(err, inc.ErrCallback) || !errors.Is(err, c1) || !errors.Is(err, c2) {
 		t.Errorf("recover with two failing callbacks: %v, want an error wrapping inc.ErrCallback and both causes", err)
 	}
-	same(t, "recover despite failures", r.take(), recovered("continue", "CONTINUE"))
+	same(t, "recover despite failures", r.Take(), recovered("continue", "CONTINUE"))
 }
 
 func testRecoverBadState(t *testing.T, m inc.Module) {
@@ -179,7 +194,7 @@ func testRecoverBadState(t *testing.T, m inc.Module) {
 	if err := m.Recover(t.Context(), crs.StateCheckpoint); err == nil {
 		t.Error("recover with the checkpoint state succeeded")
 	}
-	same(t, "recover with the checkpoint state", r.take(), nil)
+	same(t, "recover with the checkpoint state", r.Take(), nil)
 }
 
 // testCancelled: a Prepare whose context has ended prepares nothing, so
@@ -191,33 +206,33 @@ func testCancelled(t *testing.T, m inc.Module) {
 	if err := m.Prepare(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("prepare with a cancelled context: %v, want context.Canceled", err)
 	}
-	same(t, "prepare with a cancelled context", r.take(), nil)
+	same(t, "prepare with a cancelled context", r.Take(), nil)
 }
 
 func testRemove(t *testing.T, m inc.Module) {
 	r := stack(m)
-	rmApp := m.RegisterApp("gone", r.app("gone"))
-	rmLayer := m.RegisterLayer(inc.LayerMPI, "gone", r.layer(inc.LayerMPI, "gone"))
+	rmApp := m.RegisterApp("gone", r.App("gone"))
+	rmLayer := m.RegisterLayer(inc.LayerMPI, "gone", r.Layer(inc.LayerMPI, "gone"))
 	rmApp()
 	rmLayer()
 	rmApp() // a second call does nothing
 	if err := m.Prepare(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	same(t, "prepare after removals", r.take(), prepared)
+	same(t, "prepare after removals", r.Take(), prepared)
 }
 
 // testRegisterInside registers and removes from inside callbacks, as a
 // library layer setting itself up at a checkpoint may; neither call may
 // deadlock, and the new callback runs at the next Prepare.
 func testRegisterInside(t *testing.T, m inc.Module) {
-	r := &recorder{fail: map[string]error{}}
+	r := NewRecorder()
 	var remove func()
 	m.RegisterApp("a", func(ctx context.Context, ev inc.Event, st inc.AppState) error {
 		if ev == inc.PreCRSPreMPI && remove == nil {
-			remove = m.RegisterLayer(inc.LayerBase, "late", r.layer(inc.LayerBase, "late"))
+			remove = m.RegisterLayer(inc.LayerBase, "late", r.Layer(inc.LayerBase, "late"))
 		}
-		return r.app("a")(ctx, ev, st)
+		return r.App("a")(ctx, ev, st)
 	})
 	if err := m.Prepare(t.Context()); err != nil {
 		t.Fatal(err)
@@ -225,7 +240,7 @@ func testRegisterInside(t *testing.T, m inc.Module) {
 	if err := m.Prepare(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	got := r.take()
+	got := r.Take()
 	if !slices.Contains(got, "base late checkpoint") {
 		t.Errorf("a layer registered from a callback never ran at the next prepare: %q", got)
 	}
