@@ -37,18 +37,7 @@ func TestConformance(t *testing.T) {
 		Nodes:   []string{"n0", "n1"},
 		Network: "unix",
 		NewModule: func(t *testing.T, daemon string) plm.Module {
-			params := mca.NewParams()
-			set := frameworks.New(params)
-			set.PLM.Register(New())
-			vals, err := params.ResolveSettings([]mca.Setting{{Name: ParamDaemonPath, Value: daemon}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := set.PLM.SelectOne(t.Context(), vals, mca.RoleHNP, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c.Module
+			return plmtest.Select(t, New(), mca.Setting{Name: ParamDaemonPath, Value: daemon})
 		},
 	})
 }

@@ -88,21 +88,9 @@ func TestConformance(t *testing.T) {
 		Nodes:   []string{"127.0.0.1", "root@127.0.0.1"},
 		Network: "tcp",
 		NewModule: func(t *testing.T, daemon string) plm.Module {
-			params := mca.NewParams()
-			set := frameworks.New(params)
-			set.PLM.Register(New())
-			vals, err := params.ResolveSettings([]mca.Setting{
-				{Name: ParamArgs, Value: sshd.SSHArgs()},
-				{Name: ParamDaemonPath, Value: daemon},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := set.PLM.SelectOne(t.Context(), vals, mca.RoleHNP, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c.Module
+			return plmtest.Select(t, New(),
+				mca.Setting{Name: ParamArgs, Value: sshd.SSHArgs()},
+				mca.Setting{Name: ParamDaemonPath, Value: daemon})
 		},
 	})
 }

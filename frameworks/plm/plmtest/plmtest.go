@@ -24,7 +24,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gompi/frameworks"
 	"gompi/frameworks/plm"
+	"gompi/mca"
 )
 
 // Options describe the component under test.
@@ -59,6 +61,25 @@ run*) echo "plmtest: ready $4"; exec cat >/dev/null;;
 esac
 exit 0
 `
+
+// Select registers c in a fresh set of frameworks, resolves settings and
+// returns the module selection picks for gompirun: how a component's test
+// makes the module it hands the kit.
+func Select(t *testing.T, c mca.Component[plm.Module], settings ...mca.Setting) plm.Module {
+	t.Helper()
+	params := mca.NewParams()
+	set := frameworks.New(params)
+	set.PLM.Register(c)
+	vals, err := params.ResolveSettings(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := set.PLM.SelectOne(t.Context(), vals, mca.RoleHNP, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel.Module
+}
 
 // Run runs the kit.
 func Run(t *testing.T, opts Options) {
