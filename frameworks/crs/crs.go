@@ -53,7 +53,10 @@ type Options struct {
 	Stop bool `json:"stop,omitempty"` // stop (SIGSTOP) once saved
 }
 
-// Launch is how a process is started: what a daemon executes.
+// Launch is how a process is started: what a daemon executes. It is also
+// how a job's ranks were started, as a reference's global metadata records
+// it for gompi-restart (package snapshot: Argv[0] the program, Env the -x
+// exports, Dir the working directory).
 type Launch struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env,omitempty"`

@@ -59,7 +59,7 @@ type JobSpec struct {
 	// defaults (mca.Values.Changed); AMCA the sets it was started with.
 	Settings []mca.Setting
 	AMCA     []string
-	Launch   snapshot.Launch
+	Launch   crs.Launch
 	// Meta reads and writes the reference's global metadata (nil: on this
 	// node's file system; snapshot.MetaStoreFor gives the one for Ref).
 	Meta snapshot.MetaStore

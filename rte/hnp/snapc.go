@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte/control"
@@ -94,7 +95,7 @@ func (j *job) startSnapC(ctx context.Context) error {
 	}
 	g, err := coord.NewGlobal(snapc.JobSpec{
 		Job: j.id, RankNodes: j.m.RankNode, Ref: ref, Settings: j.vals.Changed(), AMCA: amca,
-		Launch: snapshot.Launch{Program: j.program, Args: j.o.Args, Cwd: j.cwd, Env: j.o.Env},
+		Launch: crs.Launch{Argv: append([]string{j.program}, j.o.Args...), Dir: j.cwd, Env: j.o.Env},
 		Meta:   j.o.Meta, Values: j.vals, Log: p.FrameworkLogger(snapc.Name),
 	}, snapcLink{j})
 	if err != nil {

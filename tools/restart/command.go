@@ -267,18 +267,19 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 		args = append(args, "--mca", strings.TrimSpace(name), value)
 	}
 	args = append(args, ov.Extra...)
-	if meta.Launch.Cwd != "" {
-		args = append(args, "--wdir", meta.Launch.Cwd)
+	l := launchInfo(meta.Launch)
+	if l.Cwd != "" {
+		args = append(args, "--wdir", l.Cwd)
 	}
-	for _, e := range meta.Launch.Env {
+	for _, e := range l.Env {
 		args = append(args, "-x", e)
 	}
 	args = append(args, "--restart-ref", point.Ref.String(), "--restart-seq", strconv.Itoa(point.Seq.Seq))
-	if meta.Launch.Program == "" {
+	if l.Program == "" {
 		warnings = append(warnings, "the snapshot records no program (made by an older gompi?)")
 	}
-	args = append(args, "--", meta.Launch.Program)
-	return append(args, meta.Launch.Args...), warnings
+	args = append(args, "--", l.Program)
+	return append(args, l.Args...), warnings
 }
 
 // Main runs gompi-restart with the process's arguments.

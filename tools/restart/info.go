@@ -8,22 +8,45 @@ import (
 	"strings"
 	"time"
 
+	"gompi/frameworks/crs"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
 // Info explains a snapshot reference: what gompi-restart -i prints.
 type Info struct {
-	Ref    string          `json:"ref"`
-	Dir    string          `json:"dir"`
-	Job    string          `json:"job"`
-	Ranks  int             `json:"ranks"`
-	AMCA   []string        `json:"amca,omitempty"`
-	Launch snapshot.Launch `json:"launch"`
-	Params []mca.Setting   `json:"params,omitempty"`
+	Ref    string        `json:"ref"`
+	Dir    string        `json:"dir"`
+	Job    string        `json:"job"`
+	Ranks  int           `json:"ranks"`
+	AMCA   []string      `json:"amca,omitempty"`
+	Launch LaunchInfo    `json:"launch"`
+	Params []mca.Setting `json:"params,omitempty"`
 	// Restart is the sequence gompi-restart uses without -s (-1: none).
 	Restart int       `json:"restart"`
 	Seqs    []SeqInfo `json:"seqs"`
+}
+
+// LaunchInfo is the job's launch (a crs.Launch in the metadata) as -i
+// shows it: the program apart from its arguments, under the JSON names
+// --json has always printed (scripts read them).
+type LaunchInfo struct {
+	Program string   `json:"program"`
+	Args    []string `json:"args,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	Env     []string `json:"env,omitempty"` // NAME=value pairs given with -x
+}
+
+// launchInfo is the view of l; the zero view when it records no program.
+func launchInfo(l crs.Launch) LaunchInfo {
+	v := LaunchInfo{Cwd: l.Dir, Env: l.Env}
+	if len(l.Argv) > 0 {
+		v.Program = l.Argv[0]
+	}
+	if len(l.Argv) > 1 {
+		v.Args = l.Argv[1:]
+	}
+	return v
 }
 
 // SeqInfo is one sequence.
@@ -57,7 +80,7 @@ type ProcInfo struct {
 // (that is what -i is for). cached says where a rank's node keeps a local
 // copy, if any (nil: none looked for).
 func Explain(ctx context.Context, ref snapshot.Ref, g *snapshot.GlobalMeta, ms snapshot.MetaStore, cached func(node string, seq, rank int) (string, bool)) Info {
-	in := Info{Ref: ref.Name, Dir: ref.Dir, Job: g.Job, Ranks: g.Ranks, AMCA: g.AMCA, Launch: g.Launch, Params: g.Params, Restart: -1}
+	in := Info{Ref: ref.Name, Dir: ref.Dir, Job: g.Job, Ranks: g.Ranks, AMCA: g.AMCA, Launch: launchInfo(g.Launch), Params: g.Params, Restart: -1}
 	if c := g.Committed(); len(c) > 0 {
 		in.Restart = c[len(c)-1]
 	}

@@ -14,6 +14,7 @@ import (
 
 	"gompi/cli"
 	"gompi/frameworks"
+	"gompi/frameworks/crs"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
@@ -49,7 +50,7 @@ func reference(t *testing.T) snapshot.Ref {
 			{Name: "mca_base_param_file_prefix", Value: "ft-enable-cr", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}},
 			{Name: "crs_gone_param", Value: "x", Origin: mca.Origin{Source: mca.SourceUserFile, Where: "/h/.gompi/mca-params.conf:2"}},
 		},
-		Launch: snapshot.Launch{Program: "/opt/app/heat", Args: []string{"-size", "64", "two words"}, Cwd: "/work", Env: []string{"OMP_NUM_THREADS=1"}},
+		Launch: crs.Launch{Argv: []string{"/opt/app/heat", "-size", "64", "two words"}, Dir: "/work", Env: []string{"OMP_NUM_THREADS=1"}},
 	}
 	for _, s := range []struct {
 		seq       int
@@ -246,7 +247,7 @@ func TestCommand(t *testing.T) {
 			{Name: "plm", Value: "local", Origin: mca.Origin{Source: mca.SourceUserFile}},
 			{Name: "nobody_knows_me", Value: "1", Origin: mca.Origin{Source: mca.SourceEnv}},
 		},
-		Launch: snapshot.Launch{Program: "/bin/p", Args: []string{"-np", "--"}, Cwd: "/w", Env: []string{"A=1"}}}
+		Launch: crs.Launch{Argv: []string{"/bin/p", "-np", "--"}, Dir: "/w", Env: []string{"A=1"}}}
 	point := snapshot.RestartPoint{Ref: ref, Meta: meta, Seq: snapshot.SeqRecord{Seq: 4}}
 	params := mca.NewParams()
 	frameworks.New(params)

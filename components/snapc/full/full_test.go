@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -217,7 +218,7 @@ func newClusterSpares(t *testing.T, nodeOf, spares []string, wrap func(sstore.Mo
 		Settings: []mca.Setting{{Name: "btl", Value: "tcp", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}},
 			{Name: ParamPauseAt, Value: "x", Origin: mca.Origin{Source: mca.SourceCommandLine}}},
 		AMCA:   []string{"ft-enable-cr"},
-		Launch: snapshot.Launch{Program: "/bin/app", Args: []string{"-n", "1"}, Cwd: "/"}}, c)
+		Launch: crs.Launch{Argv: []string{"/bin/app", "-n", "1"}, Dir: "/"}}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestCheckpointsCommit(t *testing.T) {
 	if !reflect.DeepEqual(rec.Procs, want) {
 		t.Errorf("procs %+v", rec.Procs)
 	}
-	if len(m.Params) != 1 || m.Params[0].Name != "btl" || m.Launch.Program != "/bin/app" || len(m.AMCA) != 1 {
+	if len(m.Params) != 1 || m.Params[0].Name != "btl" || !slices.Equal(m.Launch.Argv, []string{"/bin/app", "-n", "1"}) || len(m.AMCA) != 1 {
 		t.Errorf("job records: params %+v launch %+v amca %v (the test hook must not be stored)", m.Params, m.Launch, m.AMCA)
 	}
 	p, err := snapshot.ChooseSeq(c.ref, m, -1)

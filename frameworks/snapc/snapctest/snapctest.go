@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
@@ -130,7 +131,7 @@ func NewJob(t *testing.T, co snapc.Coordinator, opts Options) *Job {
 		j.locals[n] = l
 	}
 	g, err := co.NewGlobal(snapc.JobSpec{Job: "kit0001", RankNodes: nodeOf, Ref: j.ref, Values: opts.Values,
-		Launch: snapshot.Launch{Program: "/bin/kit", Cwd: "/"}}, link{j})
+		Launch: crs.Launch{Argv: []string{"/bin/kit"}, Dir: "/"}}, link{j})
 	if err != nil {
 		t.Fatalf("global coordinator: %v", err)
 	}

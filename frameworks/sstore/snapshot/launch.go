@@ -5,33 +5,33 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"gompi/frameworks/crs"
 )
 
-// Launch is how the job's ranks were started: what gompi-restart runs
-// again, so a reference alone is enough to restart (Open MPI's restart
-// hard-coded its launch instead). It is stored in the global metadata as
+// The job's launch (crs.Launch: what gompi-restart runs again, so a
+// reference alone is enough to restart; Open MPI's restart hard-coded its
+// launch instead) is stored in the global metadata as
 //
-//	# Program: /abs/path/prog cwd=/work/dir
-//	# Arg: first argument
-//	# Export: NAME=value          (each -x of the original gompirun)
-type Launch struct {
-	Program string   `json:"program"`
-	Args    []string `json:"args,omitempty"`
-	Cwd     string   `json:"cwd,omitempty"`
-	Env     []string `json:"env,omitempty"` // NAME=value pairs given with -x
-}
+//	# Program: /abs/path/prog cwd=/work/dir     (Argv[0], Dir)
+//	# Arg: first argument                       (each of Argv[1:])
+//	# Export: NAME=value                        (each of Env: the -x of the original gompirun)
+//
+// The records predate crs.Launch (they were written from a Launch of this
+// package's own); the format is unchanged, so older references still read.
 
-// encode writes the launch records; nothing when no program is recorded.
-func (l Launch) encode(b *bufio.Writer) {
-	if l.Program == "" {
+// encodeLaunch writes the launch records; nothing when no program is
+// recorded.
+func encodeLaunch(b *bufio.Writer, l crs.Launch) {
+	if len(l.Argv) == 0 || l.Argv[0] == "" {
 		return
 	}
-	if l.Cwd != "" {
-		writeRecord(b, "Program", l.Program, "cwd", l.Cwd)
+	if l.Dir != "" {
+		writeRecord(b, "Program", l.Argv[0], "cwd", l.Dir)
 	} else {
-		writeRecord(b, "Program", l.Program)
+		writeRecord(b, "Program", l.Argv[0])
 	}
-	for _, a := range l.Args {
+	for _, a := range l.Argv[1:] {
 		writeRecord(b, "Arg", a)
 	}
 	for _, e := range l.Env {
@@ -39,12 +39,13 @@ func (l Launch) encode(b *bufio.Writer) {
 	}
 }
 
-// parseRecord adds one launch record. A program must be an absolute path
-// (gompirun records the resolved one); arguments and exports come after it.
-func (l *Launch) parseRecord(rec record) error {
+// parseLaunchRecord adds one launch record to l. A program must be an
+// absolute path (gompirun records the resolved one); arguments and
+// exports come after it.
+func parseLaunchRecord(l *crs.Launch, rec record) error {
 	switch rec.key {
 	case "Program":
-		if l.Program != "" {
+		if len(l.Argv) > 0 {
 			return fmt.Errorf("Program recorded twice")
 		}
 		if !filepath.IsAbs(rec.pos) {
@@ -53,14 +54,14 @@ func (l *Launch) parseRecord(rec record) error {
 		if cwd, ok := rec.fields["cwd"]; ok && !filepath.IsAbs(cwd) {
 			return fmt.Errorf("Program cwd %q is not an absolute path", cwd)
 		}
-		l.Program, l.Cwd = rec.pos, rec.fields["cwd"]
+		l.Argv, l.Dir = []string{rec.pos}, rec.fields["cwd"]
 	case "Arg":
-		if l.Program == "" {
+		if len(l.Argv) == 0 {
 			return fmt.Errorf("Arg before Program")
 		}
-		l.Args = append(l.Args, rec.pos)
+		l.Argv = append(l.Argv, rec.pos)
 	case "Export":
-		if l.Program == "" {
+		if len(l.Argv) == 0 {
 			return fmt.Errorf("Export before Program")
 		}
 		if k, _, ok := strings.Cut(rec.pos, "="); !ok || k == "" {

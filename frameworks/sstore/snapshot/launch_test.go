@@ -2,15 +2,18 @@ package snapshot
 
 import (
 	"bytes"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"gompi/frameworks/crs"
 )
 
 func withLaunch() *GlobalMeta {
 	g := sampleGlobal()
-	g.Launch = Launch{Program: "/opt/app/heat", Args: []string{"-size", "64", "", "two words", `q"uote`},
-		Cwd: "/work/dir with space", Env: []string{"OMP_NUM_THREADS=1", "EMPTY=", "X=a=b"}}
+	g.Launch = crs.Launch{Argv: []string{"/opt/app/heat", "-size", "64", "", "two words", `q"uote`},
+		Dir: "/work/dir with space", Env: []string{"OMP_NUM_THREADS=1", "EMPTY=", "X=a=b"}}
 	return g
 }
 
@@ -86,4 +89,30 @@ func FuzzParseGlobalLaunch(f *testing.F) {
 			t.Fatalf("round trip differs:\n%+v\n%+v", again, g)
 		}
 	})
+}
+
+// TestLaunchFormatUnchanged reads metadata written before the launch was a
+// crs.Launch (testdata/launch-v1.meta, written by the package's former
+// Launch type) and writes it back byte for byte: references taken by an
+// older gompi still restart, and new ones read in an older gompi.
+func TestLaunchFormatUnchanged(t *testing.T) {
+	old, err := os.ReadFile("testdata/launch-v1.meta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := ParseGlobal(bytes.NewReader(old), "launch-v1.meta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := withLaunch().Launch
+	if !reflect.DeepEqual(g.Launch, want) {
+		t.Errorf("launch read as %+v, want %+v", g.Launch, want)
+	}
+	var out bytes.Buffer
+	if err := g.Encode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), old) {
+		t.Errorf("re-encoded metadata differs from the stored one:\n%s\nwant:\n%s", out.Bytes(), old)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"gompi/frameworks/crs"
 	"gompi/frameworks/filem/fscopy"
 	"gompi/mca"
 )
@@ -41,7 +42,7 @@ type GlobalMeta struct {
 	Ranks  int
 	AMCA   []string
 	Params []mca.Setting
-	Launch Launch // how the ranks were started (launch.go)
+	Launch crs.Launch // how the ranks were started (records in launch.go)
 	Seqs   []SeqRecord
 }
 
@@ -121,7 +122,7 @@ func (g *GlobalMeta) Encode(w io.Writer) error {
 	for _, p := range g.Params {
 		writeRecord(b, "Param", p.Name, "value", p.Value, "source", p.Origin.Source.String(), "where", p.Origin.Where)
 	}
-	g.Launch.encode(b)
+	encodeLaunch(b, g.Launch)
 	for _, s := range g.Seqs {
 		kind := "checkpoint"
 		if s.Migrate {
@@ -174,7 +175,7 @@ func ParseGlobal(r io.Reader, name string) (*GlobalMeta, error) {
 			}
 			g.Params = append(g.Params, mca.Setting{Name: rec.pos, Value: rec.fields["value"], Origin: mca.Origin{Source: src, Where: rec.fields["where"]}})
 		case "Program", "Arg", "Export":
-			if err := g.Launch.parseRecord(rec); err != nil {
+			if err := parseLaunchRecord(&g.Launch, rec); err != nil {
 				return fail(rec, "%v", err)
 			}
 		case "Seq":
