@@ -270,3 +270,32 @@ func TestToolsImportedOnlyByCommands(t *testing.T) {
 		func(p string) bool { return !under(p, cmdDir) },
 		func(from, imp string) bool { return under(imp, tools) && !under(from, imp) })
 }
+
+// componentImporters is every package outside components/ that may import
+// a component, and the components it may import. Tests (_test.go files)
+// are not in the graph and may reach any component; the packages below
+// are the only non-test ones.
+var componentImporters = map[string][]string{
+	// The one assembly point: every process gets its components from the
+	// list of built-ins, and from nowhere else.
+	boot: {builtin},
+	// Test support linked only into test binaries: mpitest starts
+	// in-process jobs with the built-in list, as a real process would.
+	mpi + "/mpitest": {builtin},
+	// crtest stands in for the job's checkpoint coordinators in process
+	// and registers the two components a rank's C/R path runs (self saves
+	// the rank, bkmrk quiesces its channels) into the test's own sets.
+	cr + "/crtest": {components + "/crcp/bkmrk", components + "/crs/self"},
+}
+
+// Components are chosen at one place: outside components/, only boot
+// imports them (through components/builtin), so a tool or the runtime
+// never depends on one component's private layout (tools/restart once
+// imported sstore/stage for its node cache, now package snapshot's).
+func TestComponentsImportedOnlyByAssembly(t *testing.T) {
+	forbidImports(t, "outside components/, only boot imports a component (through components/builtin), besides the test-support packages listed in componentImporters",
+		func(p string) bool { return !under(p, components) },
+		func(from, imp string) bool {
+			return under(imp, components) && !slices.Contains(componentImporters[from], imp)
+		})
+}

@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gompi/components/snapc/full"
-	"gompi/components/sstore/stage"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte"
@@ -289,7 +288,7 @@ type fetchHold struct {
 
 func holdFetch(t *testing.T, local, node string, ref snapshot.Ref, seq, rank int) *fetchHold {
 	t.Helper()
-	dir, ok := stage.CachedDir(local, node, ref, seq, rank)
+	dir, ok := snapshot.StagedCopy(local, node, ref, seq, rank)
 	if !ok {
 		t.Fatalf("node %s has no cached copy of rank %d's snapshot of seq %d (%s)", node, rank, seq, dir)
 	}

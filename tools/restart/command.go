@@ -27,7 +27,6 @@ import (
 
 	"gompi/boot"
 	"gompi/cli"
-	"gompi/components/sstore/stage"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
@@ -119,14 +118,14 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		return err
 	}
 	if o.info {
-		root := p.Values.String(stage.ParamLocalDir)
+		root := p.Values.String(snapshot.ParamStageRoot)
 		for _, s := range meta.Params { // where the job kept its copies
-			if s.Name == stage.ParamLocalDir {
+			if s.Name == snapshot.ParamStageRoot {
 				root = s.Value
 			}
 		}
 		in := Explain(ctx, ref, meta, ms, func(node string, seq, rank int) (string, bool) {
-			return stage.CachedDir(root, node, ref, seq, rank)
+			return snapshot.StagedCopy(root, node, ref, seq, rank)
 		})
 		if o.seq >= 0 {
 			if _, ok := meta.Seq(o.seq); !ok {

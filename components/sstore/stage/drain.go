@@ -577,10 +577,10 @@ func (m *module) evict(nodeDir string, ref snapshot.Ref, seq int, locals []sstor
 		if i < m.cfg.cache {
 			continue
 		}
-		dir := seqPath(nodeDir, ref, s)
+		dir := snapshot.StageSeqDir(nodeDir, ref, s)
 		if s == seq {
 			for _, l := range locals {
-				if own := localPath(nodeDir, ref, seq, l.Rank); filepath.Clean(l.Dir) == own {
+				if own := snapshot.StageLocalDir(nodeDir, ref, seq, l.Rank); filepath.Clean(l.Dir) == own {
 					if err := os.RemoveAll(own); err != nil {
 						log.Warn("cache eviction", "dir", own, "err", err)
 					}

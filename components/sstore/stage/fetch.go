@@ -35,7 +35,7 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	if err != nil {
 		return "", err
 	}
-	dir := localPath(nodeDir, ref, seq, rank)
+	dir := snapshot.StageLocalDir(nodeDir, ref, seq, rank)
 	switch err := checkCopy(dir, rank); {
 	case err == nil:
 		log.Info("restart reads this node's cached copy", "ref", ref.Name, "seq", seq, "rank", rank, "dir", dir)

@@ -87,7 +87,7 @@ func newFixture(t testing.TB, wrap func(filem.Module) filem.Module, settings ...
 	return f
 }
 
-func (f *fixture) nodeDir() string { return NodeDir(f.root, f.node) }
+func (f *fixture) nodeDir() string { return snapshot.StageNodeDir(f.root, f.node) }
 
 // rankFiles is what a test rank writes: file name to content.
 type rankFiles map[string][]byte

@@ -11,9 +11,9 @@
 //	<root>/<node>/<ref name>/<seq>/gompi_snapshot_<rank>.ckpt/
 //
 // where <root> is sstore_stage_local_snapshot_dir (default
-// <tmp>/gompi-stage-<uid>). The node's name is part of the path so that
-// several nodes sharing one machine (tests, the demo) or one folder never
-// see each other's copies.
+// <tmp>/gompi-stage-<uid>). The layout is package snapshot's (stage.go
+// there: StageNodeDir, StageLocalDir, StagedCopy), since gompi-restart -i
+// reads it too.
 //
 // A rank's snapshot on global storage is complete once its snapshot_meta is
 // there: Sync puts it after every file it records. The sequence itself
@@ -29,7 +29,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,7 +50,7 @@ const Priority = 10
 // The component's parameters.
 const (
 	prefix             = sstore.Name + "_" + Name + "_"
-	ParamLocalDir      = prefix + "local_snapshot_dir"
+	ParamLocalDir      = snapshot.ParamStageRoot
 	ParamMaxInflight   = prefix + "max_inflight"
 	ParamCompress      = prefix + "compress"
 	ParamCompressLevel = prefix + "compress_level"
@@ -88,7 +87,7 @@ func (component) Info() mca.ComponentInfo {
 
 // config is what a module runs with.
 type config struct {
-	localRoot   string // "" = DefaultRoot()
+	localRoot   string // "" = snapshot.DefaultStageRoot()
 	maxInflight int
 	alg         string
 	level       int
@@ -128,43 +127,6 @@ func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, erro
 		return nil, 0, err
 	}
 	return newModule(c), q.Priority, nil
-}
-
-// DefaultRoot is the node-local root used when sstore_stage_local_snapshot_dir
-// is empty: <tmp>/gompi-stage-<uid>, one per user.
-func DefaultRoot() string {
-	return filepath.Join(os.TempDir(), "gompi-stage-"+strconv.Itoa(os.Getuid()))
-}
-
-// NodeDir is the folder of node's staged snapshots under localRoot (the
-// value of sstore_stage_local_snapshot_dir; "" = DefaultRoot()).
-func NodeDir(localRoot, node string) string {
-	if localRoot == "" {
-		localRoot = DefaultRoot()
-	}
-	return filepath.Join(localRoot, node)
-}
-
-// CachedDir says where node keeps its local copy of rank's snapshot of seq
-// under localRoot (as NodeDir takes it), and whether a copy is there: the
-// folder exists and holds a readable snapshot_meta of that rank. It does
-// not read the files' data (Fetch verifies them before using the copy), so
-// gompi-restart -i can ask it for every rank cheaply. Only a node whose
-// folder this process can see (its own, or any on one machine) is
-// answered truthfully.
-func CachedDir(localRoot, node string, ref snapshot.Ref, seq, rank int) (string, bool) {
-	dir := localPath(NodeDir(localRoot, node), ref, seq, rank)
-	meta, err := snapshot.ReadLocal(dir)
-	return dir, err == nil && meta.Rank == rank
-}
-
-// localPath is rank's local copy of seq under nodeDir.
-func localPath(nodeDir string, ref snapshot.Ref, seq, rank int) string {
-	return filepath.Join(seqPath(nodeDir, ref, seq), snapshot.LocalName(rank))
-}
-
-func seqPath(nodeDir string, ref snapshot.Ref, seq int) string {
-	return filepath.Join(nodeDir, ref.Name, strconv.Itoa(seq))
 }
 
 // checkName refuses what cannot be one element of a local path.
@@ -221,7 +183,7 @@ func (m *module) Provision(_ context.Context, env sstore.Host) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.bound, m.env, m.log = true, env, log.With("sstore", Name, "node", node)
-	m.nodeDir = NodeDir(m.cfg.localRoot, node)
+	m.nodeDir = snapshot.StageNodeDir(m.cfg.localRoot, node)
 	return nil
 }
 
@@ -265,7 +227,7 @@ func (m *module) ensureNodeDir(nodeDir string) error {
 	if m.cfg.localRoot != "" {
 		return nil
 	}
-	root := DefaultRoot()
+	root := snapshot.DefaultStageRoot()
 	fi, err := os.Lstat(root)
 	if err != nil {
 		return err
@@ -291,7 +253,7 @@ func (m *module) LocalDir(ctx context.Context, ref snapshot.Ref, seq, rank int) 
 	if err != nil {
 		return "", err
 	}
-	dir := localPath(nodeDir, ref, seq, rank)
+	dir := snapshot.StageLocalDir(nodeDir, ref, seq, rank)
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("sstore/stage: clear %s: %w", dir, err)
 	}
@@ -312,7 +274,7 @@ func (m *module) Remove(ctx context.Context, ref snapshot.Ref, seq int) error {
 	if err != nil {
 		return err
 	}
-	dir := seqPath(nodeDir, ref, seq)
+	dir := snapshot.StageSeqDir(nodeDir, ref, seq)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("sstore/stage: %s: %w", op, err)
 	}

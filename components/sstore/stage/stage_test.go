@@ -131,7 +131,7 @@ func TestLocalDir(t *testing.T) {
 	if err := other.Provision(ctx, sstore.Host{Node: "n2"}); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := other.LocalDir(ctx, f.ref, 3, 1); err != nil || d == dir || !strings.HasPrefix(d, NodeDir(f.root, "n2")) {
+	if d, err := other.LocalDir(ctx, f.ref, 3, 1); err != nil || d == dir || !strings.HasPrefix(d, snapshot.StageNodeDir(f.root, "n2")) {
 		t.Errorf("node n2's LocalDir = %s, %v", d, err)
 	}
 	for _, bad := range []struct {
@@ -155,8 +155,8 @@ func TestDefaultRoot(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	root := filepath.Join(tmp, fmt.Sprintf("gompi-stage-%d", os.Getuid()))
-	if DefaultRoot() != root || NodeDir("", "n7") != filepath.Join(root, "n7") || NodeDir("/x", "n7") != "/x/n7" {
-		t.Fatalf("DefaultRoot %s, NodeDir %s", DefaultRoot(), NodeDir("", "n7"))
+	if snapshot.DefaultStageRoot() != root || snapshot.StageNodeDir("", "n7") != filepath.Join(root, "n7") || snapshot.StageNodeDir("/x", "n7") != "/x/n7" {
+		t.Fatalf("DefaultRoot %s, NodeDir %s", snapshot.DefaultStageRoot(), snapshot.StageNodeDir("", "n7"))
 	}
 	_, vals := resolve(t, "sstore=stage")
 	m, _, err := New().Query(context.Background(), mca.Query{Values: vals, Priority: Priority})
@@ -208,14 +208,14 @@ func TestRoundTrip(t *testing.T) {
 				checkGlobal(t, f, 5, rank, s, alg)
 				// The local copy stays as the node's cache, as written.
 				sameSnapshot(t, locals[rank].Dir, rank, s)
-				if dir, ok := CachedDir(f.root, f.node, f.ref, 5, rank); !ok || dir != locals[rank].Dir {
+				if dir, ok := snapshot.StagedCopy(f.root, f.node, f.ref, 5, rank); !ok || dir != locals[rank].Dir {
 					t.Errorf("CachedDir = %s, %v", dir, ok)
 				}
 			}
-			if _, ok := CachedDir(f.root, f.node, f.ref, 5, 7); ok {
+			if _, ok := snapshot.StagedCopy(f.root, f.node, f.ref, 5, 7); ok {
 				t.Errorf("CachedDir claims rank 7")
 			}
-			if _, ok := CachedDir(f.root, "n2", f.ref, 5, 0); ok {
+			if _, ok := snapshot.StagedCopy(f.root, "n2", f.ref, 5, 0); ok {
 				t.Errorf("CachedDir claims node n2 holds rank 0")
 			}
 			// Each rank's snapshot_meta arrived after all its files.
@@ -276,7 +276,7 @@ func TestRoundTrip(t *testing.T) {
 				!strings.Contains(err.Error(), stored) || !strings.Contains(err.Error(), "gompi-restart -s") {
 				t.Errorf("Fetch of a damaged global copy: %v", err)
 			}
-			if _, ok := CachedDir(f.root, f.node, f.ref, 5, 1); ok {
+			if _, ok := snapshot.StagedCopy(f.root, f.node, f.ref, 5, 1); ok {
 				t.Errorf("a damaged fetch was installed as the cached copy")
 			}
 			noTemporaries(t, f.nodeDir())
