@@ -400,8 +400,8 @@ func (f *Framework[M]) query(ctx context.Context, vals *Values, role Role, log *
 		if a.Priority != b.Priority {
 			return a.Priority > b.Priority
 		}
-		if (a.Info.Origin == "built-in") != (b.Info.Origin == "built-in") {
-			return a.Info.Origin == "built-in"
+		if (a.Info.Origin == OriginBuiltin) != (b.Info.Origin == OriginBuiltin) {
+			return a.Info.Origin == OriginBuiltin
 		}
 		return a.Info.Name < b.Info.Name
 	})

@@ -20,11 +20,21 @@ func (q Query) SkipUnlessCR(framework, name string) error {
 
 // SkipUnlessAsked is for a policy that applies only when asked for: by
 // name in its framework's selection or with its enable parameter (errmgr
-// sustain and autor). selection is a selection value naming it, shown as
-// the way to ask. It returns nil when asked, else an error wrapping ErrSkip.
+// sustain, autor and crmig). selection is a selection value naming it,
+// shown as the way to ask. It returns nil when asked, else an error
+// wrapping ErrSkip; for a policy on by default (its enable parameter
+// defaults to true) the error says it was turned off.
 func (q Query) SkipUnlessAsked(framework, name, enable, selection string) error {
 	if q.Values.Bool(enable) || Names(q.Values, framework, name) {
 		return nil
+	}
+	if q.Values.params != nil {
+		if p, ok := q.Values.params.Lookup(enable); ok {
+			if on, _ := ParseBool(p.Default); on {
+				return fmt.Errorf("%s/%s: turned off (%s=0; name it, --mca %s %s, or set %s=1): %w",
+					framework, name, enable, framework, selection, enable, ErrSkip)
+			}
+		}
 	}
 	return fmt.Errorf("%s/%s: not asked for (name it, --mca %s %s, or set %s=1): %w",
 		framework, name, framework, selection, enable, ErrSkip)

@@ -37,6 +37,14 @@ func TestSkipRules(t *testing.T) {
 			t.Errorf("asked: %v", err)
 		}
 	}
+	p.Register("fw", ParamSpec{Name: "fw_y_enable", Type: Bool, Default: "1"})
+	err = resolve(set("fw_y_enable", "0")).SkipUnlessAsked("fw", "y", "fw_y_enable", "y,default")
+	if !errors.Is(err, ErrSkip) || err.Error() != "fw/y: turned off (fw_y_enable=0; name it, --mca fw y,default, or set fw_y_enable=1): "+ErrSkip.Error() {
+		t.Errorf("a policy on by default, turned off: %v", err)
+	}
+	if err := resolve().SkipUnlessAsked("fw", "y", "fw_y_enable", "y"); err != nil {
+		t.Errorf("a policy on by default: %v", err)
+	}
 	if err := resolve(set("fw", "^x")).SkipUnlessAsked("fw", "x", "fw_x_enable", "x"); !errors.Is(err, ErrSkip) {
 		t.Errorf("an exclusion asks for nothing: %v", err)
 	}

@@ -32,18 +32,11 @@ const (
 	paramPoll   = "btl_tcp_poll"
 )
 
-type component struct{}
-
 // New returns the tcp BTL component.
-func New() mca.Component[btl.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   btl.Name,
-		Name:        "tcp",
+func New() mca.Component[btl.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: btl.Name, Name: "tcp",
 		Description: "TCP sockets between any two nodes",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: paramListen, Type: mca.String, Level: mca.LevelTuner,
 				Help: "Where ranks listen and what they publish: an IP address or host name, an interface name (eth0), or * for all interfaces publishing the first non-loopback IPv4 address; empty means 127.0.0.1 (one host)"},
@@ -54,10 +47,10 @@ func (component) Info() mca.ComponentInfo {
 			{Name: paramPoll, Type: mca.Duration, Default: "50us", Level: mca.LevelTuner,
 				Help: "How long a read busy-polls for data while the rank waits for a message, before sleeping; 0 never polls (saves CPU, costs latency)"},
 		},
-	}
+	}, query)
 }
 
-func (component) Query(_ context.Context, q mca.Query) (btl.Module, int, error) {
+func query(_ context.Context, q mca.Query) (btl.Module, int, error) {
 	return &module{
 		listen: q.Values.String(paramListen),
 		sndbuf: int(q.Values.Size(paramSnd)),
@@ -222,6 +215,5 @@ func (m *module) Close() error {
 }
 
 var (
-	_ mca.Component[btl.Module] = component{}
-	_ btl.Module                = (*module)(nil)
+	_ btl.Module = (*module)(nil)
 )

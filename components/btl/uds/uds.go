@@ -39,18 +39,11 @@ const (
 	paramSnd  = "btl_uds_sndbuf"
 )
 
-type component struct{}
-
 // New returns the uds BTL component.
-func New() mca.Component[btl.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   btl.Name,
-		Name:        "uds",
+func New() mca.Component[btl.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: btl.Name, Name: "uds",
 		Description: "Unix-domain sockets between ranks of the same node",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: paramDir, Type: mca.String, Level: mca.LevelTuner,
 				Help: "Folder holding the per-job socket folders; empty means $TMPDIR or /tmp. Socket paths must stay under 108 bytes"},
@@ -59,10 +52,10 @@ func (component) Info() mca.ComponentInfo {
 			{Name: paramPoll, Type: mca.Duration, Default: "50us", Level: mca.LevelTuner,
 				Help: "How long a read busy-polls for data while the rank waits for a message, before sleeping; 0 never polls (saves CPU, costs latency)"},
 		},
-	}
+	}, query)
 }
 
-func (component) Query(_ context.Context, q mca.Query) (btl.Module, int, error) {
+func query(_ context.Context, q mca.Query) (btl.Module, int, error) {
 	return &module{base: q.Values.String(paramDir), poll: q.Values.Duration(paramPoll), sndbuf: int(q.Values.Size(paramSnd))}, q.Priority, nil
 }
 
@@ -214,6 +207,5 @@ func (m *module) Close() error {
 }
 
 var (
-	_ mca.Component[btl.Module] = component{}
-	_ btl.Module                = (*module)(nil)
+	_ btl.Module = (*module)(nil)
 )

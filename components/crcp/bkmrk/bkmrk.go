@@ -35,25 +35,18 @@ const Name = "bkmrk"
 // Priority is the component's default priority, above none.
 const Priority = 20
 
-type component struct{}
-
 // New returns the bkmrk CRCP component.
-func New() mca.Component[crcp.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   crcp.Name,
-		Name:        Name,
+func New() mca.Component[crcp.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: crcp.Name, Name: Name,
 		Description: "Bookmark exchange: per-peer message counts exchanged at a checkpoint, channels drained into the library",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Origin:      "built-in",
-	}
+	}, query)
 }
 
-// Query answers in ranks of a job with checkpoint/restart on; elsewhere
+// query answers in ranks of a job with checkpoint/restart on; elsewhere
 // it skips, so C/R off leaves the message path unwatched.
-func (component) Query(_ context.Context, q mca.Query) (crcp.Module, int, error) {
+func query(_ context.Context, q mca.Query) (crcp.Module, int, error) {
 	if q.Role != mca.RoleApp {
 		return nil, 0, fmt.Errorf("crcp/bkmrk: the protocol runs in ranks, this is a %v process: %w", q.Role, mca.ErrSkip)
 	}
@@ -172,6 +165,5 @@ func (m *Module) FTEvent(ctx context.Context, state crs.State, ch crcp.Channels)
 }
 
 var (
-	_ mca.Component[crcp.Module] = component{}
-	_ crcp.Module                = (*Module)(nil)
+	_ crcp.Module = (*Module)(nil)
 )

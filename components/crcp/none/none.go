@@ -23,23 +23,12 @@ const Priority = 1
 // ErrNoProtocol is wrapped by FTEvent(StateCheckpoint).
 var ErrNoProtocol = errors.New("channel state cannot be made consistent without a coordination protocol; select crcp=bkmrk or run with -am ft-enable-cr")
 
-type component struct{}
-
 // New returns the none CRCP component.
-func New() mca.Component[crcp.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   crcp.Name,
-		Name:        "none",
+func New() mca.Component[crcp.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: crcp.Name, Name: "none",
 		Description: "No coordination protocol (C/R off): the message path is not wrapped and checkpoints are refused",
 		Priority:    Priority,
-		Origin:      "built-in",
-	}
-}
-
-func (component) Query(_ context.Context, q mca.Query) (crcp.Module, int, error) {
-	return module{}, q.Priority, nil
+	}, mca.Module[crcp.Module](module{}))
 }
 
 type module struct{}
@@ -55,6 +44,5 @@ func (module) FTEvent(_ context.Context, state crs.State, _ crcp.Channels) error
 }
 
 var (
-	_ mca.Component[crcp.Module] = component{}
-	_ crcp.Module                = module{}
+	_ crcp.Module = module{}
 )

@@ -19,25 +19,13 @@ import (
 // Name of the component.
 const Name = "none"
 
-type component struct{}
-
 // New returns the none CRS component.
-func New() mca.Component[crs.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   crs.Name,
-		Name:        Name,
+func New() mca.Component[crs.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: crs.Name, Name: Name,
 		Description: "No checkpoint/restart: every checkpoint request is refused with advice on what to select instead",
 		Version:     "1.0.0",
 		Priority:    1,
-		Origin:      "built-in",
-	}
-}
-
-// Query always answers: none is the fallback when nothing better applies.
-func (component) Query(ctx context.Context, q mca.Query) (crs.Module, int, error) {
-	return module{}, q.Priority, nil
+	}, mca.Module[crs.Module](module{}))
 }
 
 type module struct{}
@@ -78,6 +66,5 @@ func alive(pid int) error {
 }
 
 var (
-	_ mca.Component[crs.Module] = component{}
-	_ crs.Module                = module{}
+	_ crs.Module = module{}
 )

@@ -38,24 +38,17 @@ const Name = "self"
 // Priority is the component's default priority: above none.
 const Priority = 20
 
-type component struct{}
-
 // New returns the self CRS component.
-func New() mca.Component[crs.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   crs.Name,
-		Name:        Name,
+func New() mca.Component[crs.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: crs.Name, Name: Name,
 		Description: "Application-level checkpoint: a rank saves the state it registered with package cr at a safe point",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Origin:      "built-in",
-	}
+	}, query)
 }
 
-// Query answers in ranks of a job with checkpoint/restart on.
-func (component) Query(_ context.Context, q mca.Query) (crs.Module, int, error) {
+// query answers in ranks of a job with checkpoint/restart on.
+func query(_ context.Context, q mca.Query) (crs.Module, int, error) {
 	if q.Role != mca.RoleApp {
 		return nil, 0, fmt.Errorf("crs/self: a rank saves itself from inside; this is a %v process: %w", q.Role, mca.ErrSkip)
 	}
@@ -171,7 +164,6 @@ func alive(pid int) error {
 }
 
 var (
-	_ mca.Component[crs.Module] = component{}
 	_ crs.Module                = (*Module)(nil)
 	_ mca.Provisioner[crs.Host] = (*Module)(nil)
 	_ io.Closer                 = (*Module)(nil)

@@ -40,19 +40,12 @@ const (
 	ParamSameNode      = "errmgr_autor_same_node"
 )
 
-type component struct{}
-
 // New returns the autor ErrMgr component.
-func New() mca.Component[errmgr.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   errmgr.Name,
-		Name:        Name,
+func New() mca.Component[errmgr.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: errmgr.Name, Name: Name,
 		Description: "Automatic recovery: on a failure, restart every rank from the last committed checkpoint, lost ranks on other nodes",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamEnable, Type: mca.Bool, Default: "0", Level: mca.LevelUser,
 				Help: "Recover failed jobs from their last checkpoint (also on when the errmgr selection names autor); needs -am ft-enable-cr"},
@@ -61,16 +54,13 @@ func (component) Info() mca.ComponentInfo {
 			{Name: ParamSameNode, Type: mca.Bool, Default: "0", Level: mca.LevelUser,
 				Help: "Restart a failed rank on its own node when that node is still up (default: on another node)"},
 		},
-	}
+	}, query)
 }
 
-// Query answers when autor was asked for and C/R is on.
-func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
-	if err := q.SkipUnlessAsked(errmgr.Name, Name, ParamEnable, Name+","+errmgr.DefaultName); err != nil {
+// query answers when autor was asked for and C/R is on.
+func query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
+	if err := errmgr.SkipUnlessAsked(q, Name, ParamEnable, Name+","+errmgr.DefaultName, "restarts jobs from their checkpoints"); err != nil {
 		return nil, 0, err
-	}
-	if !q.Values.Bool("ft_cr_enabled") {
-		return nil, 0, fmt.Errorf("errmgr/autor: it restarts jobs from their checkpoints, and checkpoint/restart is off: run with -am ft-enable-cr: %w", mca.ErrSkip)
 	}
 	limit := q.Values.Int(ParamMaxRecoveries)
 	if limit < 0 {
@@ -166,7 +156,6 @@ func rankList(ranks []int) string {
 }
 
 var (
-	_ mca.Component[errmgr.Module] = component{}
 	_ errmgr.Module                = (*Module)(nil)
 	_ mca.Provisioner[errmgr.Host] = (*Module)(nil)
 )

@@ -44,34 +44,23 @@ const Priority = 40
 // ParamEnable turns the component on (the default) or off.
 const ParamEnable = "errmgr_crmig_enable"
 
-type component struct{}
-
 // New returns the crmig ErrMgr component.
-func New() mca.Component[errmgr.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   errmgr.Name,
-		Name:        Name,
+func New() mca.Component[errmgr.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: errmgr.Name, Name: Name,
 		Description: "Process migration: on a predicted fault, checkpoint only the ranks at risk and restart them on other nodes while the others wait",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamEnable, Type: mca.Bool, Default: "1", Level: mca.LevelUser,
 				Help: "Move ranks off nodes predicted to fail (gompi-migrate, cr.Migrate) while the job runs (also on when the errmgr selection names crmig); needs -am ft-enable-cr"},
 		},
-	}
+	}, query)
 }
 
-// Query answers when C/R is on and the component is not turned off.
-func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
-	if !q.Values.Bool(ParamEnable) && !mca.Names(q.Values, errmgr.Name, Name) {
-		return nil, 0, fmt.Errorf("errmgr/crmig: turned off (%s=0; name it, --mca %s %s,autor,%s, or set %s=1): %w",
-			ParamEnable, errmgr.Name, Name, errmgr.DefaultName, ParamEnable, mca.ErrSkip)
-	}
-	if !q.Values.Bool("ft_cr_enabled") {
-		return nil, 0, fmt.Errorf("errmgr/crmig: it moves ranks through checkpoints, and checkpoint/restart is off: run with -am ft-enable-cr: %w", mca.ErrSkip)
+// query answers when C/R is on and the component is not turned off.
+func query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
+	if err := errmgr.SkipUnlessAsked(q, Name, ParamEnable, Name+",autor,"+errmgr.DefaultName, "moves ranks through checkpoints"); err != nil {
+		return nil, 0, err
 	}
 	return NewModule(), q.Priority, nil
 }
@@ -202,7 +191,6 @@ func roundDur(d time.Duration) string {
 }
 
 var (
-	_ mca.Component[errmgr.Module] = component{}
 	_ errmgr.Module                = (*Module)(nil)
 	_ mca.Provisioner[errmgr.Host] = (*Module)(nil)
 )

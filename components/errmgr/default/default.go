@@ -15,23 +15,12 @@ import (
 // puts the component last whatever its priority.
 const Priority = 0
 
-type component struct{}
-
 // New returns the default ErrMgr component.
-func New() mca.Component[errmgr.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   errmgr.Name,
-		Name:        errmgr.DefaultName,
+func New() mca.Component[errmgr.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: errmgr.Name, Name: errmgr.DefaultName,
 		Description: "Abort the job on a failure, reporting rank, node and cause; always last in the stack",
 		Priority:    Priority,
-		Origin:      "built-in",
-	}
-}
-
-func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
-	return module{}, q.Priority, nil
+	}, mca.Module[errmgr.Module](module{}))
 }
 
 type module struct{}
@@ -49,6 +38,5 @@ func (module) Handle(_ context.Context, f errmgr.Fault, st *errmgr.Status) (errm
 }
 
 var (
-	_ mca.Component[errmgr.Module] = component{}
-	_ errmgr.Module                = module{}
+	_ errmgr.Module = module{}
 )

@@ -43,33 +43,26 @@ const (
 	ParamMaxFailures = "errmgr_sustain_max_failures"
 )
 
-type component struct{}
-
 // New returns the sustain ErrMgr component.
-func New() mca.Component[errmgr.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   errmgr.Name,
-		Name:        Name,
+func New() mca.Component[errmgr.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: errmgr.Name, Name: Name,
 		Description: "Run through failures: lost ranks are reported to the survivors (mpi.ErrProcFailed), the job goes on",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamEnable, Type: mca.Bool, Default: "0", Level: mca.LevelUser,
 				Help: "Keep the job running when ranks fail or a node is lost (also on when the errmgr selection names sustain); the application must handle mpi.ErrProcFailed"},
 			{Name: ParamMaxFailures, Type: mca.Int, Default: "0", Level: mca.LevelUser,
 				Help: "Ranks the job may lose and run on (0 = no bound); one more aborts the job"},
 		},
-	}
+	}, query)
 }
 
-// Query answers when the component was asked for: by name in the errmgr
+// query answers when the component was asked for: by name in the errmgr
 // selection, or with errmgr_sustain_enable. Otherwise it skips, so an
 // application not written for failures is aborted as before.
-func (component) Query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
-	if err := q.SkipUnlessAsked(errmgr.Name, Name, ParamEnable, Name+","+errmgr.DefaultName); err != nil {
+func query(_ context.Context, q mca.Query) (errmgr.Module, int, error) {
+	if err := errmgr.SkipUnlessAsked(q, Name, ParamEnable, Name+","+errmgr.DefaultName, ""); err != nil {
 		return nil, 0, err
 	}
 	limit := q.Values.Int(ParamMaxFailures)
@@ -193,7 +186,6 @@ func sortedKeys(m map[int]bool) []int {
 }
 
 var (
-	_ mca.Component[errmgr.Module] = component{}
 	_ errmgr.Module                = (*Module)(nil)
 	_ mca.Provisioner[errmgr.Host] = (*Module)(nil)
 )

@@ -35,27 +35,20 @@ const chunkSize = 1 << 20
 // tmpMarker is part of every temporary name, so a leftover is recognisable.
 const tmpMarker = ".filem-tmp-"
 
-type component struct{}
-
 // New returns the raw FileM component.
-func New() mca.Component[filem.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   filem.Name,
-		Name:        Name,
+func New() mca.Component[filem.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: filem.Name, Name: Name,
 		Description: "Copies files on a file system every node shares (no network transfer)",
 		Version:     "1.0.0",
 		Priority:    20,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{{
 			Name: ParamConcurrency, Type: mca.Int, Default: "4", Level: mca.LevelTuner,
 			Help: "How many transfers of one batch the raw FileM copies at the same time (at least 1)",
 		}},
-	}
+	}, query)
 }
 
-func (component) Query(ctx context.Context, q mca.Query) (filem.Module, int, error) {
+func query(ctx context.Context, q mca.Query) (filem.Module, int, error) {
 	n := q.Values.Int(ParamConcurrency)
 	if n < 1 {
 		return nil, 0, fmt.Errorf("filem/raw: %s = %d: must be at least 1", ParamConcurrency, n)
@@ -361,6 +354,5 @@ func (c copier) copyTree(ctx context.Context, src, dst string, mode fs.FileMode)
 }
 
 var (
-	_ mca.Component[filem.Module] = component{}
-	_ filem.Module                = (*module)(nil)
+	_ filem.Module = (*module)(nil)
 )

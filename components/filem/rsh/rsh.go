@@ -45,19 +45,12 @@ const (
 // InstallHint says how to get the commands.
 const InstallHint = "apt-get install -y openssh-client"
 
-type component struct{}
-
 // New returns the rsh FileM component.
-func New() mca.Component[filem.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   filem.Name,
-		Name:        Name,
+func New() mca.Component[filem.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: filem.Name, Name: Name,
 		Description: "Moves files to and from other nodes with the ssh and scp commands",
 		Version:     "1.0.0",
 		Priority:    10,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamRsh, Type: mca.String, Default: "ssh", Level: mca.LevelUser,
 				Help: "Remote shell command (with fixed options of its own if any)"},
@@ -72,10 +65,10 @@ func (component) Info() mca.ComponentInfo {
 			{Name: ParamMultiplex, Type: mca.Bool, Default: "true", Level: mca.LevelTuner,
 				Help: "Share one ssh connection per node among the commands (ssh ControlMaster, kept 60 s after the last use), saving a login per command"},
 		},
-	}
+	}, query)
 }
 
-func (component) Query(ctx context.Context, q mca.Query) (filem.Module, int, error) {
+func query(ctx context.Context, q mca.Query) (filem.Module, int, error) {
 	v := q.Values
 	max := v.Int(ParamConcurrency)
 	if max < 1 {
@@ -401,6 +394,5 @@ func (m *module) remove(ctx context.Context, r filem.Remote) error {
 }
 
 var (
-	_ mca.Component[filem.Module] = component{}
-	_ filem.Module                = (*module)(nil)
+	_ filem.Module = (*module)(nil)
 )

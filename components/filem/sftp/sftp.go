@@ -49,21 +49,14 @@ const (
 	defaultIdentities = "~/.ssh/id_ed25519,~/.ssh/id_ecdsa,~/.ssh/id_rsa"
 )
 
-type component struct{}
-
 // New returns the sftp FileM component.
-func New() mca.Component[filem.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   filem.Name,
-		Name:        Name,
+func New() mca.Component[filem.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: filem.Name, Name: Name,
 		Description: "Moves files to and from other nodes over SFTP (OpenSSH servers, key authentication, known_hosts checking)",
 		Version:     "1.0.0",
 		// Below raw: where nodes share a file system a local copy is
 		// cheaper; select filem=sftp where they do not.
 		Priority: 15,
-		Origin:   "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamIdentity, Type: mca.List, Level: mca.LevelUser,
 				Help: "Private key files to log in with (comma-separated); empty: the first of " + defaultIdentities + " that exist. Keys of a running ssh-agent (SSH_AUTH_SOCK) are offered too"},
@@ -88,7 +81,7 @@ func (component) Info() mca.ComponentInfo {
 			{Name: ParamIdleTimeout, Type: mca.Duration, Default: "60s", Level: mca.LevelTuner,
 				Help: "An ssh connection unused this long is closed"},
 		},
-	}
+	}, query)
 }
 
 // config is what a module runs with.
@@ -106,7 +99,7 @@ type config struct {
 	idle        time.Duration
 }
 
-func (component) Query(ctx context.Context, q mca.Query) (filem.Module, int, error) {
+func query(ctx context.Context, q mca.Query) (filem.Module, int, error) {
 	v := q.Values
 	c := config{
 		identities:  v.List(ParamIdentity),
@@ -439,8 +432,7 @@ func lostErr(err error) bool {
 }
 
 var (
-	_ mca.Component[filem.Module] = component{}
-	_ filem.Module                = (*module)(nil)
-	_ io.Closer                   = (*module)(nil)
-	_ fscopy.FS                   = (*remoteFS)(nil)
+	_ filem.Module = (*module)(nil)
+	_ io.Closer    = (*module)(nil)
+	_ fscopy.FS    = (*remoteFS)(nil)
 )

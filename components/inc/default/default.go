@@ -31,22 +31,15 @@ import (
 // Priority is the component's default priority.
 const Priority = 10
 
-type component struct{}
-
 // New returns the default INC component.
-func New() mca.Component[inc.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   inc.Name,
-		Name:        "default",
+func New() mca.Component[inc.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: inc.Name, Name: "default",
 		Description: "The ordered callback stack: application first and last, then mpi, runtime, base",
 		Priority:    Priority,
-		Origin:      "built-in",
-	}
+	}, query)
 }
 
-func (component) Query(_ context.Context, q mca.Query) (inc.Module, int, error) {
+func query(_ context.Context, q mca.Query) (inc.Module, int, error) {
 	return NewStack(q.Logger), q.Priority, nil
 }
 
@@ -263,6 +256,5 @@ func interrupted(ctx context.Context, op, where, name string) error {
 }
 
 var (
-	_ mca.Component[inc.Module] = component{}
-	_ inc.Module                = (*Stack)(nil)
+	_ inc.Module = (*Stack)(nil)
 )

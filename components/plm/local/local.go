@@ -20,26 +20,19 @@ const Priority = 20
 // ParamDaemonPath names the gompid to run.
 const ParamDaemonPath = "plm_local_daemon_path"
 
-type component struct{}
-
 // New returns the local PLM component.
-func New() mca.Component[plm.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   plm.Name,
-		Name:        "local",
+func New() mca.Component[plm.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: plm.Name, Name: "local",
 		Description: "Start every node's gompid on this machine: each node name is a simulated node with its own daemon and node-local directory",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamDaemonPath, Type: mca.String, Level: mca.LevelTuner,
 				Help: "The gompid to run; empty = gompid beside gompirun, else gompid on $PATH"},
 		},
-	}
+	}, query)
 }
 
-func (component) Query(_ context.Context, q mca.Query) (plm.Module, int, error) {
+func query(_ context.Context, q mca.Query) (plm.Module, int, error) {
 	if q.Role != mca.RoleHNP {
 		return nil, 0, fmt.Errorf("plm/local: only gompirun launches daemons: %w", mca.ErrSkip)
 	}
@@ -74,6 +67,5 @@ func (m *module) Launch(ctx context.Context, spec plm.Spec) ([]plm.Daemon, error
 }
 
 var (
-	_ mca.Component[plm.Module] = component{}
-	_ plm.Module                = (*module)(nil)
+	_ plm.Module = (*module)(nil)
 )

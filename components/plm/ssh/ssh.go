@@ -26,18 +26,11 @@ const (
 	ParamDaemonPath = "plm_ssh_daemon_path"
 )
 
-type component struct{}
-
 // New returns the ssh PLM component.
-func New() mca.Component[plm.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   plm.Name,
-		Name:        "ssh",
+func New() mca.Component[plm.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: plm.Name, Name: "ssh",
 		Description: "Start each node's gompid with OpenSSH",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamAgent, Type: mca.String, Default: "ssh", Level: mca.LevelUser,
 				Help: "The ssh client to run (a program on $PATH or a path)"},
@@ -46,10 +39,10 @@ func (component) Info() mca.ComponentInfo {
 			{Name: ParamDaemonPath, Type: mca.String, Level: mca.LevelUser,
 				Help: "Path of gompid on the remote nodes; empty = the same path as the gompid beside gompirun here"},
 		},
-	}
+	}, query)
 }
 
-func (component) Query(_ context.Context, q mca.Query) (plm.Module, int, error) {
+func query(_ context.Context, q mca.Query) (plm.Module, int, error) {
 	if q.Role != mca.RoleHNP {
 		return nil, 0, fmt.Errorf("plm/ssh: only gompirun launches daemons: %w", mca.ErrSkip)
 	}
@@ -115,6 +108,5 @@ func Quote(s string) string {
 }
 
 var (
-	_ mca.Component[plm.Module] = component{}
-	_ plm.Module                = (*module)(nil)
+	_ plm.Module = (*module)(nil)
 )

@@ -28,36 +28,31 @@ const Priority = 20
 // ParamQueryTimeout bounds the first question of a checkpoint.
 const ParamQueryTimeout = "snapc_full_query_timeout"
 
-// component is snapc/full. hooks registers the test hooks' parameters
-// (hook.go): set in builds with -tags gompitest and in the package's own
-// tests, never in the binaries users get.
-type component struct{ hooks bool }
-
 // New returns the full SnapC component.
-func New() mca.Component[snapc.Module] { return component{hooks: testHooks} }
+func New() mca.Component[snapc.Module] { return newComponent(testHooks) }
 
-func (c component) Info() mca.ComponentInfo {
+// newComponent returns snapc/full; hooks registers the test hooks'
+// parameters (hook.go): set in builds with -tags gompitest and in the
+// package's own tests, never in the binaries users get.
+func newComponent(hooks bool) mca.Component[snapc.Module] {
 	params := []mca.ParamSpec{
 		{Name: ParamQueryTimeout, Type: mca.Duration, Default: "60s", Level: mca.LevelTuner,
 			Help: "How long each rank has to answer the first question of a checkpoint (its safe-point count); a rank that does not answer fails the request. 0 means no limit"},
 	}
-	if c.hooks {
+	if hooks {
 		params = append(params, mca.ParamSpec{Name: ParamPauseAt, Type: mca.String, Level: mca.LevelDev + 2,
 			Help: "Test hook, not a feature: pause a checkpoint at this point (query, seq, write, local, sync, commit, committed; point:seq for one sequence) until the test kills a process"})
 	}
-	return mca.ComponentInfo{
-		Framework:   snapc.Name,
-		Name:        Name,
+	return mca.NewComponent(mca.ComponentInfo{Framework: snapc.Name, Name: Name,
 		Description: "Full snapshot coordination: a global coordinator in gompirun, a local one in each gompid, an application coordinator in each rank",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params:      params,
-	}
+	}, query)
 }
 
-// Query answers when checkpoint/restart is on or snapc names full.
-func (component) Query(_ context.Context, q mca.Query) (snapc.Module, int, error) {
+// query answers when checkpoint/restart is on or snapc names full.
+func query(_ context.Context, q mca.Query) (snapc.Module, int, error) {
 	if err := q.SkipUnlessCR(snapc.Name, Name); err != nil {
 		return nil, 0, err
 	}
@@ -95,6 +90,5 @@ func logger(l *slog.Logger) *slog.Logger {
 }
 
 var (
-	_ mca.Component[snapc.Module] = component{}
-	_ snapc.Coordinator           = module{}
+	_ snapc.Coordinator = module{}
 )

@@ -7,4 +7,4 @@ import (
 
 // newWithHooks is the component with its test hooks registered, whatever
 // the build's tags: the package's tests drive the pause points through it.
-func newWithHooks() mca.Component[snapc.Module] { return component{hooks: true} }
+func newWithHooks() mca.Component[snapc.Module] { return newComponent(true) }

@@ -15,23 +15,12 @@ import (
 // coordinator that is available wins.
 const Priority = 1
 
-type component struct{}
-
 // New returns the none SnapC component.
-func New() mca.Component[snapc.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   snapc.Name,
-		Name:        "none",
+func New() mca.Component[snapc.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: snapc.Name, Name: "none",
 		Description: "No snapshot coordination (C/R off): checkpoint requests are refused",
 		Priority:    Priority,
-		Origin:      "built-in",
-	}
-}
-
-func (component) Query(_ context.Context, q mca.Query) (snapc.Module, int, error) {
-	return module{}, q.Priority, nil
+	}, mca.Module[snapc.Module](module{}))
 }
 
 type module struct{}
@@ -41,6 +30,5 @@ func (module) Checkpoint(context.Context, snapc.Request) (snapc.Result, error) {
 }
 
 var (
-	_ mca.Component[snapc.Module] = component{}
-	_ snapc.Module                = module{}
+	_ snapc.Module = module{}
 )

@@ -31,25 +31,18 @@ const Name = "central"
 // as in Open MPI, so central is what ft-enable-cr's `sstore =` selects.
 const Priority = 20
 
-type component struct{}
-
 // New returns the central SStore component.
-func New() mca.Component[sstore.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   sstore.Name,
-		Name:        Name,
+func New() mca.Component[sstore.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: sstore.Name, Name: Name,
 		Description: "Local snapshots written straight to the global snapshot folder (snapc_base_global_snapshot_dir), which every node must reach",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Origin:      "built-in",
-	}
+	}, query)
 }
 
-// Query answers when checkpoint/restart is on (ft_cr_enabled) or when
+// query answers when checkpoint/restart is on (ft_cr_enabled) or when
 // sstore names central explicitly; with C/R off, none is left to refuse.
-func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
+func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 	if err := q.SkipUnlessCR(sstore.Name, Name); err != nil {
 		return nil, 0, err
 	}
@@ -173,6 +166,5 @@ func (module) Remove(ctx context.Context, ref snapshot.Ref, seq int) error {
 }
 
 var (
-	_ mca.Component[sstore.Module] = component{}
-	_ sstore.Module                = module{}
+	_ sstore.Module = module{}
 )

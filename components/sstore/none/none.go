@@ -19,23 +19,12 @@ const Priority = 1
 // Hint is what every error of this component tells the user to do.
 const Hint = "run the job with -am ft-enable-cr, which selects a storage strategy"
 
-type component struct{}
-
 // New returns the none SStore component.
-func New() mca.Component[sstore.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   sstore.Name,
-		Name:        "none",
+func New() mca.Component[sstore.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: sstore.Name, Name: "none",
 		Description: "No stable storage (C/R off): every request is refused",
 		Priority:    Priority,
-		Origin:      "built-in",
-	}
-}
-
-func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
-	return module{}, q.Priority, nil
+	}, mca.Module[sstore.Module](module{}))
 }
 
 type module struct{}
@@ -61,6 +50,5 @@ func (module) Remove(_ context.Context, ref snapshot.Ref, seq int) error {
 }
 
 var (
-	_ mca.Component[sstore.Module] = component{}
-	_ sstore.Module                = module{}
+	_ sstore.Module = module{}
 )

@@ -57,19 +57,12 @@ const (
 	ParamCache         = prefix + "cache"
 )
 
-type component struct{}
-
 // New returns the stage SStore component.
-func New() mca.Component[sstore.Module] { return component{} }
-
-func (component) Info() mca.ComponentInfo {
-	return mca.ComponentInfo{
-		Framework:   sstore.Name,
-		Name:        Name,
+func New() mca.Component[sstore.Module] {
+	return mca.NewComponent(mca.ComponentInfo{Framework: sstore.Name, Name: Name,
 		Description: "Local snapshots written to node-local storage, then compressed and moved to the global snapshot folder by each node's daemon while the job runs; the last sequences stay on the nodes as a cache for restart",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Origin:      "built-in",
 		Params: []mca.ParamSpec{
 			{Name: ParamLocalDir, Type: mca.String, Level: mca.LevelUser,
 				Help: "Node-local folder for staged snapshots (an absolute path; each node uses <dir>/<node>); empty: $TMPDIR/gompi-stage-<uid> (/tmp when TMPDIR is unset)"},
@@ -82,7 +75,7 @@ func (component) Info() mca.ComponentInfo {
 			{Name: ParamCache, Type: mca.Int, Default: "2", Level: mca.LevelUser,
 				Help: "Sequences of a snapshot reference each node keeps locally once drained, so a restart on the same node reads them instead of global storage (0 = none)"},
 		},
-	}
+	}, query)
 }
 
 // config is what a module runs with.
@@ -94,9 +87,9 @@ type config struct {
 	cache       int
 }
 
-// Query answers when checkpoint/restart is on (ft_cr_enabled) or when
+// query answers when checkpoint/restart is on (ft_cr_enabled) or when
 // sstore names stage explicitly; bad parameter values fail it.
-func (component) Query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
+func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 	if err := q.SkipUnlessCR(sstore.Name, Name); err != nil {
 		return nil, 0, err
 	}
@@ -307,7 +300,6 @@ func remoteHint(ref snapshot.Ref, err error) error {
 }
 
 var (
-	_ mca.Component[sstore.Module] = component{}
 	_ sstore.Module                = (*module)(nil)
 	_ mca.Provisioner[sstore.Host] = (*module)(nil)
 )
