@@ -49,7 +49,9 @@ func (m *module) Network() string { return "unix" }
 func (m *module) Launch(ctx context.Context, spec plm.Spec) ([]plm.Daemon, error) {
 	path, err := plm.FindDaemon(m.path)
 	if err != nil {
-		return nil, fmt.Errorf("plm/local: %w", err)
+		// No daemon to run is a launch failure like any other (hnp
+		// tells them apart from its own errors with errors.Is).
+		return nil, fmt.Errorf("plm/local: %w: %w", plm.ErrLaunch, err)
 	}
 	var out []plm.Daemon
 	for _, node := range spec.Nodes {

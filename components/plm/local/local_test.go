@@ -3,6 +3,7 @@ package plmlocal
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"gompi/frameworks"
@@ -40,4 +41,15 @@ func TestConformance(t *testing.T) {
 			return plmtest.Select(t, New(), mca.Setting{Name: ParamDaemonPath, Value: daemon})
 		},
 	})
+}
+
+// TestNoDaemon: a gompid that cannot be found fails the launch with an
+// error matching plm.ErrLaunch, naming the path, before any node starts.
+func TestNoDaemon(t *testing.T) {
+	missing := t.TempDir() + "/no-such-gompid"
+	m := plmtest.Select(t, New(), mca.Setting{Name: ParamDaemonPath, Value: missing})
+	ds, err := m.Launch(t.Context(), plm.Spec{Nodes: []string{"n0"}})
+	if !errors.Is(err, plm.ErrLaunch) || !strings.Contains(err.Error(), missing) || ds != nil {
+		t.Errorf("Launch = %v, %v; want no daemons and an error wrapping plm.ErrLaunch naming %s", ds, err, missing)
+	}
 }

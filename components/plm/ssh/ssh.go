@@ -68,7 +68,7 @@ func (m *module) Launch(ctx context.Context, spec plm.Spec) ([]plm.Daemon, error
 	if remote == "" {
 		local, err := plm.FindDaemon("")
 		if err != nil {
-			return nil, fmt.Errorf("plm/ssh: %w; or set %s to gompid's path on the nodes", err, ParamDaemonPath)
+			return nil, fmt.Errorf("plm/ssh: %w: %w; or set %s to gompid's path on the nodes", plm.ErrLaunch, err, ParamDaemonPath)
 		}
 		remote = local
 	}

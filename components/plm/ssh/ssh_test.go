@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"gompi/frameworks"
@@ -93,4 +94,16 @@ func TestConformance(t *testing.T) {
 				mca.Setting{Name: ParamDaemonPath, Value: daemon})
 		},
 	})
+}
+
+// TestNoDaemon: with no daemon path set and no gompid beside the program
+// or on $PATH, Launch fails with an error matching plm.ErrLaunch that says
+// which parameter to set, before any ssh runs.
+func TestNoDaemon(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	m := &module{agent: "ssh-that-must-not-run"}
+	ds, err := m.Launch(t.Context(), plm.Spec{Nodes: []string{"n0"}})
+	if !errors.Is(err, plm.ErrLaunch) || !strings.Contains(err.Error(), ParamDaemonPath) || ds != nil {
+		t.Errorf("Launch = %v, %v; want no daemons and an error wrapping plm.ErrLaunch naming %s", ds, err, ParamDaemonPath)
+	}
 }
