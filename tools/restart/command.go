@@ -53,8 +53,8 @@ func NewCommand() *cobra.Command {
 		Use:   "gompi-restart [options] GLOBAL_SNAPSHOT_REF",
 		Short: "Restart a gompi job from a checkpoint",
 		Long: `gompi-restart restarts the job saved in GLOBAL_SNAPSHOT_REF: the name
-gompi-checkpoint printed (found in snapc_base_global_snapshot_dir, $HOME by
-default) or the reference's path. It takes the newest committed sequence, or
+gompi-checkpoint printed (looked up in the current folder, then in
+snapc_base_global_snapshot_dir, $HOME by default) or the reference's path. It takes the newest committed sequence, or
 the committed one -s names, checks the size and checksum of every file of
 it, and runs gompirun again with the job's rank count, program, arguments,
 working directory, exports, AMCA sets and parameters, each rank starting
@@ -103,8 +103,8 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		return err
 	}
 	defer p.Close()
-	def, _ := snapc.GlobalDir(p.Values) // a bare name without a folder fails in ParseRef, saying so
-	ref, err := snapshot.ParseRef(arg, def)
+	def, _ := snapc.GlobalDir(p.Values) // without one, a bare name not in the current folder fails in FindRef, saying so
+	ref, err := snapshot.FindRef(arg, def)
 	if err != nil {
 		return err
 	}

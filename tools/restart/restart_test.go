@@ -175,7 +175,8 @@ func TestInfoJSON(t *testing.T) {
 	}
 }
 
-// A bare name is looked up in snapc_base_global_snapshot_dir.
+// A bare name is looked up in the current folder, then in
+// snapc_base_global_snapshot_dir.
 func TestBareName(t *testing.T) {
 	isolate(t)
 	ref := reference(t)
@@ -189,6 +190,20 @@ func TestBareName(t *testing.T) {
 	}
 	if code, _, errs = run(t, ref, "-i", "gompi_global_snapshot_none.ckpt"); code != 1 || !strings.Contains(errs, "no snapshot reference $DIR/gompi_global_snapshot_none.ckpt") {
 		t.Errorf("missing reference: status %d: %s", code, errs)
+	}
+	// Inside the folder that holds it, it is found there first, whatever
+	// the global folder is; a name in neither is refused naming both.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Chdir(ref.Dir)
+	if code, out, errs = run(t, ref, "-i", ref.Name); code != 0 || !strings.Contains(out, "Location     : $DIR\n") {
+		t.Errorf("in the current folder: status %d\n%s%s", code, out, errs)
+	}
+	code, _, errs = run(t, ref, "-i", "gompi_global_snapshot_none.ckpt")
+	for _, want := range []string{"current folder ($DIR)", "snapc_base_global_snapshot_dir (" + home + ")"} {
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("missing reference: status %d, error lacks %q: %s", code, want, errs)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -63,7 +65,8 @@ func (r Ref) String() string {
 // (found in defaultDir, the global snapshot directory parameter), a path
 // to the reference directory, absolute or relative, or a remote location
 // of it (host:/dir/name, sftp://[user@]host[:port]/dir/name). A trailing
-// slash is fine. It does not check that the reference exists.
+// slash is fine; . and .. are paths. It does not check that the reference
+// exists (FindRef does, for a bare name).
 func ParseRef(arg, defaultDir string) (Ref, error) {
 	arg = strings.TrimSpace(arg)
 	if arg == "" {
@@ -79,7 +82,7 @@ func ParseRef(arg, defaultDir string) (Ref, error) {
 		return Ref{Dir: l.String(), Name: name}, nil
 	}
 	clean := filepath.Clean(arg)
-	if !strings.ContainsRune(arg, filepath.Separator) {
+	if !strings.ContainsRune(arg, filepath.Separator) && clean != "." && clean != ".." {
 		if defaultDir == "" {
 			return Ref{}, fmt.Errorf("sstore: snapshot reference %q is a bare name but no global snapshot directory is set (snapc_base_global_snapshot_dir); give its path", arg)
 		}
@@ -90,6 +93,58 @@ func ParseRef(arg, defaultDir string) (Ref, error) {
 		return Ref{}, fmt.Errorf("sstore: snapshot reference %q: %w", arg, err)
 	}
 	return Ref{Dir: filepath.Dir(abs), Name: filepath.Base(abs)}, nil
+}
+
+// FindRef is ParseRef for a reference a user names to a tool, with a bare
+// name looked up: in the current folder first (where gompi-checkpoint's
+// user often stands), then in defaultDir (the global snapshot directory
+// parameter). When a bare name is in neither the error names both places
+// (wrapping fs.ErrNotExist). A remote defaultDir is not looked into here:
+// its reference is returned, and reading its metadata says whether it is
+// there. Names that are not bare are ParseRef's, unchecked.
+func FindRef(arg, defaultDir string) (Ref, error) {
+	name := filepath.Clean(strings.TrimSpace(arg))
+	if !isBareName(arg) {
+		return ParseRef(arg, defaultDir)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return Ref{}, fmt.Errorf("sstore: snapshot reference %q: current folder: %w", arg, err)
+	}
+	if isDir(filepath.Join(cwd, name)) {
+		return Ref{Dir: cwd, Name: name}, nil
+	}
+	if defaultDir == "" {
+		return Ref{}, fmt.Errorf("sstore: no snapshot reference %s in the current folder (%s), and no global snapshot directory is set (snapc_base_global_snapshot_dir): give its path: %w",
+			name, cwd, fs.ErrNotExist)
+	}
+	ref := Ref{Dir: defaultDir, Name: name}
+	l, err := ref.Location()
+	if err != nil || l.Host != "" {
+		return ref, nil
+	}
+	ref.Dir = l.Path
+	if isDir(ref.Path()) {
+		return ref, nil
+	}
+	return Ref{}, fmt.Errorf("sstore: no snapshot reference %s: looked in the current folder (%s), then in snapc_base_global_snapshot_dir (%s); give the reference's path: %w",
+		ref.Path(), cwd, ref.Dir, fs.ErrNotExist)
+}
+
+// isBareName reports whether arg names a reference without a folder: no
+// separator, no remote host, and not . or .. (which are folders).
+func isBareName(arg string) bool {
+	arg = strings.TrimSpace(arg)
+	if arg == "" || arg == "." || arg == ".." || strings.ContainsRune(arg, filepath.Separator) {
+		return false
+	}
+	l, err := filem.ParseLocation(arg)
+	return err != nil || l.Host == ""
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // Location reads Dir as a FileM location: a folder on this node, or a
