@@ -53,13 +53,17 @@
 // # Where modules run, and which can be plugins
 //
 // A module runs in the process that selected it. The frameworks whose
-// modules run in gompirun or gompid (crs, filem, sstore, snapc, errmgr,
-// plm) can be carried by out-of-process plugins (package mca/plugin,
+// modules run in gompirun or gompid (crs, filem, sstore, errmgr, plm) can
+// be carried by out-of-process plugins (package mca/plugin,
 // hashicorp/go-plugin over gRPC): their calls are few and coarse, and no
 // checkpoint bytes cross the bridge, only paths, PIDs, options and, for a
-// host, what the framework's Host says may cross (descriptors by
-// SCM_RIGHTS, processes by PID). The plugin bridge carries crs and filem
-// today; the others are in-process until their proxies exist. The
+// host, what the framework's Host says may cross (host objects lent back
+// over the bridge; descriptors by SCM_RIGHTS, processes by PID). The
+// plugin bridge carries crs, filem, sstore, errmgr and plm through one
+// generic call (crs without its Host so far). snapc, whose modules also
+// run there, stays in process: its coordinators are per-run objects in
+// constant conversation with the job (the plugin package doc says what
+// carrying them would take). The
 // frameworks whose modules run inside a rank (btl, crcp, inc) stay in
 // process for good: they sit on every message's path or on the rank's own
 // memory, where a remote call per operation is not an option.

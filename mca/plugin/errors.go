@@ -10,7 +10,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"gompi/frameworks/crs"
+	"gompi/frameworks/errmgr"
 	"gompi/frameworks/filem"
+	"gompi/frameworks/plm"
+	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	pb "gompi/mca/plugin/proto"
 )
@@ -30,6 +34,12 @@ var sentinels = []struct {
 	{pb.Sentinel_SENTINEL_UNREACHABLE, filem.ErrUnreachable, codes.Unavailable},
 	{pb.Sentinel_SENTINEL_NOT_EXIST, fs.ErrNotExist, codes.NotFound},
 	{pb.Sentinel_SENTINEL_SKIP, mca.ErrSkip, codes.FailedPrecondition},
+	{pb.Sentinel_SENTINEL_DISABLED, sstore.ErrDisabled, codes.FailedPrecondition},
+	{pb.Sentinel_SENTINEL_CORRUPT, snapshot.ErrCorrupt, codes.DataLoss},
+	{pb.Sentinel_SENTINEL_JOB_OVER, errmgr.ErrJobOver, codes.FailedPrecondition},
+	{pb.Sentinel_SENTINEL_NO_CHECKPOINT, errmgr.ErrNoCheckpoint, codes.FailedPrecondition},
+	{pb.Sentinel_SENTINEL_MIGRATION_ABANDONED, errmgr.ErrMigrationAbandoned, codes.Aborted},
+	{pb.Sentinel_SENTINEL_LAUNCH, plm.ErrLaunch, codes.Unknown},
 }
 
 func sentinelsOf(err error) []pb.Sentinel {
@@ -61,16 +71,7 @@ func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	d := &pb.ErrorDetail{Message: []byte(msg), Sentinels: sentinelsOf(err)}
-	for _, te := range transferErrors(err) {
-		var inner []byte
-		if te.Err != nil {
-			inner = []byte(te.Err.Error())
-		}
-		d.Transfers = append(d.Transfers, &pb.TransferFailure{
-			Op: te.Op, Src: []byte(te.Src), Dst: []byte(te.Dst), Message: inner, Sentinels: sentinelsOf(te.Err)})
-	}
+	d := detailOf(err)
 	code := codes.Unknown
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
@@ -79,12 +80,27 @@ func toStatus(err error) error {
 		}
 	}
 	// The status text must be valid UTF-8; the exact text is in the detail.
-	text := strings.ToValidUTF8(msg, "\uFFFD")
+	text := strings.ToValidUTF8(err.Error(), "\uFFFD")
 	st, derr := status.New(code, text).WithDetails(d)
 	if derr != nil {
 		return status.Error(code, text)
 	}
 	return st.Err()
+}
+
+// detailOf is what crosses the bridge of a component's error: its text,
+// the sentinels it wraps and its filem.TransferErrors.
+func detailOf(err error) *pb.ErrorDetail {
+	d := &pb.ErrorDetail{Message: []byte(err.Error()), Sentinels: sentinelsOf(err)}
+	for _, te := range transferErrors(err) {
+		var inner []byte
+		if te.Err != nil {
+			inner = []byte(te.Err.Error())
+		}
+		d.Transfers = append(d.Transfers, &pb.TransferFailure{
+			Op: te.Op, Src: []byte(te.Src), Dst: []byte(te.Dst), Message: inner, Sentinels: sentinelsOf(te.Err)})
+	}
+	return d
 }
 
 // transferErrors returns every *filem.TransferError in err's tree, in order,

@@ -24,8 +24,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"gompi/frameworks"
-	"gompi/frameworks/crs"
-	"gompi/frameworks/filem"
 	"gompi/mca"
 	pb "gompi/mca/plugin/proto"
 )
@@ -226,8 +224,9 @@ type proc struct {
 	client    *goplugin.Client
 	cmd       *exec.Cmd // read ProcessState only once c.done is closed
 	c         *clients
-	timeout   time.Duration // control calls
-	ioTimeout time.Duration // data-moving calls
+	cb        *hostCallbacks // the host objects lent to its modules
+	timeout   time.Duration  // control calls
+	ioTimeout time.Duration  // data-moving calls
 	log       *slog.Logger
 	comps     []mca.ComponentInfo
 	stopped   atomic.Bool // Close stopped it on purpose
@@ -301,7 +300,8 @@ func (h *Host) start(ctx context.Context, path string, cfg Config) (*proc, []*pb
 		client.Kill()
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	p := &proc{path: path, client: client, cmd: cmd, c: raw.(*clients), timeout: cfg.Timeout, ioTimeout: cfg.IOTimeout, log: plog}
+	c := raw.(*clients)
+	p := &proc{path: path, client: client, cmd: cmd, c: c, cb: c.callbacks, timeout: cfg.Timeout, ioTimeout: cfg.IOTimeout, log: plog}
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid
 	}
@@ -331,14 +331,11 @@ func (p *proc) add(set *frameworks.Set, d *pb.ComponentDescription) (mca.Compone
 	if err := checkSpecs(info); err != nil {
 		return info, err
 	}
-	ref := &pb.ComponentRef{Framework: info.Framework, Name: info.Name}
-	switch info.Framework {
-	case filem.Name:
-		return info, set.FileM.Add(&filemProxy{p: p, info: info, ref: ref})
-	case crs.Name:
-		return info, set.CRS.Add(&crsProxy{p: p, info: info, ref: ref})
+	a, ok := adapters[info.Framework]
+	if !ok {
+		return info, fmt.Errorf("framework %q cannot be carried by a plugin on this host (supported: %s)", info.Framework, carried())
 	}
-	return info, fmt.Errorf("framework %q cannot be carried by a plugin on this host (supported: %s, %s)", info.Framework, filem.Name, crs.Name)
+	return info, a.add(set, a.component(proxyComponent{p: p, info: info, ref: &pb.ComponentRef{Framework: info.Framework, Name: info.Name}}))
 }
 
 // checkSpecs refuses parameter specs that registering would panic on (a
@@ -530,8 +527,10 @@ func (w *lineLogger) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// query forwards a Query with every setting the host resolved.
-func (p *proc) query(ctx context.Context, ref *pb.ComponentRef, q mca.Query) (uint64, int, error) {
+// query forwards a Query with every setting the host resolved; it returns
+// the module's handle, its priority and the optional interfaces it
+// implements.
+func (p *proc) query(ctx context.Context, ref *pb.ComponentRef, q mca.Query) (uint64, int, []string, error) {
 	var resp *pb.QueryResponse
 	err := p.call(ctx, "query", ref.GetFramework()+"/"+ref.GetName(), func(ctx context.Context) (err error) {
 		resp, err = p.c.plugin.Query(ctx, &pb.QueryRequest{Component: ref, Settings: settingsToPB(q.Values),
@@ -539,110 +538,10 @@ func (p *proc) query(ctx context.Context, ref *pb.ComponentRef, q mca.Query) (ui
 		return err
 	})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if resp.GetSkipped() {
-		return 0, 0, &remoteError{msg: string(resp.GetSkipReason()), wraps: []error{mca.ErrSkip}}
+		return 0, 0, nil, &remoteError{msg: string(resp.GetSkipReason()), wraps: []error{mca.ErrSkip}}
 	}
-	return resp.GetModule(), int(resp.GetPriority()), nil
+	return resp.GetModule(), int(resp.GetPriority()), resp.GetImplements(), nil
 }
-
-type filemProxy struct {
-	p    *proc
-	info mca.ComponentInfo
-	ref  *pb.ComponentRef
-}
-
-func (c *filemProxy) Info() mca.ComponentInfo { return c.info }
-
-func (c *filemProxy) Query(ctx context.Context, q mca.Query) (filem.Module, int, error) {
-	id, prio, err := c.p.query(ctx, c.ref, q)
-	if err != nil {
-		return nil, 0, err
-	}
-	return &filemModule{filemProxy: c, id: id}, prio, nil
-}
-
-type filemModule struct {
-	*filemProxy
-	id uint64
-}
-
-func (m *filemModule) name() string { return m.ref.GetFramework() + "/" + m.ref.GetName() }
-
-func (m *filemModule) Put(ctx context.Context, ts []filem.Transfer) error {
-	return m.p.ioCall(ctx, "put", m.name(), func(ctx context.Context) error {
-		_, err := m.p.c.filem.Put(ctx, &pb.TransferRequest{Component: m.ref, Module: m.id, Transfers: transfersToPB(ts)})
-		return err
-	})
-}
-
-func (m *filemModule) Get(ctx context.Context, ts []filem.Transfer) error {
-	return m.p.ioCall(ctx, "get", m.name(), func(ctx context.Context) error {
-		_, err := m.p.c.filem.Get(ctx, &pb.TransferRequest{Component: m.ref, Module: m.id, Transfers: transfersToPB(ts)})
-		return err
-	})
-}
-
-func (m *filemModule) Remove(ctx context.Context, paths []filem.Remote) error {
-	return m.p.ioCall(ctx, "remove", m.name(), func(ctx context.Context) error {
-		_, err := m.p.c.filem.Remove(ctx, &pb.RemoveRequest{Component: m.ref, Module: m.id, Paths: remotesToPB(paths)})
-		return err
-	})
-}
-
-type crsProxy struct {
-	p    *proc
-	info mca.ComponentInfo
-	ref  *pb.ComponentRef
-}
-
-func (c *crsProxy) Info() mca.ComponentInfo { return c.info }
-
-func (c *crsProxy) Query(ctx context.Context, q mca.Query) (crs.Module, int, error) {
-	id, prio, err := c.p.query(ctx, c.ref, q)
-	if err != nil {
-		return nil, 0, err
-	}
-	return &crsModule{crsProxy: c, id: id}, prio, nil
-}
-
-type crsModule struct {
-	*crsProxy
-	id uint64
-}
-
-func (m *crsModule) name() string { return m.ref.GetFramework() + "/" + m.ref.GetName() }
-
-func (m *crsModule) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs.CheckpointResult, error) {
-	var resp *pb.CheckpointResponse
-	err := m.p.ioCall(ctx, "checkpoint", m.name(), func(ctx context.Context) (err error) {
-		resp, err = m.p.c.crs.Checkpoint(ctx, &pb.CheckpointRequest{Component: m.ref, Module: m.id, Pid: int64(req.PID),
-			Dir: []byte(req.Dir), Options: &pb.CheckpointOptions{Term: req.Options.Term, Stop: req.Options.Stop}})
-		return err
-	})
-	if err != nil {
-		return crs.CheckpointResult{}, err
-	}
-	return crs.CheckpointResult{State: crs.State(resp.GetState()), Files: stringsOf(resp.GetFiles()), Meta: resp.GetMeta()}, nil
-}
-
-func (m *crsModule) Restart(ctx context.Context, req crs.RestartRequest) (crs.Launch, error) {
-	var resp *pb.Launch
-	err := m.p.ioCall(ctx, "restart", m.name(), func(ctx context.Context) (err error) {
-		resp, err = m.p.c.crs.Restart(ctx, &pb.RestartRequest{Component: m.ref, Module: m.id, Dir: []byte(req.Dir),
-			Meta: req.Meta, Launch: launchToPB(req.Launch)})
-		return err
-	})
-	if err != nil {
-		return crs.Launch{}, err
-	}
-	return launchFromPB(resp), nil
-}
-
-var (
-	_ mca.Component[filem.Module] = (*filemProxy)(nil)
-	_ mca.Component[crs.Module]   = (*crsProxy)(nil)
-	_ filem.Module                = (*filemModule)(nil)
-	_ crs.Module                  = (*crsModule)(nil)
-)

@@ -7,21 +7,75 @@
 // mca_base_component_path, checks their pinned checksums, starts them, asks
 // each what it carries (Describe) and adds one proxy component per
 // described component with Framework.Add. A proxy forwards Query with all
-// the host's resolved settings, and each module call with its paths, PIDs
-// and options; no file contents or snapshot bytes cross the bridge.
-// Component errors come back with their text and with the sentinel errors
-// of the frameworks (crs.ErrNoProcess, filem.ErrUnreachable,
-// fs.ErrNotExist, mca.ErrSkip, context errors, ...) and filem.TransferErrors
-// intact, so errors.Is and errors.As work as they do in process. Every call
-// has a deadline (mca_base_component_plugin_timeout); a plugin that dies
+// the host's resolved settings; the module it returns is a proxy too, whose
+// methods (and Close) are calls on the module in the plugin.
+//
+// There is one bridge for every framework it carries: Plugin.Call names a
+// module (or an object a module made, such as a PLM's daemon) by handle, a
+// method by name, and carries the arguments and result encoded with
+// encoding/gob; the objects of a module's host cross the other way, as
+// Callbacks.Call on a connection go-plugin's broker opens from the plugin
+// to the host. Each framework's adapter (bridge_<framework>.go) is the
+// only code that knows its interfaces: the methods table that dispatches a
+// call to the real object, and the proxy that makes calls. The frameworks
+// carried are those whose modules run in gompirun or gompid:
+//
+//   - filem: Put, Get, Remove.
+//   - crs: Checkpoint, Restart. Its Host does not cross yet: a plugin's
+//     CRS is not provisioned (see below).
+//   - sstore: LocalDir, Sync, Fetch, Remove; its Host crosses as the node's
+//     name and the host's FileM, lent to the module (the module's FileM
+//     calls come back to the host), and a Sync's progress callback is lent
+//     for that call.
+//   - errmgr: Handle (fault and status vector there, decision and vector
+//     back); its Host crosses as gompirun's job, lent with exactly the
+//     optional interfaces it implements (Recoverer, Migrator).
+//   - plm: Network, Launch; Spec.Stderr is lent (the daemons' output comes
+//     back to it), the daemons are the plugin's children and come back as
+//     handles with their node and PID, and Wait and Kill are calls on them.
+//
+// snapc is not carried. Its modules are factories of per-run coordinators
+// (snapc.Coordinator's NewGlobal in gompirun, NewLocal in gompid) that talk
+// with the job all through a run: a coordinator is handed the job's ports
+// (node links, the application port) and calls them and is called by them
+// at every step of a checkpoint, migration or restart. Carrying it takes
+// coordinators as objects held by handle (as PLM daemons are), each port
+// lent as a host object (as errmgr's job is), and a stream for the events
+// a coordinator waits on; nothing in the bridge prevents it, but its calls
+// would be many and fine-grained on the checkpoint's critical path, and no
+// out-of-process coordinator is asked for, so it stays in process. btl,
+// crcp and inc run inside a rank and stay in process for good.
+//
+// No file contents or snapshot bytes cross the bridge, only paths, PIDs,
+// options and small metadata. Component errors come back with their text
+// and with the sentinel errors of the frameworks (crs.ErrNoProcess,
+// filem.ErrUnreachable, sstore.ErrDisabled, snapshot.ErrCorrupt,
+// errmgr.ErrJobOver, plm.ErrLaunch, fs.ErrNotExist, mca.ErrSkip, context
+// errors, ...) and filem.TransferErrors intact, so errors.Is and errors.As
+// work as they do in process (other error types, such as plm.ExitError,
+// keep their text and their sentinel, not their type). Control calls
+// have a deadline (mca_base_component_plugin_timeout), calls that may
+// rightly take long (moving files, checkpointing, a Sync, an ErrMgr's
+// Handle, a Launch) the I/O one (mca_base_component_plugin_io_timeout),
+// and a PLM daemon's Wait none but the plugin's life; a plugin that dies
 // makes calls fail with ErrPluginDied; neither brings the host down.
 //
-// The plugin side is Serve, called from a plugin binary's main with the
-// components it carries (FileM, CRS). It keeps its own parameter table, so
-// the plugin's components resolve their parameters from the host's settings
-// with Params.ResolveSettings.
+// A CRS's Host (crs.Host) is to cross the same way: RankHost.Save and
+// DaemonHost.Restored lent as host objects, a restored Process held in
+// the plugin by handle (Wait a call bounded by its context), and
+// DaemonHost.Files, which are descriptors, passed with SCM_RIGHTS over a
+// unix socket the host and the plugin share beside the gRPC connection
+// (the plugin is the host's child, so the host can hand it one end at
+// start, as exec.Cmd.ExtraFiles), each Provision naming the descriptors
+// it sent by their order on that socket. That is the criu component's,
+// which is the first CRS to take a DaemonHost.
 //
-// Only the filem and crs frameworks can be carried by plugins for now.
+// The plugin side is Serve, called from a plugin binary's main with the
+// components it carries (FileM, CRS, SStore, ErrMgr, PLM). It keeps its own
+// parameter table, so the plugin's components resolve their parameters
+// from the host's settings with Params.ResolveSettings. It holds the
+// modules of the host's queries by handle until the host closes them;
+// objects a module made (daemons) are released with it.
 package plugin
 
 import (
@@ -50,7 +104,7 @@ var Handshake = goplugin.HandshakeConfig{
 }
 
 // pluginKey is the one go-plugin plugin a binary serves; it carries the
-// Plugin, FileM and CRS services.
+// Plugin service (and the host serves Callbacks through its broker).
 const pluginKey = "gompi"
 
 // bridge is the go-plugin GRPCPlugin. On the plugin side srv is set; on the
@@ -60,19 +114,22 @@ type bridge struct {
 	srv *server
 }
 
-func (b *bridge) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+func (b *bridge) GRPCServer(broker *goplugin.GRPCBroker, s *grpc.Server) error {
+	b.srv.broker = broker
 	pb.RegisterPluginServer(s, pluginServer{server: b.srv})
-	pb.RegisterFileMServer(s, filemServer{server: b.srv})
-	pb.RegisterCRSServer(s, crsServer{server: b.srv})
 	return nil
 }
 
-func (b *bridge) GRPCClient(done context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+func (b *bridge) GRPCClient(done context.Context, broker *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	cb := &hostCallbacks{id: broker.NextId()}
+	// Owned by the plugin's process: it serves the host objects lent to
+	// the plugin's modules until go-plugin closes the broker, when the
+	// plugin exits or is killed.
+	go serveCallbacks(broker, cb)
 	return &clients{
-		done:   done,
-		plugin: pb.NewPluginClient(c),
-		filem:  pb.NewFileMClient(c),
-		crs:    pb.NewCRSClient(c),
+		done:      done,
+		plugin:    pb.NewPluginClient(c),
+		callbacks: cb,
 	}, nil
 }
 
@@ -81,8 +138,8 @@ type clients struct {
 	// done is cancelled by go-plugin once the plugin process has exited.
 	done   context.Context
 	plugin pb.PluginClient
-	filem  pb.FileMClient
-	crs    pb.CRSClient
+	// callbacks are the host's objects lent to the plugin's modules.
+	callbacks *hostCallbacks
 }
 
 var _ goplugin.GRPCPlugin = (*bridge)(nil)

@@ -34,29 +34,38 @@ import (
 const kitName = "gompi-plugin-kit"
 
 var (
-	buildOnce sync.Once
+	buildMu   sync.Mutex
 	buildDir  string
-	buildErr  error
+	buildErrs = map[string]error{}
 )
 
 // buildPlugin builds the kit plugin once per test binary run and returns
 // the binary's path.
-func buildPlugin(t *testing.T) string {
+func buildPlugin(t *testing.T) string { return buildNamed(t, kitName) }
+
+// buildNamed builds the plugin of testdata/plugins/<name> once per test
+// binary run and returns the binary's path.
+func buildNamed(t *testing.T, name string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "gompi-plugin-build-")
-		if buildErr != nil {
-			return
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	err, built := buildErrs[name]
+	if !built {
+		if buildDir == "" {
+			buildDir, err = os.MkdirTemp("", "gompi-plugin-build-")
 		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, kitName), "gompi/testdata/plugins/gompi-plugin-kit").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build the kit plugin: %v\n%s", err, out)
+		if err == nil {
+			out, berr := exec.Command("go", "build", "-o", filepath.Join(buildDir, name), "gompi/testdata/plugins/"+name).CombinedOutput()
+			if berr != nil {
+				err = fmt.Errorf("go build the plugin %s: %v\n%s", name, berr, out)
+			}
 		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+		buildErrs[name] = err
 	}
-	return filepath.Join(buildDir, kitName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(buildDir, name)
 }
 
 func TestMain(m *testing.M) {
@@ -74,10 +83,16 @@ func TestMain(m *testing.M) {
 // the folder.
 func installKit(t *testing.T, names ...string) string {
 	t.Helper()
-	bin := buildPlugin(t)
+	return install(t, buildPlugin(t), names...)
+}
+
+// install places the plugin binary bin under names (its own by default)
+// in a fresh folder and returns the folder.
+func install(t *testing.T, bin string, names ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	if len(names) == 0 {
-		names = []string{kitName}
+		names = []string{filepath.Base(bin)}
 	}
 	for _, n := range names {
 		dst := filepath.Join(dir, n)

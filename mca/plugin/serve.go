@@ -11,45 +11,67 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
+	"gompi/frameworks/errmgr"
 	"gompi/frameworks/filem"
+	"gompi/frameworks/plm"
+	"gompi/frameworks/sstore"
 	"gompi/mca"
 	pb "gompi/mca/plugin/proto"
 )
 
-// Served is a component a plugin binary carries; make one with FileM or CRS.
+// Served is a component a plugin binary carries; make one with the
+// function of its framework (FileM, CRS, SStore, ErrMgr, PLM).
 type Served struct {
 	info  func() mca.ComponentInfo
 	add   func(set *frameworks.Set) error
 	query func(ctx context.Context, q mca.Query) (any, int, error)
+	// adapter is its framework's half of the bridge.
+	adapter adapter
+}
+
+// serve makes the Served of component c of the framework fw returns.
+func serve[M any](c mca.Component[M], fw func(*frameworks.Set) *mca.Framework[M]) Served {
+	info := c.Info()
+	return Served{
+		info:    c.Info,
+		add:     func(set *frameworks.Set) error { return fw(set).Add(c) },
+		adapter: adapters[info.Framework],
+		query: func(ctx context.Context, q mca.Query) (any, int, error) {
+			m, prio, err := c.Query(ctx, q)
+			return m, prio, err
+		},
+	}
 }
 
 // FileM serves a FileM component.
 func FileM(c mca.Component[filem.Module]) Served {
-	return Served{
-		info: c.Info,
-		add:  func(set *frameworks.Set) error { return set.FileM.Add(c) },
-		query: func(ctx context.Context, q mca.Query) (any, int, error) {
-			m, prio, err := c.Query(ctx, q)
-			return m, prio, err
-		},
-	}
+	return serve(c, func(s *frameworks.Set) *mca.Framework[filem.Module] { return s.FileM })
 }
 
 // CRS serves a CRS component.
 func CRS(c mca.Component[crs.Module]) Served {
-	return Served{
-		info: c.Info,
-		add:  func(set *frameworks.Set) error { return set.CRS.Add(c) },
-		query: func(ctx context.Context, q mca.Query) (any, int, error) {
-			m, prio, err := c.Query(ctx, q)
-			return m, prio, err
-		},
-	}
+	return serve(c, func(s *frameworks.Set) *mca.Framework[crs.Module] { return s.CRS })
+}
+
+// SStore serves an SStore component.
+func SStore(c mca.Component[sstore.Module]) Served {
+	return serve(c, func(s *frameworks.Set) *mca.Framework[sstore.Module] { return s.SStore })
+}
+
+// ErrMgr serves an ErrMgr component.
+func ErrMgr(c mca.Component[errmgr.Module]) Served {
+	return serve(c, func(s *frameworks.Set) *mca.Framework[errmgr.Module] { return s.ErrMgr })
+}
+
+// PLM serves a PLM component.
+func PLM(c mca.Component[plm.Module]) Served {
+	return serve(c, func(s *frameworks.Set) *mca.Framework[plm.Module] { return s.PLM })
 }
 
 // Serve runs a plugin binary carrying components until the host stops it.
@@ -87,11 +109,6 @@ type compKey struct{ framework, name string }
 
 func (k compKey) String() string { return k.framework + "/" + k.name }
 
-type heldModule struct {
-	comp compKey
-	m    any
-}
-
 // server is the plugin side: its own parameters and frameworks, the
 // components it serves and the modules their queries made.
 type server struct {
@@ -100,18 +117,27 @@ type server struct {
 	order  []compKey
 	comps  map[compKey]Served
 
-	mu      sync.Mutex
-	next    uint64
-	modules map[uint64]heldModule
+	// objs are the modules queries made and the objects they made, by
+	// handle.
+	objs objects
+
+	// broker reaches the host's Callbacks (set by GRPCServer); hostConn
+	// is dialed the first time a call hands over a host object.
+	broker   *goplugin.GRPCBroker
+	dialMu   sync.Mutex
+	hostConn *grpc.ClientConn
 }
 
 func newServer(log *slog.Logger, components []Served) (*server, error) {
 	params := mca.NewParams()
 	set := frameworks.New(params)
-	s := &server{params: params, log: log, comps: map[compKey]Served{}, modules: map[uint64]heldModule{}}
+	s := &server{params: params, log: log, comps: map[compKey]Served{}}
 	for _, c := range components {
 		if c.add == nil {
-			return nil, errors.New("plugin: a zero Served; make each with plugin.FileM or plugin.CRS")
+			return nil, errors.New("plugin: a zero Served; make each with its framework's function (plugin.FileM, plugin.SStore, ...)")
+		}
+		if c.adapter.methods == nil {
+			return nil, fmt.Errorf("plugin: framework %s cannot be carried by a plugin", c.info().Framework)
 		}
 		if err := c.add(set); err != nil {
 			return nil, err
@@ -136,13 +162,11 @@ func (s *server) component(r *pb.ComponentRef) (Served, error) {
 
 // module returns the module a query of component r made.
 func (s *server) module(r *pb.ComponentRef, id uint64) (any, error) {
-	s.mu.Lock()
-	h, ok := s.modules[id]
-	s.mu.Unlock()
+	h, ok := s.objs.get(id)
 	if !ok || h.comp != keyOf(r) {
 		return nil, status.Errorf(codes.NotFound, "plugin: component %s has no module %d; query it first", keyOf(r), id)
 	}
-	return h.m, nil
+	return h.v, nil
 }
 
 type pluginServer struct {
@@ -176,99 +200,12 @@ func (s pluginServer) Query(ctx context.Context, req *pb.QueryRequest) (*pb.Quer
 	case err != nil:
 		return nil, toStatus(err)
 	}
-	s.mu.Lock()
-	s.next++
-	id := s.next
-	s.modules[id] = heldModule{comp: k, m: m}
-	s.mu.Unlock()
-	return &pb.QueryResponse{Priority: int32(prio), Module: id}, nil
+	id := s.objs.add(object{comp: k, v: m, methods: c.adapter.methods})
+	var impl []string
+	if c.adapter.provisions != nil && c.adapter.provisions(m) {
+		impl = append(impl, implProvision)
+	}
+	return &pb.QueryResponse{Priority: int32(prio), Module: id, Implements: impl}, nil
 }
 
-type filemServer struct {
-	*server
-	pb.UnimplementedFileMServer
-}
-
-func (s filemServer) filem(r *pb.ComponentRef, id uint64) (filem.Module, error) {
-	m, err := s.module(r, id)
-	if err != nil {
-		return nil, err
-	}
-	fm, ok := m.(filem.Module)
-	if !ok {
-		return nil, status.Errorf(codes.InvalidArgument, "plugin: component %s is not a FileM component", keyOf(r))
-	}
-	return fm, nil
-}
-
-func (s filemServer) Put(ctx context.Context, req *pb.TransferRequest) (*pb.Empty, error) {
-	m, err := s.filem(req.GetComponent(), req.GetModule())
-	if err != nil {
-		return nil, err
-	}
-	return &pb.Empty{}, toStatus(m.Put(ctx, transfersFromPB(req.GetTransfers())))
-}
-
-func (s filemServer) Get(ctx context.Context, req *pb.TransferRequest) (*pb.Empty, error) {
-	m, err := s.filem(req.GetComponent(), req.GetModule())
-	if err != nil {
-		return nil, err
-	}
-	return &pb.Empty{}, toStatus(m.Get(ctx, transfersFromPB(req.GetTransfers())))
-}
-
-func (s filemServer) Remove(ctx context.Context, req *pb.RemoveRequest) (*pb.Empty, error) {
-	m, err := s.filem(req.GetComponent(), req.GetModule())
-	if err != nil {
-		return nil, err
-	}
-	return &pb.Empty{}, toStatus(m.Remove(ctx, remotesFromPB(req.GetPaths())))
-}
-
-type crsServer struct {
-	*server
-	pb.UnimplementedCRSServer
-}
-
-func (s crsServer) crs(r *pb.ComponentRef, id uint64) (crs.Module, error) {
-	m, err := s.module(r, id)
-	if err != nil {
-		return nil, err
-	}
-	cm, ok := m.(crs.Module)
-	if !ok {
-		return nil, status.Errorf(codes.InvalidArgument, "plugin: component %s is not a CRS component", keyOf(r))
-	}
-	return cm, nil
-}
-
-func (s crsServer) Checkpoint(ctx context.Context, req *pb.CheckpointRequest) (*pb.CheckpointResponse, error) {
-	m, err := s.crs(req.GetComponent(), req.GetModule())
-	if err != nil {
-		return nil, err
-	}
-	res, err := m.Checkpoint(ctx, crs.CheckpointRequest{PID: int(req.GetPid()), Dir: string(req.GetDir()),
-		Options: crs.Options{Term: req.GetOptions().GetTerm(), Stop: req.GetOptions().GetStop()}})
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &pb.CheckpointResponse{State: int32(res.State), Files: bytesOf(res.Files), Meta: res.Meta}, nil
-}
-
-func (s crsServer) Restart(ctx context.Context, req *pb.RestartRequest) (*pb.Launch, error) {
-	m, err := s.crs(req.GetComponent(), req.GetModule())
-	if err != nil {
-		return nil, err
-	}
-	l, err := m.Restart(ctx, crs.RestartRequest{Dir: string(req.GetDir()), Meta: req.GetMeta(), Launch: launchFromPB(req.GetLaunch())})
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return launchToPB(l), nil
-}
-
-var (
-	_ pb.PluginServer = pluginServer{}
-	_ pb.FileMServer  = filemServer{}
-	_ pb.CRSServer    = crsServer{}
-)
+var _ pb.PluginServer = pluginServer{}

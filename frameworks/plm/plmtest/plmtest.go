@@ -38,6 +38,17 @@ type Options struct {
 	Nodes []string
 	// Network is what the module's Network must say.
 	Network string
+	// Parent returns the PID whose children the launch processes must be:
+	// nil for this process; the plugin's when the component runs in a
+	// plugin (package mca/plugin), whose daemons are its children.
+	Parent func() int
+}
+
+func (o Options) parent() int {
+	if o.Parent != nil {
+		return o.Parent()
+	}
+	return os.Getpid()
 }
 
 // bound is how long the kit waits for an event before it fails instead of
@@ -274,9 +285,9 @@ func (k *kit) testKill(t *testing.T, stop bool) {
 		if err := out.WaitFor(t, "plmtest: ready "+d.Node()); err != nil {
 			t.Fatal(err)
 		}
-		checkLaunchProcess(t, d, spec.Handshake)
+		checkLaunchProcess(t, d, spec.Handshake, k.opts.parent())
 		if stop {
-			if err := stopProcess(d.PID()); err != nil {
+			if err := stopProcess(d.PID(), k.opts.parent() == os.Getpid()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -297,17 +308,18 @@ func (k *kit) testKill(t *testing.T, stop bool) {
 	}
 }
 
-// checkLaunchProcess: the launch process is this process's child and
-// carries no secret in its command line or environment.
-func checkLaunchProcess(t *testing.T, d plm.Daemon, secret []byte) {
+// checkLaunchProcess: the launch process is parent's child (this
+// process's, unless the component runs in a plugin) and carries no secret
+// in its command line or environment.
+func checkLaunchProcess(t *testing.T, d plm.Daemon, secret []byte, parent int) {
 	t.Helper()
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.PID()))
 	if err != nil {
 		t.Fatalf("node %s: launch process %d: %v", d.Node(), d.PID(), err)
 	}
 	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
-		t.Errorf("node %s: launch process %d is not a child of this process (stat %q)", d.Node(), d.PID(), f)
+	if len(f) < 2 || f[1] != strconv.Itoa(parent) {
+		t.Errorf("node %s: launch process %d is not a child of process %d (stat %q)", d.Node(), d.PID(), parent, f)
 	}
 	for _, what := range []string{"cmdline", "environ"} {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", d.PID(), what))
@@ -368,16 +380,43 @@ func (o *Output) WaitFor(t *testing.T, s string) error {
 	}
 }
 
-// stopProcess stops the child pid with SIGSTOP and waits until it has
-// stopped (waitid leaves the stop reported, so the owner's Wait is not
-// disturbed).
-func stopProcess(pid int) error {
+// stopProcess stops pid with SIGSTOP and waits until it has stopped. For
+// a child, waitid says so (and leaves the stop reported, so the owner's
+// Wait is not disturbed); another process's child (a plugin's) is not
+// waitable here, and its state in /proc is watched instead.
+func stopProcess(pid int, child bool) error {
 	if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
 		return fmt.Errorf("stop %d: %w", pid, err)
+	}
+	if !child {
+		return watchStopped(pid)
 	}
 	var info unix.Siginfo
 	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOWAIT, nil); err != nil {
 		return fmt.Errorf("wait for %d to stop: %w", pid, err)
 	}
 	return nil
+}
+
+// watchStopped waits until /proc says pid is stopped, failing after bound.
+// Nothing announces another process's child stopping, so it looks again
+// every few milliseconds.
+func watchStopped(pid int) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(bound)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return fmt.Errorf("wait for %d to stop: %w", pid, err)
+		}
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "T" {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-timeout:
+			return fmt.Errorf("%d has not stopped after %v", pid, bound)
+		}
+	}
 }
