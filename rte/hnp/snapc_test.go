@@ -14,7 +14,9 @@ func TestCheckRestart(t *testing.T) {
 	os.MkdirAll(ref.Path(), 0o755)
 	now := time.Now()
 	if err := snapshot.WriteGlobal(ref, &snapshot.GlobalMeta{Job: "abcd0001", Ranks: 4, Seqs: []snapshot.SeqRecord{
-		{Seq: 0, Started: now, Finished: now, Committed: true}, {Seq: 1, Started: now}}}); err != nil {
+		{Seq: 0, Started: now, Finished: now, Committed: true, Procs: []snapshot.ProcRecord{ // every rank, as a commit records
+			{Rank: 0, Node: "n1", CRS: "self"}, {Rank: 1, Node: "n1", CRS: "self"}, {Rank: 2, Node: "n2", CRS: "self"}, {Rank: 3, Node: "n2", CRS: "self"}}},
+		{Seq: 1, Started: now}}}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

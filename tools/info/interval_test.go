@@ -28,10 +28,11 @@ func TestSuggestInterval(t *testing.T) {
 	withCkpt := t.TempDir()
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	ref := snapshot.Ref{Dir: withCkpt, Name: snapshot.RefName("aa11")}
+	both := []snapshot.ProcRecord{{Rank: 0, Node: "n1", CRS: "self"}, {Rank: 1, Node: "n1", CRS: "self"}} // a commit records every rank
 	if err := snapshot.ThisNode.WriteGlobal(t.Context(), ref, &snapshot.GlobalMeta{Job: "aa11", Ranks: 2, Seqs: []snapshot.SeqRecord{
-		{Seq: 0, Started: t0, Finished: t0.Add(9 * time.Second), Committed: true},
-		{Seq: 1, Started: t0.Add(time.Minute), Finished: t0.Add(time.Minute + 2*time.Second), Committed: true}, // the newest: C = 2 s
-		{Seq: 2, Started: t0.Add(2 * time.Minute)},                                                             // never committed
+		{Seq: 0, Started: t0, Finished: t0.Add(9 * time.Second), Committed: true, Procs: both},
+		{Seq: 1, Started: t0.Add(time.Minute), Finished: t0.Add(time.Minute + 2*time.Second), Committed: true, Procs: both}, // the newest: C = 2 s
+		{Seq: 2, Started: t0.Add(2 * time.Minute)},                                                                          // never committed
 	}}); err != nil {
 		t.Fatal(err)
 	}

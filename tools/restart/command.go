@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -97,6 +98,11 @@ numbers.`,
 	return cmd
 }
 
+// run is gompi-restart's phases: load the parameters, find and read the
+// reference (parse), explain it (-i) or choose and verify a sequence
+// (verify), and run gompirun (launch). Each phase honours ctx, which
+// SIGINT and SIGTERM cancel (cli.Main), and run checks it between phases,
+// so a signal ends gompi-restart before its next phase.
 func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string) error {
 	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleTool, Sources: o.params.SourceOptions(), LogOutput: stderr, NoPlugins: true})
 	if err != nil {
@@ -118,26 +124,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		return err
 	}
 	if o.info {
-		root := p.Values.String(snapshot.ParamStageRoot)
-		for _, s := range meta.Params { // where the job kept its copies
-			if s.Name == snapshot.ParamStageRoot {
-				root = s.Value
-			}
-		}
-		in := Explain(ctx, ref, meta, ms, func(node string, seq, rank int) (string, bool) {
-			return snapshot.StagedCopy(root, node, ref, seq, rank)
-		})
-		if o.seq >= 0 {
-			if _, ok := meta.Seq(o.seq); !ok {
-				return fmt.Errorf("%s has no sequence %d; it has %s", ref, o.seq, seqList(meta))
-			}
-		}
-		if o.asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(in)
-		}
-		return in.Render(stdout, o.seq, o.verbose)
+		return o.explain(ctx, stdout, p.Values, ref, meta, ms)
 	}
 	point, err := snapshot.ChooseSeq(ref, meta, o.seq)
 	if err != nil {
@@ -148,6 +135,9 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		// node verifies its ranks' files as it fetches them.
 		fmt.Fprintf(stderr, "gompi-restart: %s is remote; each node verifies its ranks' snapshots as it fetches them\n", ref)
 	} else if err := point.VerifyAllWith(func(dir string, l *snapshot.LocalMeta) error { return compress.Verify(ctx, dir, l) }); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	gompirun, prefix, err := findGompirun()
@@ -167,11 +157,56 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	if o.verbose {
 		fmt.Fprintf(stderr, "gompi-restart: restarting %s from sequence %d:\n  %s\n", ref.Name, point.Seq.Seq, strings.Join(quoteArgs(argv), " "))
 	}
+	return o.launch(ctx, stdout, stderr, argv)
+}
+
+// explain prints what the reference holds (-i), with the node-local copies
+// this machine can see.
+func (o *options) explain(ctx context.Context, stdout io.Writer, vals *mca.Values, ref snapshot.Ref, meta *snapshot.GlobalMeta, ms snapshot.MetaStore) error {
+	root := vals.String(snapshot.ParamStageRoot)
+	for _, s := range meta.Params { // where the job kept its copies
+		if s.Name == snapshot.ParamStageRoot {
+			root = s.Value
+		}
+	}
+	in := Explain(ctx, ref, meta, ms, func(node string, seq, rank int) (string, bool) {
+		return snapshot.StagedCopy(root, node, ref, seq, rank)
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if o.seq >= 0 {
+		if _, ok := meta.Seq(o.seq); !ok {
+			return fmt.Errorf("%s has no sequence %d; it has %s", ref, o.seq, seqList(meta))
+		}
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	return in.Render(stdout, o.seq, o.verbose)
+}
+
+// launchGrace is how long gompirun has to end after gompi-restart --fork
+// passed it SIGTERM, before it is killed: gompirun's own shutdown of a
+// job (ranks, then daemons) takes seconds, not minutes.
+const launchGrace = 30 * time.Second
+
+// launch becomes gompirun (argv), or with --fork runs it as a child and
+// waits: a signal that cancels ctx is passed on to it as SIGTERM.
+func (o *options) launch(ctx context.Context, stdout, stderr io.Writer, argv []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	gompirun := argv[0]
 	if !o.fork {
 		err := syscall.Exec(gompirun, argv, os.Environ())
 		return fmt.Errorf("run %s: %w", gompirun, err)
 	}
-	cmd := exec.Command(gompirun, argv[1:]...)
+	cmd := exec.CommandContext(ctx, gompirun, argv[1:]...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = launchGrace
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError

@@ -542,8 +542,15 @@ func TestTerminate(t *testing.T) {
 func TestContinuesReference(t *testing.T) {
 	c := newCluster(t, twoNodes)
 	os.MkdirAll(c.ref.Path(), 0o755)
+	// A committed checkpoint records every rank of its job.
+	procs := func(n int) (p []snapshot.ProcRecord) {
+		for r := range n {
+			p = append(p, snapshot.ProcRecord{Rank: r, Node: "n1", CRS: "self"})
+		}
+		return p
+	}
 	old := &snapshot.GlobalMeta{Job: "0ld0b00b", Ranks: 4, Seqs: []snapshot.SeqRecord{
-		{Seq: 0, Started: time.Now(), Finished: time.Now(), Committed: true},
+		{Seq: 0, Started: time.Now(), Finished: time.Now(), Committed: true, Procs: procs(4)},
 		{Seq: 1, Started: time.Now()}}}
 	if err := snapshot.WriteGlobal(c.ref, old); err != nil {
 		t.Fatal(err)
@@ -556,7 +563,7 @@ func TestContinuesReference(t *testing.T) {
 	if m.Job != "0ld0b00b" || !reflect.DeepEqual(m.Committed(), []int{0, 2}) {
 		t.Errorf("job %s committed %v", m.Job, m.Committed())
 	}
-	old.Ranks = 3
+	old.Ranks, old.Seqs[0].Procs = 3, procs(3)
 	snapshot.WriteGlobal(c.ref, old)
 	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err == nil || !strings.Contains(err.Error(), "holds a job of 3 ranks; this job has 4") {
 		t.Errorf("rank count mismatch: %v", err)

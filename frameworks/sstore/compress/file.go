@@ -95,7 +95,7 @@ func Verify(ctx context.Context, dir string, l *snapshot.LocalMeta) error {
 		if rec.Compression == "" {
 			// sstore's own check, whose messages say what a user sees
 			// wrong with a plain file (its size, its checksum).
-			err = (&snapshot.LocalMeta{Files: []snapshot.FileRecord{rec}}).Verify(dir)
+			err = (&snapshot.LocalMeta{Files: []snapshot.FileRecord{rec}}).VerifyContext(ctx, dir)
 		} else {
 			err = VerifyFile(ctx, dir, rec)
 		}
@@ -117,7 +117,7 @@ func decodeChecked(ctx context.Context, srcDir string, rec snapshot.FileRecord, 
 		return fmt.Errorf("decompress: %s: %w: stored name %q is not a file name", rec.Name, snapshot.ErrCorrupt, storedName)
 	}
 	path := filepath.Join(srcDir, storedName)
-	in, err := os.Open(path)
+	in, err := snapshot.OpenFile(path) // a regular file of the snapshot, not a link out of it
 	if err != nil {
 		return fmt.Errorf("decompress: %w", err)
 	}

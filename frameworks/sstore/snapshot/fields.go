@@ -64,10 +64,22 @@ func writeRecord(w *bufio.Writer, key, pos string, kv ...string) {
 // buffer on long lines, ours refuses them.
 const maxMetaLine = 1 << 20
 
-func readRecords(r io.Reader, name string) ([]record, error) {
-	sc := bufio.NewScanner(r)
+// MaxMetaSize bounds a metadata file: a reader refuses a larger one before
+// reading it (ReadGlobal, ReadLocal) or once past it (ParseGlobal,
+// ParseLocal), so a hostile or runaway file cannot make it allocate
+// without bound. 64 MiB holds a million ranks' Process records, about 20
+// times what any job writes.
+const MaxMetaSize = 64 << 20
+
+// errTooLarge is wrapped when a metadata file is past MaxMetaSize.
+var errTooLarge = fmt.Errorf("larger than %d MiB, more than any gompi writes: not a metadata file of a snapshot, or damaged", MaxMetaSize>>20)
+
+// scanRecords calls fn with each record of r in order, holding one line
+// at a time: what a file makes a parser keep is the parser's to bound.
+func scanRecords(r io.Reader, name string, fn func(record) error) error {
+	lr := &io.LimitedReader{R: r, N: MaxMetaSize + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 4096), maxMetaLine)
-	var out []record
 	n := 0
 	for sc.Scan() {
 		n++
@@ -77,15 +89,20 @@ func readRecords(r io.Reader, name string) ([]record, error) {
 		}
 		rec, err := parseRecord(text)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+			return fmt.Errorf("%s:%d: %w", name, n, err)
 		}
 		rec.line = n
-		out = append(out, rec)
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	if lr.N <= 0 {
+		return fmt.Errorf("%s: %w", name, errTooLarge)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", name, n+1, err)
+		return fmt.Errorf("%s:%d: %w", name, n+1, err)
 	}
-	return out, nil
+	return nil
 }
 
 func parseRecord(text string) (record, error) {

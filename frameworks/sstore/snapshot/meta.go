@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -139,94 +140,190 @@ func (g *GlobalMeta) Encode(w io.Writer) error {
 	return b.Flush()
 }
 
-// ParseGlobal reads global metadata; name labels errors.
+// ParseGlobal reads global metadata; name labels errors. Every count it
+// reads is checked against what the file holds before anything is sized
+// by it: a rank is below Ranks, recorded once per sequence, and a
+// committed checkpoint records every rank (so Ranks cannot claim more
+// ranks than the file has lines). Errors name the file and line and wrap
+// ErrCorrupt.
 func ParseGlobal(r io.Reader, name string) (*GlobalMeta, error) {
-	recs, err := readRecords(r, name)
-	if err != nil {
+	p := globalParser{g: &GlobalMeta{}, name: name, seqs: map[int]bool{}}
+	if err := parseMeta(r, name, globalHeader, p.record); err != nil {
+		return nil, err
+	}
+	if err := p.close(); err != nil {
 		return nil, fmt.Errorf("sstore: %w: %w", ErrCorrupt, err)
 	}
-	g := &GlobalMeta{}
-	fail := func(rec record, format string, a ...any) (*GlobalMeta, error) {
-		return nil, fmt.Errorf("sstore: %w: %s:%d: %s", ErrCorrupt, name, rec.line, fmt.Sprintf(format, a...))
+	if p.g.Job == "" || p.g.Ranks == 0 {
+		return nil, fmt.Errorf("sstore: %w: %s: missing Job or Ranks (a job has at least one rank)", ErrCorrupt, name)
 	}
-	if len(recs) == 0 || recs[0].key != "Format" || recs[0].fields["kind"] != globalHeader {
-		return nil, fmt.Errorf("sstore: %w: %s: not gompi global snapshot metadata", ErrCorrupt, name)
-	}
-	if recs[0].pos != strconv.Itoa(MetaFormat) {
-		return nil, fmt.Errorf("sstore: %s: metadata format %q; this gompi reads format %d", name, recs[0].pos, MetaFormat)
-	}
-	var cur *SeqRecord
-	for _, rec := range recs[1:] {
-		switch rec.key {
-		case "Job":
-			g.Job = rec.pos
-		case "Ranks":
-			n, err := rec.atoi(rec.pos, "rank count")
-			if err != nil {
-				return fail(rec, "%v", err)
-			}
-			g.Ranks = n
-		case "AMCA":
-			g.AMCA = append(g.AMCA, rec.pos)
-		case "Param":
-			var src mca.Source
-			if err := src.UnmarshalText([]byte(rec.fields["source"])); err != nil {
-				return fail(rec, "Param %s: %v", rec.pos, err)
-			}
-			g.Params = append(g.Params, mca.Setting{Name: rec.pos, Value: rec.fields["value"], Origin: mca.Origin{Source: src, Where: rec.fields["where"]}})
-		case "Program", "Arg", "Export":
-			if err := parseLaunchRecord(&g.Launch, rec); err != nil {
-				return fail(rec, "%v", err)
-			}
-		case "Seq":
-			n, err := rec.atoi(rec.pos, "sequence")
-			if err != nil {
-				return fail(rec, "%v", err)
-			}
-			if _, dup := g.Seq(n); dup {
-				return fail(rec, "sequence %d recorded twice", n)
-			}
-			started, err := time.Parse(time.RFC3339Nano, rec.fields["started"])
-			if err != nil {
-				return fail(rec, "Seq %d: bad start time", n)
-			}
-			g.Seqs = append(g.Seqs, SeqRecord{Seq: n, Migrate: rec.fields["kind"] == "migrate", Started: started})
-			cur = &g.Seqs[len(g.Seqs)-1]
-		case "Process":
-			if cur == nil || cur.Committed {
-				return fail(rec, "Process outside an open sequence")
-			}
-			rank, err := rec.atoi(rec.pos, "rank")
-			if err != nil {
-				return fail(rec, "%v", err)
-			}
-			cur.Procs = append(cur.Procs, ProcRecord{Rank: rank, Node: rec.fields["node"], CRS: rec.fields["crs"]})
-		case "Committed Seq":
-			n, err := rec.atoi(rec.pos, "sequence")
-			if err != nil {
-				return fail(rec, "%v", err)
-			}
-			if cur == nil || cur.Seq != n || cur.Committed {
-				return fail(rec, "commit of sequence %d does not close it", n)
-			}
-			fin, err := time.Parse(time.RFC3339Nano, rec.fields["finished"])
-			if err != nil {
-				return fail(rec, "Committed Seq %d: bad finish time", n)
-			}
-			cur.Committed, cur.Finished = true, fin
-		default:
-			return fail(rec, "unknown record %q", rec.key)
-		}
-	}
-	if g.Job == "" || g.Ranks == 0 {
-		return nil, fmt.Errorf("sstore: %w: %s: missing Job or Ranks", ErrCorrupt, name)
-	}
-	return g, nil
+	return p.g, nil
 }
 
-// ReadGlobal reads the global metadata of ref.
-func ReadGlobal(ref Ref) (*GlobalMeta, error) {
-	f, err := os.Open(ref.MetaPath())
+// maxSeq bounds a sequence number, so that NextSeq cannot overflow.
+const maxSeq = 1<<31 - 1
+
+// errFormat is wrapped when metadata is of a format this gompi does not
+// read: not damage, so not ErrCorrupt.
+var errFormat = errors.New("metadata format")
+
+// parseMeta scans a metadata file of kind: its Format record first, then
+// each further record to fn. Its errors wrap ErrCorrupt, except for a
+// format this gompi does not read (not damage).
+func parseMeta(r io.Reader, name, kind string, fn func(record) error) error {
+	header := false
+	err := scanRecords(r, name, func(rec record) error {
+		if header {
+			return fn(rec)
+		}
+		header = true
+		if rec.key != "Format" || rec.fields["kind"] != kind {
+			return fmt.Errorf("%s: not %s", name, kind)
+		}
+		if rec.pos != strconv.Itoa(MetaFormat) {
+			return fmt.Errorf("%s: %w %q; this gompi reads format %d", name, errFormat, rec.pos, MetaFormat)
+		}
+		return nil
+	})
+	if err == nil && !header {
+		err = fmt.Errorf("%s: not %s", name, kind)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errFormat):
+		return fmt.Errorf("sstore: %w", err)
+	}
+	return fmt.Errorf("sstore: %w: %w", ErrCorrupt, err)
+}
+
+// globalParser is ParseGlobal's state between records.
+type globalParser struct {
+	g     *GlobalMeta
+	name  string
+	cur   *SeqRecord
+	seqs  map[int]bool // sequence numbers seen
+	ranks map[int]bool // ranks of cur seen
+	// commitLine is the line of cur's commit, which close's error names.
+	commitLine int
+}
+
+func (p *globalParser) fail(rec record, format string, a ...any) error {
+	return fmt.Errorf("%s:%d: %s", p.name, rec.line, fmt.Sprintf(format, a...))
+}
+
+func (p *globalParser) record(rec record) error {
+	g := p.g
+	switch rec.key {
+	case "Job":
+		g.Job = rec.pos
+	case "Ranks":
+		n, err := rec.atoi(rec.pos, "rank count")
+		if err != nil {
+			return p.fail(rec, "%v", err)
+		}
+		if n == 0 || g.Ranks != 0 || len(g.Seqs) > 0 {
+			return p.fail(rec, "Ranks %d: want one rank count of at least 1, before the sequences", n)
+		}
+		g.Ranks = n
+	case "AMCA":
+		g.AMCA = append(g.AMCA, rec.pos)
+	case "Param":
+		var src mca.Source
+		if err := src.UnmarshalText([]byte(rec.fields["source"])); err != nil {
+			return p.fail(rec, "Param %s: %v", rec.pos, err)
+		}
+		g.Params = append(g.Params, mca.Setting{Name: rec.pos, Value: rec.fields["value"], Origin: mca.Origin{Source: src, Where: rec.fields["where"]}})
+	case "Program", "Arg", "Export":
+		if err := parseLaunchRecord(&g.Launch, rec); err != nil {
+			return p.fail(rec, "%v", err)
+		}
+	case "Seq", "Process", "Committed Seq":
+		return p.seqRecord(rec)
+	default:
+		return p.fail(rec, "unknown record %q", rec.key)
+	}
+	return nil
+}
+
+// seqRecord reads the records of a sequence.
+func (p *globalParser) seqRecord(rec record) error {
+	what := "sequence"
+	if rec.key == "Process" {
+		what = "rank"
+	}
+	n, err := rec.atoi(rec.pos, what)
+	if err != nil {
+		return p.fail(rec, "%v", err)
+	}
+	switch rec.key {
+	case "Seq":
+		if err := p.close(); err != nil {
+			return err
+		}
+		if n > maxSeq {
+			return p.fail(rec, "sequence %d: more than %d, which no reference reaches", n, maxSeq)
+		}
+		if p.seqs[n] {
+			return p.fail(rec, "sequence %d recorded twice", n)
+		}
+		started, err := time.Parse(time.RFC3339Nano, rec.fields["started"])
+		if err != nil {
+			return p.fail(rec, "Seq %d: bad start time", n)
+		}
+		p.seqs[n] = true
+		p.g.Seqs = append(p.g.Seqs, SeqRecord{Seq: n, Migrate: rec.fields["kind"] == "migrate", Started: started})
+		p.cur, p.ranks = &p.g.Seqs[len(p.g.Seqs)-1], map[int]bool{}
+	case "Process":
+		switch {
+		case p.cur == nil || p.cur.Committed:
+			return p.fail(rec, "Process outside an open sequence")
+		case p.g.Ranks == 0:
+			return p.fail(rec, "Process before Ranks")
+		case n >= p.g.Ranks:
+			return p.fail(rec, "Process %d: the job has %d ranks (Ranks: %d)", n, p.g.Ranks, p.g.Ranks)
+		case p.ranks[n]:
+			return p.fail(rec, "Process %d recorded twice in sequence %d", n, p.cur.Seq)
+		}
+		p.ranks[n] = true
+		p.cur.Procs = append(p.cur.Procs, ProcRecord{Rank: n, Node: rec.fields["node"], CRS: rec.fields["crs"]})
+	case "Committed Seq":
+		if p.cur == nil || p.cur.Seq != n || p.cur.Committed {
+			return p.fail(rec, "commit of sequence %d does not close it", n)
+		}
+		fin, err := time.Parse(time.RFC3339Nano, rec.fields["finished"])
+		if err != nil {
+			return p.fail(rec, "Committed Seq %d: bad finish time", n)
+		}
+		p.cur.Committed, p.cur.Finished, p.commitLine = true, fin, rec.line
+	}
+	return nil
+}
+
+// close checks the sequence just read: a committed checkpoint records
+// every rank of the job once (Process checked each is below Ranks and
+// new), the content a restart sizes itself by. A migration records only
+// the ranks it moved.
+func (p *globalParser) close() error {
+	s := p.cur
+	if s == nil || !s.Committed || s.Migrate || len(s.Procs) == p.g.Ranks {
+		return nil
+	}
+	return fmt.Errorf("%s:%d: committed sequence %d records %d processes but the job has %d ranks (Ranks: %d): the file was cut or edited and cannot be trusted: restore it from a copy",
+		p.name, p.commitLine, s.Seq, len(s.Procs), p.g.Ranks, p.g.Ranks)
+}
+
+// ReadGlobal reads the global metadata of ref. A file that is not a
+// regular one, or larger than MaxMetaSize, is refused before it is read.
+func ReadGlobal(ref Ref) (*GlobalMeta, error) { return readGlobal(context.Background(), ref) }
+
+// readGlobal is ReadGlobal ending with ctx's error once ctx is done, even
+// in the middle of the file.
+func readGlobal(ctx context.Context, ref Ref) (*GlobalMeta, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := openMeta(ref.MetaPath())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if _, derr := os.Stat(ref.Path()); derr != nil {
@@ -237,7 +334,28 @@ func ReadGlobal(ref Ref) (*GlobalMeta, error) {
 		return nil, fmt.Errorf("sstore: %w", err)
 	}
 	defer f.Close()
-	return ParseGlobal(f, ref.MetaPath())
+	g, err := ParseGlobal(fscopy.Reader{Ctx: ctx, R: f}, ref.MetaPath())
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		return nil, cerr
+	}
+	return g, err
+}
+
+// openMeta opens a metadata file with OpenFile and refuses it when larger
+// than MaxMetaSize.
+func openMeta(path string) (*os.File, error) {
+	f, err := OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() > MaxMetaSize {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: %s is %d bytes, %w", ErrCorrupt, path, fi.Size(), errTooLarge)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // WriteGlobal replaces the global metadata of ref atomically: readers see
@@ -335,84 +453,112 @@ func (l *LocalMeta) Encode(w io.Writer) error {
 	return b.Flush()
 }
 
-// ParseLocal reads local metadata; name labels errors.
+// ParseLocal reads local metadata; name labels errors. A File record
+// names a file of the snapshot's own folder: a name with a folder (../x,
+// /etc/x), . or .., or snapshot_meta itself is refused.
 func ParseLocal(r io.Reader, name string) (*LocalMeta, error) {
-	recs, err := readRecords(r, name)
-	if err != nil {
-		return nil, fmt.Errorf("sstore: %w: %w", ErrCorrupt, err)
+	p := localParser{l: &LocalMeta{Rank: -1, CRSMeta: map[string]string{}}, name: name, seen: map[string]bool{}}
+	if err := parseMeta(r, name, localHeader, p.record); err != nil {
+		return nil, err
 	}
-	fail := func(rec record, format string, a ...any) (*LocalMeta, error) {
-		return nil, fmt.Errorf("sstore: %w: %s:%d: %s", ErrCorrupt, name, rec.line, fmt.Sprintf(format, a...))
-	}
-	if len(recs) == 0 || recs[0].key != "Format" || recs[0].fields["kind"] != localHeader {
-		return nil, fmt.Errorf("sstore: %w: %s: not gompi local snapshot metadata", ErrCorrupt, name)
-	}
-	if recs[0].pos != strconv.Itoa(MetaFormat) {
-		return nil, fmt.Errorf("sstore: %s: metadata format %q; this gompi reads format %d", name, recs[0].pos, MetaFormat)
-	}
-	l := &LocalMeta{Rank: -1, CRSMeta: map[string]string{}}
-	seen := map[string]bool{}
-	for _, rec := range recs[1:] {
-		switch rec.key {
-		case "Rank":
-			rank, err := rec.atoi(rec.pos, "rank")
-			if err != nil {
-				return fail(rec, "%v", err)
-			}
-			pid, err := rec.atoi(rec.fields["pid"], "pid")
-			if err != nil {
-				return fail(rec, "%v", err)
-			}
-			l.Rank, l.PID, l.Node = rank, pid, rec.fields["node"]
-		case "CRS Component":
-			l.CRS = rec.pos
-		case "Created":
-			t, err := time.Parse(time.RFC3339Nano, rec.pos)
-			if err != nil {
-				return fail(rec, "bad time %q", rec.pos)
-			}
-			l.Created = t
-		case "CRS Meta":
-			l.CRSMeta[rec.pos] = rec.fields["value"]
-		case "File":
-			if rec.pos == "" || rec.pos != filepath.Base(rec.pos) || rec.pos == "." || rec.pos == ".." || rec.pos == LocalMetaFile {
-				return fail(rec, "bad file name %q", rec.pos)
-			}
-			if seen[rec.pos] {
-				return fail(rec, "file %q recorded twice", rec.pos)
-			}
-			seen[rec.pos] = true
-			sz, err := rec.need("size")
-			if err != nil {
-				return fail(rec, "%v", err)
-			}
-			size, err := strconv.ParseInt(sz, 10, 64)
-			if err != nil || size < 0 {
-				return fail(rec, "file %s: bad size %q", rec.pos, sz)
-			}
-			sum := rec.fields["checksum"]
-			if _, err := parseChecksum(sum); err != nil {
-				return fail(rec, "file %s: %v", rec.pos, err)
-			}
-			f := FileRecord{Name: rec.pos, Size: size, Checksum: sum, Compression: rec.fields["compression"], Stored: rec.fields["stored"]}
-			if f.Compression != "" && (f.Stored == "" || f.Stored != filepath.Base(f.Stored) || seen[f.Stored]) {
-				return fail(rec, "file %s: compressed without a valid stored name", rec.pos)
-			}
-			l.Files = append(l.Files, f)
-		default:
-			return fail(rec, "unknown record %q", rec.key)
-		}
-	}
-	if l.Rank < 0 || l.CRS == "" {
+	if p.l.Rank < 0 || p.l.CRS == "" {
 		return nil, fmt.Errorf("sstore: %w: %s: missing Rank or CRS Component", ErrCorrupt, name)
 	}
-	return l, nil
+	return p.l, nil
+}
+
+// localParser is ParseLocal's state between records.
+type localParser struct {
+	l    *LocalMeta
+	name string
+	seen map[string]bool // file and stored names recorded
+}
+
+func (p *localParser) record(rec record) error {
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("%s:%d: %s", p.name, rec.line, fmt.Sprintf(format, a...))
+	}
+	l := p.l
+	switch rec.key {
+	case "Rank":
+		rank, err := rec.atoi(rec.pos, "rank")
+		if err != nil {
+			return fail("%v", err)
+		}
+		pid, err := rec.atoi(rec.fields["pid"], "pid")
+		if err != nil {
+			return fail("%v", err)
+		}
+		l.Rank, l.PID, l.Node = rank, pid, rec.fields["node"]
+	case "CRS Component":
+		l.CRS = rec.pos
+	case "Created":
+		t, err := time.Parse(time.RFC3339Nano, rec.pos)
+		if err != nil {
+			return fail("bad time %q", rec.pos)
+		}
+		l.Created = t
+	case "CRS Meta":
+		l.CRSMeta[rec.pos] = rec.fields["value"]
+	case "File":
+		f, err := p.file(rec)
+		if err != nil {
+			return fail("%v", err)
+		}
+		l.Files = append(l.Files, f)
+	default:
+		return fail("unknown record %q", rec.key)
+	}
+	return nil
+}
+
+// file reads a File record.
+func (p *localParser) file(rec record) (FileRecord, error) {
+	if err := checkFileName(rec.pos); err != nil {
+		return FileRecord{}, err
+	}
+	if p.seen[rec.pos] {
+		return FileRecord{}, fmt.Errorf("file %q recorded twice", rec.pos)
+	}
+	p.seen[rec.pos] = true
+	sz, err := rec.need("size")
+	if err != nil {
+		return FileRecord{}, err
+	}
+	size, err := strconv.ParseInt(sz, 10, 64)
+	if err != nil || size < 0 {
+		return FileRecord{}, fmt.Errorf("file %s: bad size %q", rec.pos, sz)
+	}
+	sum := rec.fields["checksum"]
+	if _, err := parseChecksum(sum); err != nil {
+		return FileRecord{}, fmt.Errorf("file %s: %v", rec.pos, err)
+	}
+	f := FileRecord{Name: rec.pos, Size: size, Checksum: sum, Compression: rec.fields["compression"], Stored: rec.fields["stored"]}
+	if f.Compression == "" && f.Stored != "" {
+		return FileRecord{}, fmt.Errorf("file %s: a stored name without compression", rec.pos)
+	}
+	if f.Compression != "" {
+		if checkFileName(f.Stored) != nil || p.seen[f.Stored] {
+			return FileRecord{}, fmt.Errorf("file %s: compressed without a valid stored name", rec.pos)
+		}
+		p.seen[f.Stored] = true
+	}
+	return f, nil
+}
+
+// checkFileName refuses a snapshot file name that is not one plain name
+// in the snapshot's folder: a restart must read nothing outside it.
+func checkFileName(name string) error {
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." || name == LocalMetaFile {
+		return fmt.Errorf("bad file name %q: a snapshot file is named without a folder (no /, not . or ..)", name)
+	}
+	return nil
 }
 
 // ReadLocal reads the snapshot_meta in dir.
 func ReadLocal(dir string) (*LocalMeta, error) {
 	path := filepath.Join(dir, LocalMetaFile)
-	f, err := os.Open(path)
+	f, err := openMeta(path)
 	if err != nil {
 		return nil, fmt.Errorf("sstore: local snapshot %s: %w", dir, err)
 	}

@@ -152,7 +152,8 @@ func writeSnapshot(t *testing.T) Ref {
 		t.Fatal(err)
 	}
 	g := sampleGlobal()
-	g.Seqs = append(g.Seqs, SeqRecord{Seq: 3, Started: t0, Finished: t0, Committed: true})
+	g.Seqs = append(g.Seqs, SeqRecord{Seq: 3, Started: t0, Finished: t0, Committed: true,
+		Procs: []ProcRecord{{Rank: 0, Node: "n1", CRS: "self"}, {Rank: 1, Node: "n1", CRS: "self"}}})
 	for _, seq := range []int{0, 3} {
 		for rank := 0; rank < 2; rank++ {
 			dir := ref.LocalPath(seq, rank)
@@ -283,6 +284,7 @@ func FuzzParseGlobal(f *testing.F) {
 	sampleGlobal().Encode(&b)
 	f.Add(b.String())
 	f.Add("# Format: 1 kind=\"gompi global snapshot metadata\"\n# Job: j\n# Ranks: 1\n")
+	hostileSeeds(f)
 	f.Fuzz(func(t *testing.T, in string) {
 		g, err := ParseGlobal(strings.NewReader(in), "fuzz")
 		if err != nil {
@@ -307,6 +309,11 @@ func FuzzParseLocal(f *testing.F) {
 	(&LocalMeta{Rank: 1, PID: 2, Node: "n", CRS: "self", Created: t0, CRSMeta: map[string]string{"k": "v w"},
 		Files: []FileRecord{{Name: "a", Size: 1, Checksum: "crc32c:00000001"}}}).Encode(&b)
 	f.Add(b.String())
+	head := "# Format: 1 kind=\"gompi local snapshot metadata\"\n# Rank: 0 pid=1 node=n\n# CRS Component: self\n"
+	for _, name := range []string{"../x", "\"../../etc/passwd\"", "/etc/passwd", "a/b", ".", "..", "snapshot_meta"} {
+		f.Add(head + "# File: " + name + " size=1 checksum=crc32c:00000001\n")
+		f.Add(head + "# File: a size=1 checksum=crc32c:00000001 compression=zstd stored=" + name + "\n")
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		l, err := ParseLocal(strings.NewReader(in), "fuzz")
 		if err != nil {
@@ -315,6 +322,9 @@ func FuzzParseLocal(f *testing.F) {
 		for _, fr := range l.Files {
 			if fr.Name != filepath.Base(fr.Name) || fr.Name == ".." {
 				t.Fatalf("unsafe file name %q accepted", fr.Name)
+			}
+			if fr.Compression != "" && checkFileName(fr.Stored) != nil {
+				t.Fatalf("unsafe stored name %q accepted", fr.Stored)
 			}
 		}
 		var out bytes.Buffer

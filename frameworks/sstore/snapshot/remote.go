@@ -45,10 +45,7 @@ var ThisNode MetaStore = localMeta{}
 type localMeta struct{}
 
 func (localMeta) ReadGlobal(ctx context.Context, ref Ref) (*GlobalMeta, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return ReadGlobal(ref)
+	return readGlobal(ctx, ref)
 }
 
 func (localMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) error {
@@ -89,7 +86,7 @@ func (m remoteMeta) ReadGlobal(ctx context.Context, ref Ref) (*GlobalMeta, error
 		}
 		return nil, fmt.Errorf("sstore: read %s: %w", src, err)
 	}
-	g, err := ReadGlobal(local)
+	g, err := readGlobal(ctx, local)
 	if err != nil {
 		return nil, fmt.Errorf("sstore: %s: %w", src, err)
 	}

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash"
@@ -9,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"gompi/frameworks/filem/fscopy"
 )
 
 // CRC-32C (Castagnoli) is hardware-accelerated (about 17 GB/s on this
@@ -90,15 +94,44 @@ func (w *FileWriter) Abort() {
 	os.Remove(w.f.Name())
 }
 
-// ChecksumFile returns the size and checksum of a file.
+// OpenFile opens a file of a snapshot for reading: a regular file, not
+// through a symbolic link, so that a reference cannot make a restart read
+// (and hand a rank) a file outside it, nor block on a FIFO or a device.
+func OpenFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%w: %s is a symbolic link; a snapshot holds its files themselves: replace the link by the file, or restart from another sequence", ErrCorrupt, path)
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w: %s is not a regular file (%s)", ErrCorrupt, path, fi.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ChecksumFile returns the size and checksum of a file (a regular one,
+// opened with OpenFile).
 func ChecksumFile(path string) (int64, string, error) {
-	f, err := os.Open(path)
+	return ChecksumFileContext(context.Background(), path)
+}
+
+// ChecksumFileContext is ChecksumFile ending early, with ctx's error, once
+// ctx is done: a snapshot file can be gigabytes.
+func ChecksumFileContext(ctx context.Context, path string) (int64, string, error) {
+	f, err := OpenFile(path)
 	if err != nil {
 		return 0, "", err
 	}
 	defer f.Close()
 	h := NewChecksum()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, fscopy.Reader{Ctx: ctx, R: f})
 	if err != nil {
 		return 0, "", err
 	}
@@ -109,12 +142,18 @@ func ChecksumFile(path string) (int64, string, error) {
 // dir: present, of its size and checksum. The error names the first file
 // that is wrong and wraps ErrCorrupt (or fs.ErrNotExist for a missing one).
 func (l *LocalMeta) Verify(dir string) error {
+	return l.VerifyContext(context.Background(), dir)
+}
+
+// VerifyContext is Verify ending early, with ctx's error, once ctx is
+// done.
+func (l *LocalMeta) VerifyContext(ctx context.Context, dir string) error {
 	for _, f := range l.Files {
 		if f.Compression != "" {
 			return fmt.Errorf("sstore: %s: stored compressed (%s); decompress it before verifying", filepath.Join(dir, f.Name), f.Compression)
 		}
 		path := filepath.Join(dir, f.Name)
-		size, sum, err := ChecksumFile(path)
+		size, sum, err := ChecksumFileContext(ctx, path)
 		switch {
 		case err != nil:
 			return fmt.Errorf("sstore: %s: %w", path, err)
@@ -168,17 +207,28 @@ func (p RestartPoint) VerifyAll() error {
 }
 
 // VerifyAllWith is VerifyAll checking each rank's local snapshot with
-// verify (compress.Verify also reads files stored compressed).
+// verify (compress.Verify also reads files stored compressed). It checks
+// the ranks the sequence records (ParseGlobal made sure a committed one
+// records every rank once), and stops at the first error that is a
+// cancelled context: the user asked to stop, the rest would fail alike.
 func (p RestartPoint) VerifyAllWith(verify func(dir string, l *LocalMeta) error) error {
 	var errs []error
-	for rank := 0; rank < p.Meta.Ranks; rank++ {
+	for _, proc := range p.Seq.Procs {
+		rank := proc.Rank
 		dir := p.Ref.LocalPath(p.Seq.Seq, rank)
-		l, err := ReadLocal(dir)
+		err := checkDirs(p.Ref.Path(), dir)
+		var l *LocalMeta
+		if err == nil {
+			l, err = ReadLocal(dir)
+		}
 		if err == nil && l.Rank != rank {
 			err = fmt.Errorf("sstore: %w: %s records rank %d", ErrCorrupt, dir, l.Rank)
 		}
 		if err == nil {
 			err = verify(dir, l)
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -192,6 +242,28 @@ func (p RestartPoint) VerifyAllWith(verify func(dir string, l *LocalMeta) error)
 		return fmt.Errorf("%w\nsequence %d cannot be restarted; the previous committed sequence is %d: restart with -s %d", err, p.Seq.Seq, prev, prev)
 	}
 	return fmt.Errorf("%w\nsequence %d cannot be restarted and no earlier sequence was committed", err, p.Seq.Seq)
+}
+
+// checkDirs refuses a folder between root (excluded) and dir (included)
+// that is a symbolic link: the sequence and rank folders of a reference
+// are its own, and a link could lead a restart outside it.
+func checkDirs(root, dir string) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("sstore: %s is not inside %s", dir, root)
+	}
+	path := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		path = filepath.Join(path, part)
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return fmt.Errorf("sstore: %w", err)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("sstore: %w: %s is a symbolic link; a reference holds its sequences and snapshots themselves: replace the link by the folder, or restart from another sequence", ErrCorrupt, path)
+		}
+	}
+	return nil
 }
 
 func (p RestartPoint) previous() int {
