@@ -60,7 +60,7 @@
 // host, what the framework's Host says may cross (host objects lent back
 // over the bridge; descriptors by SCM_RIGHTS, processes by PID). The
 // plugin bridge carries crs, filem, sstore, errmgr and plm through one
-// generic call (crs without its Host so far). snapc, whose modules also
+// generic call. snapc, whose modules also
 // run there, stays in process: its coordinators are per-run objects in
 // constant conversation with the job (the plugin package doc says what
 // carrying them would take). The

@@ -27,13 +27,14 @@ import (
 // connection to the checkpointing service.
 //
 // Across the plugin bridge the host is all that crosses besides the
-// module's calls: Daemon.Files travel as descriptors (SCM_RIGHTS over the
-// plugin's socket) and restored processes come back as PIDs. To wait on a
-// rank restored by a plugin child (or by CRIU's service), gompid must be a
-// child subreaper (PR_SET_CHILD_SUBREAPER), so that the rank becomes its
-// child when the restorer lets go; it is to become one when it first
-// provisions a CRS with a DaemonHost (no built-in CRS takes one yet: the
-// criu component will be the first).
+// module's calls: Rank.Save and Daemon.Restored are called back over the
+// bridge, Daemon.Files travel as descriptors (SCM_RIGHTS on the plugin's
+// descriptor socket), and a process a plugin's CRS restored stays the
+// plugin's child: the plugin waits on it, and the daemon's Process.Wait is
+// a call to the plugin. A process restored by a service that is not the
+// daemon's descendant (CRIU's) can only be waited on by gompid as a child
+// subreaper (PR_SET_CHILD_SUBREAPER); that is the criu component's to set
+// up, when it first provisions a CRS with a DaemonHost.
 type Host struct {
 	Rank   *RankHost
 	Daemon *DaemonHost

@@ -268,6 +268,7 @@ func (s pluginServer) Call(ctx context.Context, req *pb.CallRequest) (*pb.CallRe
 				resp.Error = detailOf(err)
 			}
 		}
+		s.disown(req.GetHandle())
 		return resp, nil
 	}
 	return dispatch(ctx, o.methods, o.v, req, &scope{srv: s.server, comp: k, handle: req.GetHandle(), cbID: req.GetCallbacks()})

@@ -225,6 +225,7 @@ type proc struct {
 	cmd       *exec.Cmd // read ProcessState only once c.done is closed
 	c         *clients
 	cb        *hostCallbacks // the host objects lent to its modules
+	fds       *fdSender      // the descriptors passed to its modules
 	timeout   time.Duration  // control calls
 	ioTimeout time.Duration  // data-moving calls
 	log       *slog.Logger
@@ -266,6 +267,14 @@ func (h *Host) start(ctx context.Context, path string, cfg Config) (*proc, []*pb
 	// Its own process group, so Close can also end whatever the plugin
 	// started, and a terminal's ^C reaches the host, which decides.
 	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true}
+	// Descriptors a module's host holds cross on a socket of their own.
+	fds, theirs, err := newFDPair()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer theirs.Close() // the child has its copy once started
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.Env = append(cmd.Env, envFDs+"=1")
 	startTimeout := cfg.Timeout
 	if startTimeout <= 0 {
 		startTimeout = time.Minute
@@ -284,6 +293,7 @@ func (h *Host) start(ctx context.Context, path string, cfg Config) (*proc, []*pb
 	})
 	rpc, err := client.Client()
 	if err != nil {
+		fds.close()
 		client.Kill()
 		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
 			actual, serr := sha256File(path)
@@ -297,11 +307,12 @@ func (h *Host) start(ctx context.Context, path string, cfg Config) (*proc, []*pb
 	}
 	raw, err := rpc.Dispense(pluginKey)
 	if err != nil {
+		fds.close()
 		client.Kill()
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	c := raw.(*clients)
-	p := &proc{path: path, client: client, cmd: cmd, c: c, cb: c.callbacks, timeout: cfg.Timeout, ioTimeout: cfg.IOTimeout, log: plog}
+	p := &proc{path: path, client: client, cmd: cmd, c: c, cb: c.callbacks, fds: fds, timeout: cfg.Timeout, ioTimeout: cfg.IOTimeout, log: plog}
 	if rc := client.ReattachConfig(); rc != nil {
 		p.pid = rc.Pid
 	}
@@ -363,6 +374,7 @@ func checkSpecs(info mca.ComponentInfo) (err error) {
 // output pipes open, once the bound has passed again.
 func (p *proc) kill() {
 	p.stopped.Store(true)
+	defer p.fds.close()
 	if p.exited() {
 		// Anything left in its group is an orphan holding its pipes.
 		p.killGroup()

@@ -1,11 +1,17 @@
 package plugin
 
 import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	errmgrdefault "gompi/components/errmgr/default"
 	"gompi/components/filem/raw"
 	"gompi/frameworks"
+	"gompi/frameworks/crs"
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/errmgr/errmgrtest"
 	"gompi/frameworks/filem"
@@ -153,4 +159,74 @@ func TestErrMgrJobCrosses(t *testing.T) {
 	if len(st.Actions) == 0 || job.Violation() != nil {
 		t.Errorf("actions %q, violation %v: want autor's action recorded and no violation", st.Actions, job.Violation())
 	}
+}
+
+// TestCRSHostCrosses provisions a plugin's CRS as gompid and as a rank
+// would: a daemon's descriptor reaches the process the CRS restores (it
+// writes into the host's pipe), the restored process comes back through
+// Restored and its Wait says how it ended; a rank's Save is called back
+// by the CRS's Checkpoint.
+func TestCRSHostCrosses(t *testing.T) {
+	l := loadBuiltins(t)
+	choose := mca.Setting{Name: crs.Name, Value: "restorer"}
+	t.Run("daemon", func(t *testing.T) {
+		m := selectWith(t, l, l.set.CRS, mca.RoleDaemon, choose)
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		got := make(chan crs.Process, 1)
+		host := crs.Host{Daemon: &crs.DaemonHost{Node: "n7", Files: []*os.File{wr},
+			Restored: func(rank int, p crs.Process) {
+				if rank != 0 {
+					t.Errorf("restored rank %d, want 0", rank)
+				}
+				got <- p
+			}}}
+		ok, err := mca.Provision(t.Context(), m, host)
+		wr.Close() // the restored process has its own copy
+		if !ok || err != nil {
+			t.Fatalf("provision: %v, %v; want a module that takes the Host", ok, err)
+		}
+		var p crs.Process
+		select {
+		case p = <-got:
+		case <-time.After(time.Minute):
+			t.Fatal("no process restored a minute after Provision")
+		}
+		// The plugin keeps its copy of the descriptor until the module is
+		// closed: read the line, not to the end.
+		lines := make(chan string, 1)
+		go func() { line, _ := bufio.NewReader(rd).ReadString('\n'); lines <- line }()
+		select {
+		case line := <-lines:
+			if line != "restored on n7\n" {
+				t.Errorf("the restored process wrote %q to its inherited descriptor, want %q", line, "restored on n7\n")
+			}
+		case <-time.After(time.Minute):
+			t.Error("the restored process wrote nothing to its inherited descriptor in a minute")
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		exit, err := p.Wait(ctx)
+		if err != nil || exit.Code != 7 || exit.Signal != 0 || p.PID() <= 0 {
+			t.Errorf("restored pid %d: Wait = %+v, %v; want exit status 7", p.PID(), exit, err)
+		}
+	})
+	t.Run("rank", func(t *testing.T) {
+		m := selectWith(t, l, l.set.CRS, mca.RoleApp, choose)
+		save := func(ctx context.Context, dir string) ([]string, error) {
+			return []string{"state"}, os.WriteFile(filepath.Join(dir, "state"), []byte("rank state"), 0o600)
+		}
+		if _, err := mca.Provision(t.Context(), m, crs.Host{Rank: &crs.RankHost{Save: save}}); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: os.Getpid(), Dir: dir})
+		b, _ := os.ReadFile(filepath.Join(dir, "state"))
+		if err != nil || len(res.Files) != 1 || res.Files[0] != "state" || string(b) != "rank state" {
+			t.Errorf("checkpoint through the rank's Save: %+v, %v (file %q)", res, err, b)
+		}
+	})
 }

@@ -21,8 +21,12 @@
 // carried are those whose modules run in gompirun or gompid:
 //
 //   - filem: Put, Get, Remove.
-//   - crs: Checkpoint, Restart. Its Host does not cross yet: a plugin's
-//     CRS is not provisioned (see below).
+//   - crs: Checkpoint, Restart; its Host crosses as crs.Host says: a
+//     rank's Save is lent; a daemon's Files are passed as descriptors
+//     (SCM_RIGHTS on a unix socket pair the host makes at the plugin's
+//     start, the plugin's end its descriptor 3) and its Restored is lent,
+//     the restored processes staying the plugin's children, held by
+//     handle, Wait a call on them bounded by its context.
 //   - sstore: LocalDir, Sync, Fetch, Remove; its Host crosses as the node's
 //     name and the host's FileM, lent to the module (the module's FileM
 //     calls come back to the host), and a Sync's progress callback is lent
@@ -59,16 +63,6 @@
 // Handle, a Launch) the I/O one (mca_base_component_plugin_io_timeout),
 // and a PLM daemon's Wait none but the plugin's life; a plugin that dies
 // makes calls fail with ErrPluginDied; neither brings the host down.
-//
-// A CRS's Host (crs.Host) is to cross the same way: RankHost.Save and
-// DaemonHost.Restored lent as host objects, a restored Process held in
-// the plugin by handle (Wait a call bounded by its context), and
-// DaemonHost.Files, which are descriptors, passed with SCM_RIGHTS over a
-// unix socket the host and the plugin share beside the gRPC connection
-// (the plugin is the host's child, so the host can hand it one end at
-// start, as exec.Cmd.ExtraFiles), each Provision naming the descriptors
-// it sent by their order on that socket. That is the criu component's,
-// which is the first CRS to take a DaemonHost.
 //
 // The plugin side is Serve, called from a plugin binary's main with the
 // components it carries (FileM, CRS, SStore, ErrMgr, PLM). It keeps its own

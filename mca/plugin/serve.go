@@ -126,12 +126,18 @@ type server struct {
 	broker   *goplugin.GRPCBroker
 	dialMu   sync.Mutex
 	hostConn *grpc.ClientConn
+
+	// fds receives the descriptors the host passes; owned holds those
+	// given to a module, by its handle, closed with it.
+	fds   *fdReceiver
+	ownMu sync.Mutex
+	owned map[uint64][]*os.File
 }
 
 func newServer(log *slog.Logger, components []Served) (*server, error) {
 	params := mca.NewParams()
 	set := frameworks.New(params)
-	s := &server{params: params, log: log, comps: map[compKey]Served{}}
+	s := &server{params: params, log: log, comps: map[compKey]Served{}, fds: newFDReceiver(), owned: map[uint64][]*os.File{}}
 	for _, c := range components {
 		if c.add == nil {
 			return nil, errors.New("plugin: a zero Served; make each with its framework's function (plugin.FileM, plugin.SStore, ...)")
@@ -209,3 +215,19 @@ func (s pluginServer) Query(ctx context.Context, req *pb.QueryRequest) (*pb.Quer
 }
 
 var _ pb.PluginServer = pluginServer{}
+
+// own keeps files the module of handle was given, to close with it.
+func (s *server) own(handle uint64, files []*os.File) {
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	s.owned[handle] = append(s.owned[handle], files...)
+}
+
+// disown closes the files the module of handle was given.
+func (s *server) disown(handle uint64) {
+	s.ownMu.Lock()
+	files := s.owned[handle]
+	delete(s.owned, handle)
+	s.ownMu.Unlock()
+	closeFiles(files)
+}

@@ -3,8 +3,10 @@
 // framework's conformance kit runs against them through the bridge as it
 // runs in process: sstore central and stage (stage drains through the
 // host's FileM, lent back over the bridge), errmgr autor (whose job is a
-// Recoverer) and sustain, and plm local. Its names clash with the
-// built-ins, so it is only loaded where no built-in is registered.
+// Recoverer) and sustain, and plm local; and the test fixture CRS
+// restorer, which takes a crs.Host (a rank's Save, a daemon's descriptors
+// and Restored). Its names clash with the built-ins, so it is only loaded
+// where no built-in is registered.
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	"gompi/components/sstore/central"
 	"gompi/components/sstore/stage"
 	"gompi/mca/plugin"
+	"gompi/testdata/plugins/fixtures"
 )
 
 func main() {
@@ -23,5 +26,6 @@ func main() {
 		plugin.ErrMgr(autor.New()),
 		plugin.ErrMgr(errmgrsustain.New()),
 		plugin.PLM(plmlocal.New()),
+		plugin.CRS(fixtures.RestorerCRS()),
 	)
 }
