@@ -36,6 +36,12 @@ type Bootstrap interface {
 	Modex(ctx context.Context, mine map[string]string) ([]map[string]string, error)
 	// Abort ends the whole job with code, reporting msg.
 	Abort(code int, msg string)
+	// Secret is the job's shared secret: the same bytes for every rank of
+	// the job and known to no one else (at least 16 bytes). Ranks prove
+	// to each other that they know it before a connection carries a
+	// message (hello.go); the job id alone, which anyone can see, does not
+	// let a process connect as a rank.
+	Secret() []byte
 }
 
 // FailureNotifier is implemented by a Bootstrap whose runtime reports

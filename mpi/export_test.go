@@ -1,10 +1,47 @@
 package mpi
 
-import "errors"
+import (
+	"errors"
+	"net"
+
+	"gompi/frameworks/btl"
+)
 
 // Kill cuts a Proc off as if its process died: connections drop without a
 // goodbye and its own calls fail.
 func Kill(p *Proc) {
 	p.stop(&ProcFailedError{Rank: p.rank, Cause: errors.New("killed by the test")})
 	p.shutdown()
+}
+
+// PeerAddr is the address p dials to reach peer (peer's modex entry).
+func PeerAddr(p *Proc, peer int) string { return p.peers[peer].ep.Addr }
+
+// ForgeHello plays an impostor that knows the job id but not its secret:
+// it dials addr over TCP, says hello as rank src to rank dst of job and
+// reads the challenge. With a proof it sends it and returns the error of
+// the read that follows (the acceptor's verdict: io.EOF when it closed the
+// connection); with none it leaves the connection open, stalled in the
+// hello. The caller closes the connection.
+func ForgeHello(addr, job string, src, dst int, proof []byte) (net.Conn, error) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := btl.NewStreamConn(nc, 4096, 0)
+	hb := make([]byte, btl.MaxHeader)
+	if err := writeHelloFrame(c, kindHello, src, dst, nonce(), []byte(job)); err != nil {
+		return nc, err
+	}
+	if _, err := expectFrame(c, hb, kindChallenge, dst, src, nonceLen+macLen); err != nil {
+		return nc, err
+	}
+	if proof == nil {
+		return nc, nil
+	}
+	if err := writeHelloFrame(c, kindProof, src, dst, proof); err != nil {
+		return nc, err
+	}
+	_, _, err = c.ReadHeader(hb)
+	return nc, err
 }

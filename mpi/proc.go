@@ -75,8 +75,11 @@ type Proc struct {
 	nDrains atomic.Int32
 
 	inMu     sync.Mutex
-	inFrom   []btl.Conn // accepted connection per source rank
+	inFrom   []btl.Conn            // accepted connection per source rank
+	pending  map[btl.Conn]struct{} // accepted, still in the hello
 	inClosed bool
+	refusals btl.Refusals // refused hellos, by peer address
+	helloKey []byte       // the hello's MAC key, from the job's secret (hello.go)
 	readers  sync.WaitGroup
 
 	app    appState     // the link to the job's checkpoint coordinators
@@ -188,8 +191,14 @@ func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 		comms:   map[uint64]*Comm{},
 		nextCtx: firstUserCtx,
 		inFrom:  make([]btl.Conn, size),
+		pending: map[btl.Conn]struct{}{},
 		done:    make(chan struct{}),
 	}
+	key, err := helloKey(b.Secret(), p.job)
+	if err != nil {
+		return nil, fmt.Errorf("mpi: init: %w", err)
+	}
+	p.helloKey = key
 	p.peers = make([]*peer, size)
 	for r := range p.peers {
 		p.peers[r] = &peer{rank: r}
@@ -594,28 +603,18 @@ func (p *Proc) received(src int, h *header, size int) {
 }
 
 func (p *Proc) dial(pe *peer) (btl.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	ctx, cancel := p.helloCtx()
 	defer cancel()
-	go func() {
-		select {
-		case <-p.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	c, err := pe.mod.Dial(ctx, pe.self, pe.ep)
 	if err != nil {
 		return nil, err
 	}
-	var hb [hdrLen]byte
-	h := header{kind: kindHello, src: int32(p.rank), tag: int64(pe.rank)}
-	h.put(hb[:])
 	if pc, ok := c.(btl.Poller); ok {
 		pc.SetPoll(p.pollOK.Load, p.someoneWaits)
 	}
-	if err := c.WriteFrame(hb[:], []byte(p.job)); err != nil {
+	if err := p.dialHello(ctx, c, pe.rank); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("hello: %w", err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -630,6 +629,7 @@ func (p *Proc) accept(c btl.Conn) {
 		return
 	}
 	p.readers.Add(1)
+	p.pending[c] = struct{}{}
 	p.inMu.Unlock()
 	if pc, ok := c.(btl.Poller); ok {
 		pc.SetPoll(p.pollOK.Load, p.someoneWaits)
@@ -644,9 +644,12 @@ func (p *Proc) read(c btl.Conn) {
 	defer p.readers.Done()
 	hb := make([]byte, btl.MaxHeader)
 	src, err := p.hello(c, hb)
+	p.inMu.Lock()
+	delete(p.pending, c)
+	p.inMu.Unlock()
 	if err != nil {
 		if !p.finalizing.Load() && !p.isStopped() {
-			p.log.Warn("refused a connection", "err", err)
+			p.refusals.Log(p.log, peerAddr(c), err)
 		}
 		c.Close()
 		return
@@ -682,42 +685,6 @@ func (p *Proc) read(c btl.Conn) {
 		p.failPeer(src, fmt.Errorf("receive: %w", err))
 		return
 	}
-}
-
-func (p *Proc) hello(c btl.Conn, hb []byte) (int, error) {
-	hn, pn, err := c.ReadHeader(hb)
-	if err != nil {
-		return 0, fmt.Errorf("hello: %w", err)
-	}
-	h, err := parseHeader(hb[:hn])
-	if err != nil || h.kind != kindHello || pn > 1024 {
-		return 0, fmt.Errorf("hello: first frame is not a hello (%v)", err)
-	}
-	job := make([]byte, pn)
-	if err := c.ReadPayload(job); err != nil {
-		return 0, fmt.Errorf("hello: %w", err)
-	}
-	src := int(h.src)
-	switch {
-	case string(job) != p.job:
-		return 0, fmt.Errorf("hello from job %q, this is job %q", job, p.job)
-	case int(h.tag) != p.rank:
-		return 0, fmt.Errorf("hello for rank %d reached rank %d", h.tag, p.rank)
-	case src < 0 || src >= p.size || src == p.rank:
-		return 0, fmt.Errorf("hello from rank %d of %d", src, p.size)
-	}
-	p.inMu.Lock()
-	defer p.inMu.Unlock()
-	if old := p.inFrom[src]; old != nil {
-		if !p.peers[src].moving.Load() {
-			return 0, fmt.Errorf("second connection from rank %d", src)
-		}
-		// The moved rank's new process, before the old one's end was
-		// read: the old connection is done.
-		old.Close()
-	}
-	p.inFrom[src] = c
-	return src, nil
 }
 
 func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
@@ -915,6 +882,9 @@ func (p *Proc) closeIn() {
 	p.inMu.Lock()
 	p.inClosed = true
 	conns := append([]btl.Conn(nil), p.inFrom...)
+	for c := range p.pending {
+		conns = append(conns, c)
+	}
 	p.inMu.Unlock()
 	for _, c := range conns {
 		if c != nil {

@@ -18,6 +18,7 @@ func (b fakeBoot) Rank() int                   { return b.rank }
 func (b fakeBoot) Size() int                   { return b.size }
 func (b fakeBoot) Job() string                 { return "fuzz" }
 func (b fakeBoot) Node() string                { return "n" }
+func (b fakeBoot) Secret() []byte              { return []byte("fake job secret, 32 bytes long.!") }
 func (b fakeBoot) Frameworks() *frameworks.Set { return nil }
 func (b fakeBoot) Values() *mca.Values         { return nil }
 func (b fakeBoot) Modex(_ context.Context, m map[string]string) ([]map[string]string, error) {

@@ -46,7 +46,7 @@ func parseHeader(b []byte) (header, error) {
 		tag:  int64(binary.LittleEndian.Uint64(b[16:24])),
 		seq:  binary.LittleEndian.Uint64(b[24:32]),
 	}
-	if h.kind < kindData || h.kind > kindBye {
+	if h.kind < kindData || h.kind > kindProof {
 		return header{}, fmt.Errorf("unknown frame kind %d", h.kind)
 	}
 	return h, nil

@@ -10,7 +10,11 @@
 // peer is Reachable, as Open MPI's BML does. Connections are opened lazily
 // on the first send to a peer, one per direction: a rank sends on the
 // connection it dialed and reads on the ones it accepted, so two ranks that
-// dial each other at once never race for a single socket.
+// dial each other at once never race for a single socket. Package mpi
+// authenticates every connection before it carries a message (its hello:
+// a challenge-response proving both ranks know the job's secret), so a
+// BTL need not; a BTL may refuse more (uds refuses another user's
+// process), logging refusals through Refusals.
 //
 // A Conn may also implement Poller: while its owner has a goroutine
 // blocked waiting for a message, reads busy-poll for a bounded time instead

@@ -5,6 +5,7 @@ package mpitest
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"gompi/components/builtin"
@@ -71,10 +72,11 @@ func Start(cfg Config, fn func(p *mpi.Proc) error) []error {
 		return []error{fmt.Errorf("mpitest: %d ranks", cfg.N)}
 	}
 	j := &job{
-		name:  fmt.Sprintf("mpitest-%d-%d", os.Getpid(), jobs.Add(1)),
-		n:     cfg.N,
-		modex: make([]map[string]string, cfg.N),
-		ready: make(chan struct{}),
+		name:   fmt.Sprintf("mpitest-%d-%d", os.Getpid(), jobs.Add(1)),
+		n:      cfg.N,
+		modex:  make([]map[string]string, cfg.N),
+		ready:  make(chan struct{}),
+		secret: newSecret(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -161,6 +163,14 @@ type job struct {
 	ready  chan struct{}
 	cancel context.CancelFunc
 	abort  error
+	secret []byte // the job's, shared by its ranks
+}
+
+// newSecret returns a fresh random job secret.
+func newSecret() []byte {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return b
 }
 
 // boot is the in-memory runtime of one rank.
@@ -176,6 +186,7 @@ func (b *boot) Rank() int                   { return b.rank }
 func (b *boot) Size() int                   { return b.job.n }
 func (b *boot) Job() string                 { return b.job.name }
 func (b *boot) Node() string                { return b.node }
+func (b *boot) Secret() []byte              { return b.job.secret }
 func (b *boot) Frameworks() *frameworks.Set { return b.set }
 func (b *boot) Values() *mca.Values         { return b.vals }
 

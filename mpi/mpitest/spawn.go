@@ -3,6 +3,7 @@ package mpitest
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,8 +32,11 @@ const (
 	envRank = "GOMPI_MPITEST_RANK"
 	envSize = "GOMPI_MPITEST_SIZE"
 	envJob  = "GOMPI_MPITEST_JOB"
-	envMCA  = "GOMPI_MPITEST_MCA"
-	envFunc = "GOMPI_MPITEST_FUNC"
+	// envSecret carries the job secret to the test's child ranks (hex):
+	// test processes only, which live as long as one test.
+	envSecret = "GOMPI_MPITEST_SECRET"
+	envMCA    = "GOMPI_MPITEST_MCA"
+	envFunc   = "GOMPI_MPITEST_FUNC"
 
 	modexPrefix  = "gompi-mpitest-modex "
 	outputPrefix = "gompi-mpitest-out "
@@ -62,6 +66,7 @@ func Spawn(ctx context.Context, cfg SpawnConfig) ([][]string, error) {
 		mcaArg = append(mcaArg, s.Name+"="+s.Value)
 	}
 	job := fmt.Sprintf("mpitest-%d-%d", os.Getpid(), jobs.Add(1))
+	secret := hex.EncodeToString(newSecret())
 	type child struct {
 		cmd *exec.Cmd
 		in  io.WriteCloser
@@ -80,7 +85,7 @@ func Spawn(ctx context.Context, cfg SpawnConfig) ([][]string, error) {
 	for r := range children {
 		c := &child{cmd: exec.CommandContext(ctx, exe, "-test.run=^$", "-test.bench=^$")}
 		c.cmd.Env = append(append(os.Environ(), cfg.Env...), envFunc+"="+cfg.Rank,
-			envRank+"="+strconv.Itoa(r), envSize+"="+strconv.Itoa(cfg.N), envJob+"="+job, envMCA+"="+strings.Join(mcaArg, "\n"))
+			envRank+"="+strconv.Itoa(r), envSize+"="+strconv.Itoa(cfg.N), envJob+"="+job, envSecret+"="+secret, envMCA+"="+strings.Join(mcaArg, "\n"))
 		c.cmd.Stderr = &c.err
 		if c.in, err = c.cmd.StdinPipe(); err != nil {
 			return nil, err
@@ -194,7 +199,11 @@ func child() (mpi.Bootstrap, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &childBoot{rank: rank, size: size, job: os.Getenv(envJob), set: set, vals: vals}, nil
+	secret, err := hex.DecodeString(os.Getenv(envSecret))
+	if err != nil {
+		return nil, fmt.Errorf("mpitest: child environment: %s: %w", envSecret, err)
+	}
+	return &childBoot{rank: rank, size: size, job: os.Getenv(envJob), secret: secret, set: set, vals: vals}, nil
 }
 
 // Report sends a line to the parent's result for this rank.
@@ -205,6 +214,7 @@ func Report(format string, a ...any) {
 type childBoot struct {
 	rank, size int
 	job        string
+	secret     []byte
 	set        *frameworks.Set
 	vals       *mca.Values
 }
@@ -213,6 +223,7 @@ func (b *childBoot) Rank() int                   { return b.rank }
 func (b *childBoot) Size() int                   { return b.size }
 func (b *childBoot) Job() string                 { return b.job }
 func (b *childBoot) Node() string                { return "node0" }
+func (b *childBoot) Secret() []byte              { return b.secret }
 func (b *childBoot) Frameworks() *frameworks.Set { return b.set }
 func (b *childBoot) Values() *mca.Values         { return b.vals }
 func (b *childBoot) Abort(code int, msg string) {

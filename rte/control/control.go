@@ -64,6 +64,10 @@ func ParseSecret(h string) (Secret, error) {
 // Hex is the text form of the secret.
 func (s Secret) Hex() string { return hex.EncodeToString(s.b[:]) }
 
+// Bytes is a copy of the secret itself, for what derives keys from it
+// (the ranks' data-plane hello, package mpi).
+func (s Secret) Bytes() []byte { return append([]byte(nil), s.b[:]...) }
+
 // String is redacted.
 func (s Secret) String() string { return "<job secret>" }
 

@@ -46,6 +46,7 @@ type Client struct {
 	job, node  string
 	nodeDir    string
 	rankNodes  []string
+	secret     control.Secret // the job's; rank processes prove it to each other (mpi hello)
 	proc       *boot.Process
 	conn       *grpc.ClientConn // nil for a singleton
 	rpc        pb.DaemonClient
@@ -113,6 +114,7 @@ func Init(ctx context.Context) (*Client, error) {
 	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
 		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting, migrated: migrated,
+		secret: secret,
 	}
 	c.startEvents()
 	return c, nil
@@ -125,8 +127,14 @@ func Singleton(ctx context.Context, opts mca.SourceOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rankclient: %w", err)
 	}
+	// A job of one has no peers to prove itself to; its secret is
+	// random all the same, so nothing can connect to it as a rank.
+	secret, err := control.NewSecret()
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: %w", err)
+	}
 	return &Client{rank: 0, size: 1, job: fmt.Sprintf("singleton-%d", os.Getpid()), node: "localhost",
-		rankNodes: []string{"localhost"}, nodeDir: os.TempDir(), proc: p}, nil
+		rankNodes: []string{"localhost"}, nodeDir: os.TempDir(), proc: p, secret: secret}, nil
 }
 
 // Rank is this process's world rank.
@@ -137,6 +145,10 @@ func (c *Client) Size() int { return c.size }
 
 // Job is the job id.
 func (c *Client) Job() string { return c.job }
+
+// Secret is the job's secret, which ranks prove to each other that they
+// know when they connect (mpi.Bootstrap).
+func (c *Client) Secret() []byte { return c.secret.Bytes() }
 
 // Node is the name of the node the rank runs on; ranks with equal node
 // names share a machine (and a node directory).

@@ -2,7 +2,10 @@
 // one node over Unix-domain stream sockets. Each rank listens on
 // <dir>/gompi-<uid>-<job>/<rank>.sock, in a directory only the user can
 // enter; a peer is reachable when it published a socket and runs on the
-// same node of the same job.
+// same node of the same job. Both ends of every connection also check the
+// other's credentials (SO_PEERCRED): a process of another user is refused
+// whatever the folder's permissions, before package mpi's hello proves
+// the peer knows the job's secret.
 package uds
 
 import (
@@ -11,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"gompi/frameworks/btl"
 	"gompi/mca"
@@ -56,19 +62,27 @@ func New() mca.Component[btl.Module] {
 }
 
 func query(_ context.Context, q mca.Query) (btl.Module, int, error) {
-	return &module{base: q.Values.String(paramDir), poll: q.Values.Duration(paramPoll), sndbuf: int(q.Values.Size(paramSnd))}, q.Priority, nil
+	log := q.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &module{base: q.Values.String(paramDir), poll: q.Values.Duration(paramPoll), sndbuf: int(q.Values.Size(paramSnd)),
+		uid: os.Getuid(), log: log}, q.Priority, nil
 }
 
 type module struct {
 	base   string
 	poll   time.Duration
 	sndbuf int
+	uid    int // the user a peer must run as: ours
+	log    *slog.Logger
 
-	mu     sync.Mutex
-	ln     *net.UnixListener
-	dir    string
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	ln       *net.UnixListener
+	dir      string
+	closed   bool
+	wg       sync.WaitGroup
+	refusals btl.Refusals
 }
 
 // jobDir returns the per-job folder for job under base, shortening the job
@@ -153,6 +167,11 @@ func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.
 			if err != nil {
 				return
 			}
+			if err := m.checkPeer(c); err != nil {
+				m.refusals.Log(m.log, peerName(err), fmt.Errorf("btl/uds: %w", err))
+				c.Close()
+				continue
+			}
 			accept(m.wrap(c))
 		}
 	}()
@@ -175,7 +194,59 @@ func (m *module) Dial(ctx context.Context, _, peer btl.Endpoint) (btl.Conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("btl/uds: dial rank %d at %s: %w", peer.Rank, peer.Addr, err)
 	}
-	return m.wrap(c.(*net.UnixConn)), nil
+	uc := c.(*net.UnixConn)
+	if err := m.checkPeer(uc); err != nil {
+		uc.Close()
+		return nil, fmt.Errorf("btl/uds: dial rank %d at %s: %w", peer.Rank, peer.Addr, err)
+	}
+	return m.wrap(uc), nil
+}
+
+// peerError is a peer of another user, or one whose credentials could not
+// be read.
+type peerError struct {
+	pid, uid int
+	err      error
+}
+
+func (e *peerError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("peer credentials: %v", e.err)
+	}
+	return fmt.Sprintf("peer process %d runs as user %d, not this user", e.pid, e.uid)
+}
+
+func (e *peerError) Unwrap() error { return e.err }
+
+// peerName names a refused peer by its user, for the log.
+func peerName(err error) string {
+	var pe *peerError
+	if errors.As(err, &pe) && pe.err == nil {
+		return fmt.Sprintf("uid %d", pe.uid)
+	}
+	return "unknown user"
+}
+
+// checkPeer reads the credentials the kernel recorded for the other end
+// of c when it connected or listened (SO_PEERCRED) and refuses another
+// user's process.
+func (m *module) checkPeer(c *net.UnixConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return &peerError{err: err}
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return &peerError{err: err}
+	}
+	if cerr != nil {
+		return &peerError{err: cerr}
+	}
+	if int(cred.Uid) != m.uid {
+		return &peerError{pid: int(cred.Pid), uid: int(cred.Uid)}
+	}
+	return nil
 }
 
 func (m *module) wrap(c *net.UnixConn) *btl.StreamConn {
