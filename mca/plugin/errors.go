@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
+	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -66,7 +67,8 @@ func sentinelErrors(ids []pb.Sentinel) []error {
 }
 
 // toStatus turns a component's error into a gRPC status error that carries
-// its text, the sentinels it wraps and its filem.TransferErrors.
+// its text, the sentinels it wraps, its filem.TransferErrors and its
+// plm.ExitError.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -89,7 +91,7 @@ func toStatus(err error) error {
 }
 
 // detailOf is what crosses the bridge of a component's error: its text,
-// the sentinels it wraps and its filem.TransferErrors.
+// the sentinels it wraps, its filem.TransferErrors and its plm.ExitError.
 func detailOf(err error) *pb.ErrorDetail {
 	d := &pb.ErrorDetail{Message: []byte(err.Error()), Sentinels: sentinelsOf(err)}
 	for _, te := range transferErrors(err) {
@@ -99,6 +101,14 @@ func detailOf(err error) *pb.ErrorDetail {
 		}
 		d.Transfers = append(d.Transfers, &pb.TransferFailure{
 			Op: te.Op, Src: []byte(te.Src), Dst: []byte(te.Dst), Message: inner, Sentinels: sentinelsOf(te.Err)})
+	}
+	var ee *plm.ExitError
+	if errors.As(err, &ee) {
+		d.LaunchExit = &pb.LaunchExit{Node: ee.Node, What: ee.What, Pid: int64(ee.PID), Code: int32(ee.Code),
+			Signal: int32(ee.Signal), Said: []byte(ee.Said)}
+		if ee.Err != nil {
+			d.LaunchExit.Err = []byte(ee.Err.Error())
+		}
 	}
 	return d
 }
@@ -146,6 +156,14 @@ func fromDetail(d *pb.ErrorDetail) error {
 	for _, tf := range d.GetTransfers() {
 		wraps = append(wraps, &filem.TransferError{Op: tf.GetOp(), Src: string(tf.GetSrc()), Dst: string(tf.GetDst()),
 			Err: &remoteError{msg: string(tf.GetMessage()), wraps: sentinelErrors(tf.GetSentinels())}})
+	}
+	if le := d.GetLaunchExit(); le != nil {
+		ee := &plm.ExitError{Node: le.GetNode(), What: le.GetWhat(), PID: int(le.GetPid()), Code: int(le.GetCode()),
+			Signal: syscall.Signal(le.GetSignal()), Said: string(le.GetSaid())}
+		if le.GetErr() != nil {
+			ee.Err = &remoteError{msg: string(le.GetErr())}
+		}
+		wraps = append(wraps, ee)
 	}
 	return &remoteError{msg: string(d.GetMessage()), wraps: wraps}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +17,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"gompi/frameworks/crs"
+	"gompi/frameworks/errmgr"
 	"gompi/frameworks/filem"
+	"gompi/frameworks/plm"
+	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	pb "gompi/mca/plugin/proto"
 )
@@ -50,7 +55,8 @@ func TestErrorMapping(t *testing.T) {
 		&filem.TransferError{Op: "put", Src: "/c", Dst: "n2:/d", Err: fmt.Errorf("filem/raw: %w", filem.ErrUnreachable)},
 	)
 	all := []error{crs.ErrNotCheckpointable, crs.ErrNoProcess, crs.ErrNoSnapshot, filem.ErrUnreachable,
-		fs.ErrNotExist, mca.ErrSkip, context.Canceled, context.DeadlineExceeded}
+		fs.ErrNotExist, mca.ErrSkip, context.Canceled, context.DeadlineExceeded, sstore.ErrDisabled, snapshot.ErrCorrupt,
+		errmgr.ErrJobOver, errmgr.ErrNoCheckpoint, errmgr.ErrMigrationAbandoned, plm.ErrLaunch}
 	for _, tc := range []struct {
 		name  string
 		err   error
@@ -68,6 +74,12 @@ func TestErrorMapping(t *testing.T) {
 		{"canceled", fmt.Errorf("copy: %w", context.Canceled), []error{context.Canceled}, codes.Canceled, 0},
 		{"deadline", fmt.Errorf("copy: %w", context.DeadlineExceeded), []error{context.DeadlineExceeded}, codes.DeadlineExceeded, 0},
 		{"plain", errors.New("disk on fire"), nil, codes.Unknown, 0},
+		{"disabled", fmt.Errorf("sstore/none: sync: %w", sstore.ErrDisabled), []error{sstore.ErrDisabled}, codes.FailedPrecondition, 0},
+		{"corrupt", fmt.Errorf("verify rank 2: %w", snapshot.ErrCorrupt), []error{snapshot.ErrCorrupt}, codes.DataLoss, 0},
+		{"job over", fmt.Errorf("notify: %w", errmgr.ErrJobOver), []error{errmgr.ErrJobOver}, codes.FailedPrecondition, 0},
+		{"no checkpoint", fmt.Errorf("recover: %w", errmgr.ErrNoCheckpoint), []error{errmgr.ErrNoCheckpoint}, codes.FailedPrecondition, 0},
+		{"migration abandoned", fmt.Errorf("migrate: %w", errmgr.ErrMigrationAbandoned), []error{errmgr.ErrMigrationAbandoned}, codes.Aborted, 0},
+		{"launch", fmt.Errorf("plm/ssh: node n2: %w: ssh not found", plm.ErrLaunch), []error{plm.ErrLaunch}, codes.Unknown, 0},
 		{"batch", batch, []error{fs.ErrNotExist, filem.ErrUnreachable}, codes.Unavailable, 2},
 		{"wrapped batch", fmt.Errorf("sstore: drain: %w", batch), []error{fs.ErrNotExist, filem.ErrUnreachable}, codes.Unavailable, 2},
 		{"invalid utf-8", fmt.Errorf("open \xff\xfe: %w", fs.ErrNotExist), []error{fs.ErrNotExist}, codes.NotFound, 0},
@@ -110,6 +122,29 @@ func TestErrorMapping(t *testing.T) {
 	}
 	if toStatus(nil) != nil {
 		t.Error("toStatus(nil) is not nil")
+	}
+}
+
+// TestExitErrorCrosses: a daemon's plm.ExitError comes back as one, with
+// its fields, and still matches plm.ErrLaunch.
+func TestExitErrorCrosses(t *testing.T) {
+	for _, in := range []*plm.ExitError{
+		{Node: "n1", What: "gompid", PID: 42, Code: 3, Said: "refusing to start"},
+		{Node: "n2", What: "ssh", PID: 43, Code: -1, Signal: syscall.SIGKILL},
+		{Node: "n3", What: "gompid", PID: 44, Code: -1, Err: errors.New("wait: no child")},
+	} {
+		got := roundTrip(fmt.Errorf("wait: %w", in))
+		var ee *plm.ExitError
+		if !errors.As(got, &ee) {
+			t.Fatalf("%v: errors.As found no plm.ExitError in %#v", in, got)
+		}
+		if ee.Node != in.Node || ee.What != in.What || ee.PID != in.PID || ee.Code != in.Code || ee.Signal != in.Signal ||
+			ee.Said != in.Said || ee.Error() != in.Error() || (ee.Err == nil) != (in.Err == nil) {
+			t.Errorf("ExitError %+v came back as %+v", in, ee)
+		}
+		if !errors.Is(got, plm.ErrLaunch) || got.Error() != "wait: "+in.Error() {
+			t.Errorf("%q: want the same text and plm.ErrLaunch", got)
+		}
 	}
 }
 

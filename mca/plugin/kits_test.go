@@ -230,3 +230,21 @@ func TestCRSHostCrosses(t *testing.T) {
 		}
 	})
 }
+
+// TestSyncProgressCrosses: a Sync's progress callback, in the host's
+// context, receives what the plugin's module reports.
+func TestSyncProgressCrosses(t *testing.T) {
+	l := loadBuiltins(t)
+	m := selectWith(t, l, l.set.SStore, mca.RoleDaemon, mca.Setting{Name: sstore.Name, Value: "reporter"})
+	if _, err := mca.Provision(t.Context(), m, sstore.Host{Node: "n3"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []sstore.Progress
+	ctx := sstore.WithProgress(t.Context(), func(p sstore.Progress) { got = append(got, p) })
+	if err := m.Sync(ctx, sstoretest.NewRef(t), 1, []sstore.Local{{Rank: 0}, {Rank: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Node != "n3" || got[0].Files != 2 || got[0].FilesDone != 2 {
+		t.Errorf("progress reported %+v, want one report of 2 files done on n3", got)
+	}
+}

@@ -55,9 +55,9 @@
 // and with the sentinel errors of the frameworks (crs.ErrNoProcess,
 // filem.ErrUnreachable, sstore.ErrDisabled, snapshot.ErrCorrupt,
 // errmgr.ErrJobOver, plm.ErrLaunch, fs.ErrNotExist, mca.ErrSkip, context
-// errors, ...) and filem.TransferErrors intact, so errors.Is and errors.As
-// work as they do in process (other error types, such as plm.ExitError,
-// keep their text and their sentinel, not their type). Control calls
+// errors, ...), filem.TransferErrors and plm.ExitError intact, so
+// errors.Is and errors.As work as they do in process (other error types
+// keep their text and their sentinels, not their type). Control calls
 // have a deadline (mca_base_component_plugin_timeout), calls that may
 // rightly take long (moving files, checkpointing, a Sync, an ErrMgr's
 // Handle, a Launch) the I/O one (mca_base_component_plugin_io_timeout),

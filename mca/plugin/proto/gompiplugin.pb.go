@@ -922,9 +922,11 @@ func (x *TransferFailure) GetSentinels() []Sentinel {
 type ErrorDetail struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The error's full text, kept as is.
-	Message       []byte             `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
-	Sentinels     []Sentinel         `protobuf:"varint,2,rep,packed,name=sentinels,proto3,enum=gompi.plugin.v1.Sentinel" json:"sentinels,omitempty"`
-	Transfers     []*TransferFailure `protobuf:"bytes,3,rep,name=transfers,proto3" json:"transfers,omitempty"`
+	Message   []byte             `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Sentinels []Sentinel         `protobuf:"varint,2,rep,packed,name=sentinels,proto3,enum=gompi.plugin.v1.Sentinel" json:"sentinels,omitempty"`
+	Transfers []*TransferFailure `protobuf:"bytes,3,rep,name=transfers,proto3" json:"transfers,omitempty"`
+	// The plm.ExitError the error wraps, if any.
+	LaunchExit    *LaunchExit `protobuf:"bytes,4,opt,name=launch_exit,json=launchExit,proto3" json:"launch_exit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -976,6 +978,107 @@ func (x *ErrorDetail) GetSentinels() []Sentinel {
 func (x *ErrorDetail) GetTransfers() []*TransferFailure {
 	if x != nil {
 		return x.Transfers
+	}
+	return nil
+}
+
+func (x *ErrorDetail) GetLaunchExit() *LaunchExit {
+	if x != nil {
+		return x.LaunchExit
+	}
+	return nil
+}
+
+// LaunchExit is a plm.ExitError: how a daemon's launch process ended.
+type LaunchExit struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Node   string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	What   string                 `protobuf:"bytes,2,opt,name=what,proto3" json:"what,omitempty"`
+	Pid    int64                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	Code   int32                  `protobuf:"varint,4,opt,name=code,proto3" json:"code,omitempty"`
+	Signal int32                  `protobuf:"varint,5,opt,name=signal,proto3" json:"signal,omitempty"`
+	Said   []byte                 `protobuf:"bytes,6,opt,name=said,proto3" json:"said,omitempty"`
+	// Text of the wait error it wraps; empty for none.
+	Err           []byte `protobuf:"bytes,7,opt,name=err,proto3" json:"err,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LaunchExit) Reset() {
+	*x = LaunchExit{}
+	mi := &file_gompiplugin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LaunchExit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LaunchExit) ProtoMessage() {}
+
+func (x *LaunchExit) ProtoReflect() protoreflect.Message {
+	mi := &file_gompiplugin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LaunchExit.ProtoReflect.Descriptor instead.
+func (*LaunchExit) Descriptor() ([]byte, []int) {
+	return file_gompiplugin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *LaunchExit) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *LaunchExit) GetWhat() string {
+	if x != nil {
+		return x.What
+	}
+	return ""
+}
+
+func (x *LaunchExit) GetPid() int64 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *LaunchExit) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *LaunchExit) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+func (x *LaunchExit) GetSaid() []byte {
+	if x != nil {
+		return x.Said
+	}
+	return nil
+}
+
+func (x *LaunchExit) GetErr() []byte {
+	if x != nil {
+		return x.Err
 	}
 	return nil
 }
@@ -1040,11 +1143,22 @@ const file_gompiplugin_proto_rawDesc = "" +
 	"\x03src\x18\x02 \x01(\fR\x03src\x12\x10\n" +
 	"\x03dst\x18\x03 \x01(\fR\x03dst\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\fR\amessage\x127\n" +
-	"\tsentinels\x18\x05 \x03(\x0e2\x19.gompi.plugin.v1.SentinelR\tsentinels\"\xa0\x01\n" +
+	"\tsentinels\x18\x05 \x03(\x0e2\x19.gompi.plugin.v1.SentinelR\tsentinels\"\xde\x01\n" +
 	"\vErrorDetail\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\x127\n" +
 	"\tsentinels\x18\x02 \x03(\x0e2\x19.gompi.plugin.v1.SentinelR\tsentinels\x12>\n" +
-	"\ttransfers\x18\x03 \x03(\v2 .gompi.plugin.v1.TransferFailureR\ttransfers*\x8e\x01\n" +
+	"\ttransfers\x18\x03 \x03(\v2 .gompi.plugin.v1.TransferFailureR\ttransfers\x12<\n" +
+	"\vlaunch_exit\x18\x04 \x01(\v2\x1b.gompi.plugin.v1.LaunchExitR\n" +
+	"launchExit\"\x98\x01\n" +
+	"\n" +
+	"LaunchExit\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
+	"\x04what\x18\x02 \x01(\tR\x04what\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\x03R\x03pid\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\x05R\x04code\x12\x16\n" +
+	"\x06signal\x18\x05 \x01(\x05R\x06signal\x12\x12\n" +
+	"\x04said\x18\x06 \x01(\fR\x04said\x12\x10\n" +
+	"\x03err\x18\a \x01(\fR\x03err*\x8e\x01\n" +
 	"\tParamType\x12\x15\n" +
 	"\x11PARAM_TYPE_STRING\x10\x00\x12\x12\n" +
 	"\x0ePARAM_TYPE_INT\x10\x01\x12\x13\n" +
@@ -1089,7 +1203,7 @@ func file_gompiplugin_proto_rawDescGZIP() []byte {
 }
 
 var file_gompiplugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_gompiplugin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_gompiplugin_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_gompiplugin_proto_goTypes = []any{
 	(ParamType)(0),               // 0: gompi.plugin.v1.ParamType
 	(Sentinel)(0),                // 1: gompi.plugin.v1.Sentinel
@@ -1105,6 +1219,7 @@ var file_gompiplugin_proto_goTypes = []any{
 	(*CallResponse)(nil),         // 11: gompi.plugin.v1.CallResponse
 	(*TransferFailure)(nil),      // 12: gompi.plugin.v1.TransferFailure
 	(*ErrorDetail)(nil),          // 13: gompi.plugin.v1.ErrorDetail
+	(*LaunchExit)(nil),           // 14: gompi.plugin.v1.LaunchExit
 }
 var file_gompiplugin_proto_depIdxs = []int32{
 	0,  // 0: gompi.plugin.v1.ParamSpec.type:type_name -> gompi.plugin.v1.ParamType
@@ -1117,19 +1232,20 @@ var file_gompiplugin_proto_depIdxs = []int32{
 	1,  // 7: gompi.plugin.v1.TransferFailure.sentinels:type_name -> gompi.plugin.v1.Sentinel
 	1,  // 8: gompi.plugin.v1.ErrorDetail.sentinels:type_name -> gompi.plugin.v1.Sentinel
 	12, // 9: gompi.plugin.v1.ErrorDetail.transfers:type_name -> gompi.plugin.v1.TransferFailure
-	5,  // 10: gompi.plugin.v1.Plugin.Describe:input_type -> gompi.plugin.v1.DescribeRequest
-	8,  // 11: gompi.plugin.v1.Plugin.Query:input_type -> gompi.plugin.v1.QueryRequest
-	10, // 12: gompi.plugin.v1.Plugin.Call:input_type -> gompi.plugin.v1.CallRequest
-	10, // 13: gompi.plugin.v1.Callbacks.Call:input_type -> gompi.plugin.v1.CallRequest
-	6,  // 14: gompi.plugin.v1.Plugin.Describe:output_type -> gompi.plugin.v1.DescribeResponse
-	9,  // 15: gompi.plugin.v1.Plugin.Query:output_type -> gompi.plugin.v1.QueryResponse
-	11, // 16: gompi.plugin.v1.Plugin.Call:output_type -> gompi.plugin.v1.CallResponse
-	11, // 17: gompi.plugin.v1.Callbacks.Call:output_type -> gompi.plugin.v1.CallResponse
-	14, // [14:18] is the sub-list for method output_type
-	10, // [10:14] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	14, // 10: gompi.plugin.v1.ErrorDetail.launch_exit:type_name -> gompi.plugin.v1.LaunchExit
+	5,  // 11: gompi.plugin.v1.Plugin.Describe:input_type -> gompi.plugin.v1.DescribeRequest
+	8,  // 12: gompi.plugin.v1.Plugin.Query:input_type -> gompi.plugin.v1.QueryRequest
+	10, // 13: gompi.plugin.v1.Plugin.Call:input_type -> gompi.plugin.v1.CallRequest
+	10, // 14: gompi.plugin.v1.Callbacks.Call:input_type -> gompi.plugin.v1.CallRequest
+	6,  // 15: gompi.plugin.v1.Plugin.Describe:output_type -> gompi.plugin.v1.DescribeResponse
+	9,  // 16: gompi.plugin.v1.Plugin.Query:output_type -> gompi.plugin.v1.QueryResponse
+	11, // 17: gompi.plugin.v1.Plugin.Call:output_type -> gompi.plugin.v1.CallResponse
+	11, // 18: gompi.plugin.v1.Callbacks.Call:output_type -> gompi.plugin.v1.CallResponse
+	15, // [15:19] is the sub-list for method output_type
+	11, // [11:15] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_gompiplugin_proto_init() }
@@ -1143,7 +1259,7 @@ func file_gompiplugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gompiplugin_proto_rawDesc), len(file_gompiplugin_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

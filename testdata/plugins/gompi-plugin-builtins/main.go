@@ -3,9 +3,9 @@
 // framework's conformance kit runs against them through the bridge as it
 // runs in process: sstore central and stage (stage drains through the
 // host's FileM, lent back over the bridge), errmgr autor (whose job is a
-// Recoverer) and sustain, and plm local; and the test fixture CRS
+// Recoverer) and sustain, and plm local; and the test fixtures CRS
 // restorer, which takes a crs.Host (a rank's Save, a daemon's descriptors
-// and Restored). Its names clash with the built-ins, so it is only loaded
+// and Restored), and SStore reporter, whose Sync reports progress. Its names clash with the built-ins, so it is only loaded
 // where no built-in is registered.
 package main
 
@@ -27,5 +27,6 @@ func main() {
 		plugin.ErrMgr(errmgrsustain.New()),
 		plugin.PLM(plmlocal.New()),
 		plugin.CRS(fixtures.RestorerCRS()),
+		plugin.SStore(fixtures.ReporterSStore()),
 	)
 }
