@@ -84,15 +84,17 @@ func crsHostOf(ctx context.Context, a crsHost, sc *scope) (crs.Host, error) {
 	if !a.Daemon {
 		return host, nil
 	}
-	restored, err := sc.host(a.Restored)
-	if err != nil {
-		return host, err
-	}
+	// Taken first, so they are the module's (closed with it) whatever
+	// fails next.
 	files, err := sc.srv.fds.take(ctx, a.Files, a.NFiles)
 	if err != nil {
 		return host, err
 	}
 	sc.srv.own(sc.handle, files)
+	restored, err := sc.host(a.Restored)
+	if err != nil {
+		return host, err
+	}
 	host.Daemon = &crs.DaemonHost{Node: a.Node, Files: files}
 	if restored != nil {
 		host.Daemon.Restored = func(rank int, p crs.Process) {

@@ -72,12 +72,16 @@ var writerMethods = methods{
 	"Write": fn(func(_ context.Context, w io.Writer, a writeArgs, _ *scope) (int, error) { return w.Write(a.P) }),
 }
 
-// writerCalls is an io.Writer of the host, in the plugin.
+// writerCalls is an io.Writer of the host, in the plugin. The daemons'
+// diagnostics are relayed as well as the bridge can: a write that cannot
+// reach the host (released with its module, the host gone) is dropped
+// rather than failed, since a failed write would stop the copying of a
+// daemon's output and leave the daemon writing into a closed pipe.
 type writerCalls struct{ c caller }
 
-func (w writerCalls) Write(p []byte) (n int, err error) {
-	err = w.c.call(context.Background(), control, "Write", writeArgs{p}, &n)
-	return n, err
+func (w writerCalls) Write(p []byte) (int, error) {
+	_ = w.c.call(context.Background(), control, "Write", writeArgs{p}, nil)
+	return len(p), nil
 }
 
 // plmModule is a plugin's PLM module.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,5 +247,35 @@ func TestSyncProgressCrosses(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Node != "n3" || got[0].Files != 2 || got[0].FilesDone != 2 {
 		t.Errorf("progress reported %+v, want one report of 2 files done on n3", got)
+	}
+}
+
+// TestCloseReleasesModule: a proxy module's Close closes the module in the
+// plugin and releases its handle there (a later call is refused), while
+// another module of the same component, from another Query, lives on.
+func TestCloseReleasesModule(t *testing.T) {
+	l := loadBuiltins(t)
+	vals := func(t *testing.T) *mca.Values { return l.choose(t, plm.Name, "local") }
+	a, err := l.set.PLM.SelectOne(t.Context(), vals(t), mca.RoleHNP, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.set.PLM.SelectOne(t.Context(), vals(t), mca.RoleHNP, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mca.Close(b.Module)
+	if err := mca.Close(a.Module); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	_, err = a.Module.Launch(t.Context(), plm.Spec{Job: "x", Nodes: []string{"n0"}})
+	if err == nil || !strings.Contains(err.Error(), "query it first") {
+		t.Errorf("launch on a closed module: %v, want its handle unknown to the plugin", err)
+	}
+	if got := b.Module.Network(); got != "unix" {
+		t.Errorf("the other module's Network after the first's Close: %q, want unix", got)
+	}
+	if err := mca.Close(a.Module); err != nil {
+		t.Errorf("second close: %v", err)
 	}
 }
