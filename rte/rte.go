@@ -23,8 +23,17 @@ const (
 	EnvNode    = "GOMPI_NODE"          // node name
 	EnvNodeDir = "GOMPI_NODE_DIR"      // the node-local directory of the job
 	EnvDaemon  = "GOMPI_DAEMON_SOCKET" // the node daemon's Unix socket
-	EnvSecret  = "GOMPI_JOB_SECRET"    // the job secret (hex); rankclient removes it from the environment
+	// EnvSecretFD names the descriptor a rank reads the job secret from
+	// (hex, then end of file): a pipe its daemon filled, so the secret is
+	// never in the rank's environment, which stays readable in
+	// /proc/PID/environ and in any image of the process. rankclient reads
+	// it, closes it and removes the variable.
+	EnvSecretFD = "GOMPI_JOB_SECRET_FD"
 )
+
+// SecretFD is the descriptor a daemon hands the secret pipe on (the first
+// after standard error).
+const SecretFD = 3
 
 // The environment of a rank restarted from a snapshot (gompi-restart); the
 // rank client reads it into its snapc.RestartInfo and removes it.
@@ -39,7 +48,7 @@ const (
 
 // JobEnv lists the variables above; a daemon removes inherited copies
 // before setting a rank's own.
-var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecret, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate}
+var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecretFD, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate}
 
 // RuntimeDir is where this user's gompirun processes keep their control
 // sockets: ${XDG_RUNTIME_DIR:-/tmp}/gompi-<uid>.

@@ -14,6 +14,7 @@ import (
 	"gompi/frameworks/plm/proc"
 	"gompi/mca"
 	"gompi/rte"
+	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 )
 
@@ -60,8 +61,29 @@ func (d *daemon) rankEnv(l *pb.Launch) []string {
 		rte.EnvNode+"="+d.node,
 		rte.EnvNodeDir+"="+d.nodeDir,
 		rte.EnvDaemon+"="+d.sock,
-		rte.EnvSecret+"="+d.secret.Hex(),
+		rte.EnvSecretFD+"="+fmt.Sprint(rte.SecretFD),
 	)
+}
+
+// secretPipe returns the read end of a pipe that holds the job secret
+// (hex) and then ends: a rank inherits it as descriptor rte.SecretFD
+// instead of finding the secret in its environment. The secret fits in
+// the pipe's buffer, so it is written before the rank starts and the
+// write end closed at once.
+func secretPipe(secret control.Secret) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("secret pipe: %w", err)
+	}
+	_, err = w.WriteString(secret.Hex())
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("secret pipe: %w", err)
+	}
+	return r, nil
 }
 
 func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []string) {
@@ -89,15 +111,26 @@ func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []strin
 		fail(err)
 		return
 	}
+	secR, err := secretPipe(d.secret)
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		fail(err)
+		return
+	}
 	cmd := newCommand(l.Program, l.Args, l.Cwd)
 	cmd.Env = append(append(env[:len(env):len(env)], restart...), rte.EnvRank+"="+fmt.Sprint(r))
 	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.ExtraFiles = []*os.File{secR} // descriptor rte.SecretFD
 	// The lock is held across the start so a rank's first call cannot
 	// overtake its record.
 	d.mu.Lock()
 	err = d.ports.start(cmd)
 	outW.Close()
 	errW.Close()
+	secR.Close()
 	if err != nil {
 		d.mu.Unlock()
 		outR.Close()

@@ -63,7 +63,7 @@ func serveDaemon(t *testing.T, rank int, d pb.DaemonServer) {
 	go srv.Serve(l)
 	t.Cleanup(srv.Stop)
 	t.Setenv(rte.EnvRank, string(rune('0'+rank)))
-	t.Setenv(rte.EnvSecret, secret.Hex())
+	setSecretFD(t, secret.Hex())
 	t.Setenv(rte.EnvDaemon, filepath.Join(dir, "d.sock"))
 	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -74,8 +75,9 @@ func InJob() bool { return os.Getenv(rte.EnvRank) != "" }
 
 // Init connects to the daemon named by the environment, says hello, and
 // loads the job's parameters (as resolved by gompirun) with boot.Load. It
-// removes the job secret from the process environment, so programs the
-// rank starts do not inherit it.
+// reads the job secret from the descriptor its daemon passed
+// (rte.EnvSecretFD) and closes it, so the secret is never in the
+// process's environment and programs the rank starts do not inherit it.
 func Init(ctx context.Context) (*Client, error) {
 	if !InJob() {
 		return nil, ErrNotLaunched
@@ -84,11 +86,10 @@ func Init(ctx context.Context) (*Client, error) {
 	if err != nil || rank < 0 {
 		return nil, fmt.Errorf("rankclient: %s=%q is not a rank", rte.EnvRank, os.Getenv(rte.EnvRank))
 	}
-	secret, err := control.ParseSecret(os.Getenv(rte.EnvSecret))
+	secret, err := readSecret()
 	if err != nil {
-		return nil, fmt.Errorf("rankclient: %s: %w", rte.EnvSecret, err)
+		return nil, fmt.Errorf("rankclient: %w", err)
 	}
-	os.Unsetenv(rte.EnvSecret)
 	restart, restarting, migrated, err := restartFromEnv()
 	if err != nil {
 		return nil, err
@@ -118,6 +119,30 @@ func Init(ctx context.Context) (*Client, error) {
 	}
 	c.startEvents()
 	return c, nil
+}
+
+// readSecret reads the job secret from the descriptor rte.EnvSecretFD
+// names (the daemon's pipe), closes it and removes the variable, so
+// neither the secret nor the descriptor reaches programs the rank starts.
+func readSecret() (control.Secret, error) {
+	v := os.Getenv(rte.EnvSecretFD)
+	os.Unsetenv(rte.EnvSecretFD)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd <= 2 {
+		return control.Secret{}, fmt.Errorf("%s=%q: want the descriptor of the job secret's pipe", rte.EnvSecretFD, v)
+	}
+	f := os.NewFile(uintptr(fd), "job secret")
+	defer f.Close()
+	// One byte more than a secret's text: a longer stream is no secret.
+	b, err := io.ReadAll(io.LimitReader(f, 2*control.SecretLen+1))
+	if err != nil {
+		return control.Secret{}, fmt.Errorf("%s: read descriptor %d: %w", rte.EnvSecretFD, fd, err)
+	}
+	s, err := control.ParseSecret(string(b))
+	if err != nil {
+		return control.Secret{}, fmt.Errorf("%s: descriptor %d: %w", rte.EnvSecretFD, fd, err)
+	}
+	return s, nil
 }
 
 // Singleton returns the client of a program run without gompirun: rank 0

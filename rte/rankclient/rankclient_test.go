@@ -3,11 +3,15 @@ package rankclient
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"gompi/mca"
 	"gompi/rte"
+	"gompi/rte/control"
 )
 
 func TestInitOutsideAJob(t *testing.T) {
@@ -30,9 +34,60 @@ func TestInitBadEnvironment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Setenv(rte.EnvRank, tt.rank)
-		t.Setenv(rte.EnvSecret, tt.secret)
+		setSecretFD(t, tt.secret)
 		if _, err := Init(context.Background()); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("Init with rank %q secret %q: %v, want %q", tt.rank, tt.secret, err, tt.err)
+		}
+	}
+	for _, v := range []string{"", "x", "1", "-3"} {
+		t.Setenv(rte.EnvRank, "0")
+		t.Setenv(rte.EnvSecretFD, v)
+		if _, err := Init(context.Background()); err == nil || !strings.Contains(err.Error(), rte.EnvSecretFD) {
+			t.Errorf("Init with %s=%q: %v", rte.EnvSecretFD, v, err)
+		}
+	}
+}
+
+// setSecretFD hands Init the secret text as a daemon does: a pipe that
+// holds it and then ends, named by rte.EnvSecretFD. Init closes the read
+// end (when it gets that far).
+func setSecretFD(t *testing.T, text string) {
+	t.Helper()
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := syscall.Write(fds[1], []byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fds[1])
+	t.Setenv(rte.EnvSecretFD, strconv.Itoa(fds[0]))
+}
+
+// TestSecretNotInEnvironment: Init takes the secret from its descriptor,
+// closes it and leaves neither the secret nor the variable behind.
+func TestSecretNotInEnvironment(t *testing.T) {
+	secret, err := control.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	setSecretFD(t, secret.Hex())
+	fd, _ := strconv.Atoi(os.Getenv(rte.EnvSecretFD))
+	got, err := readSecret()
+	if err != nil || got != secret {
+		t.Fatalf("readSecret = %v, %v", got, err)
+	}
+	if v, ok := os.LookupEnv(rte.EnvSecretFD); ok {
+		t.Errorf("%s=%s left in the environment", rte.EnvSecretFD, v)
+	}
+	// Closed: the descriptor is gone (or, reused since, no pipe).
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO {
+		t.Errorf("descriptor %d (the secret's pipe) is still open", fd)
+	}
+	for _, kv := range os.Environ() {
+		if strings.Contains(kv, secret.Hex()) {
+			t.Errorf("the secret is in the environment: %s", kv)
 		}
 	}
 }

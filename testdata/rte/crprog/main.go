@@ -14,11 +14,15 @@
 // "restarted rank=R node=N ref=NAME seq=S count=C lib=L btl=B" on a
 // restart; "checkpointed rank=R seq=S ref=NAME" when its own request (as
 // cr.Checkpoint makes, -checkpoint-at) is committed;
-// "paused at write of seq S" under the write test hook.
+// "paused at write of seq S" under the write test hook; with -show-secret,
+// "secret rank=R hex=H environ=clean|HOLDS-IT" first, for the test that
+// looks for the job secret where it must not be.
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -62,6 +66,7 @@ func main() {
 		failRank   = flag.Int("fail-rank", -1, "this rank fails to save")
 		payload    = flag.Int("payload", 4096, "bytes of app.state beyond its header")
 		ckptAt     = flag.Uint64("checkpoint-at", 0, "at this safe point every rank asks for a checkpoint at the next one (cr.Checkpoint)")
+		showSecret = flag.Bool("show-secret", false, "print the job secret and whether the process's initial environment holds it")
 	)
 	flag.Parse()
 	ctx := context.Background()
@@ -71,6 +76,9 @@ func main() {
 		os.Exit(99)
 	}
 	r := c.Rank()
+	if *showSecret {
+		printSecret(r, c.Secret())
+	}
 	pause := full.PausePoint{Seq: -1}
 	if c.Values().Has(full.ParamPauseAt) { // built with -tags gompitest
 		if pause, err = full.ParsePausePoint(c.Values().String(full.ParamPauseAt)); err != nil {
@@ -254,4 +262,20 @@ func saveAt(ctx context.Context, c *rankclient.Client, req *snapc.AppRequest, co
 func firstLine(b []byte) string {
 	s, _, _ := strings.Cut(string(b), "\n")
 	return s
+}
+
+// printSecret prints the job secret and whether /proc/self/environ (the
+// environment the process started with, which unsetenv does not change)
+// holds it or the variable that once carried it.
+func printSecret(r int, secret []byte) {
+	h := hex.EncodeToString(secret)
+	env, err := os.ReadFile("/proc/self/environ")
+	verdict := "clean"
+	switch {
+	case err != nil:
+		verdict = "unreadable"
+	case bytes.Contains(env, []byte(h)) || bytes.Contains(env, secret) || bytes.Contains(env, []byte("GOMPI_JOB_SECRET=")):
+		verdict = "HOLDS-IT"
+	}
+	fmt.Printf("secret rank=%d hex=%s environ=%s\n", r, h, verdict)
 }
