@@ -39,7 +39,7 @@ func New(params *mca.Params) *Set {
 		CRS:    mca.NewFramework[crs.Module](params, crs.Name, "Checkpoint/Restart Service: capture and restore one process"),
 		CRCP:   mca.NewFramework[crcp.Module](params, crcp.Name, "Checkpoint/Restart Coordination Protocol: consistent channel state between ranks"),
 		INC:    mca.NewFramework[inc.Module](params, inc.Name, "Interlayer Notification Callbacks: the ordered callback stack around a checkpoint"),
-		SStore: mca.NewFramework[sstore.Module](params, sstore.Name, "Stable Storage: where local snapshots go and when they are stable"),
+		SStore: mca.NewFramework[sstore.Module](params, sstore.Name, "Stable Storage: where local snapshots go and when they are stable", mca.WithParams(sstore.FrameworkParams()...)),
 		FileM:  mca.NewFramework[filem.Module](params, filem.Name, "File Management: moving files across node boundaries"),
 		SnapC:  mca.NewFramework[snapc.Module](params, snapc.Name, "Snapshot Coordination: the life cycle of a global checkpoint", mca.WithParams(snapc.FrameworkParams()...)),
 		ErrMgr: mca.NewFramework[errmgr.Module](params, errmgr.Name, "Error Manager: the stack of fault policies", mca.Stacked(), mca.WithParams(errmgr.FrameworkParams()...)),

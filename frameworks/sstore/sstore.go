@@ -19,10 +19,31 @@ import (
 	"errors"
 
 	"gompi/frameworks/sstore/snapshot"
+	"gompi/mca"
 )
 
 // Name of the framework, and of its selection parameter.
 const Name = "sstore"
+
+// ParamGroupReadable lets the job's group read its snapshot references:
+// the reference folder is created 0750 instead of 0700, and what is
+// written into it takes the group's read access from it (package
+// snapshot's perm.go).
+const ParamGroupReadable = Name + "_base_group_readable"
+
+// FrameworkParams are the framework's own parameters.
+func FrameworkParams() []mca.ParamSpec {
+	return []mca.ParamSpec{
+		{Name: ParamGroupReadable, Type: mca.Bool, Default: "false", Level: mca.LevelUser,
+			Help: "Let the job's group read its snapshot references (folders 0750, files 0640); by default they are its owner's only (0700, 0600), since they hold the program, arguments, parameters and exported variables gompi-restart runs again"},
+	}
+}
+
+// GroupReadable reports whether vals ask for group-readable references
+// (false when the parameter is not registered, as in a test's set).
+func GroupReadable(vals *mca.Values) bool {
+	return vals != nil && vals.Has(ParamGroupReadable) && vals.Bool(ParamGroupReadable)
+}
 
 // Local is one rank's local snapshot of a sequence.
 type Local struct {

@@ -44,7 +44,9 @@ type options struct {
 	mpirunOpts string
 	verbose    bool
 	asJSON     bool
-	params     *cli.ParamFlags
+	// allowUnsafe restarts a reference others could have written.
+	allowUnsafe bool
+	params      *cli.ParamFlags
 }
 
 // NewCommand returns the gompi-restart command.
@@ -62,7 +64,10 @@ working directory, exports, AMCA sets and parameters, each rank starting
 from its own snapshot. --mca overrides a stored parameter (a different btl,
 for instance); --hostfile places the ranks on other nodes. The restarted
 job's checkpoints continue the same reference with the next sequence
-numbers.`,
+numbers. Since it runs what the reference names, it refuses a reference
+another user owns or that group or others may write, as ssh does
+(--allow-unsafe-ref overrides); gompi writes them for their owner only
+(sstore_base_group_readable lets the group read them).`,
 		Example: `  gompi-restart gompi_global_snapshot_1a2b3c4d.ckpt
   gompi-restart -s 0 /scratch/gompi_global_snapshot_1a2b3c4d.ckpt
   gompi-restart --hostfile hosts --mca btl tcp gompi_global_snapshot_1a2b3c4d.ckpt
@@ -79,6 +84,7 @@ numbers.`,
 	f.StringVar(&o.mpirunOpts, "mpirun_opts", "", "more gompirun options, split on spaces (e.g. \"--tag-output --map-by node\")")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print more: file checksums with -i, the gompirun command line before running it")
 	f.BoolVar(&o.asJSON, "json", false, "with -i, print the reference as JSON")
+	f.BoolVar(&o.allowUnsafe, "allow-unsafe-ref", false, "restart a reference that another user owns or that group or others may write (refused by default: restart runs what its metadata names)")
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "machinefile" {
 			name = "hostfile"
@@ -134,6 +140,8 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		// Reading every byte here would move the snapshot twice: each
 		// node verifies its ranks' files as it fetches them.
 		fmt.Fprintf(stderr, "gompi-restart: %s is remote; each node verifies its ranks' snapshots as it fetches them\n", ref)
+	} else if err := o.checkSafe(stderr, point); err != nil {
+		return err
 	} else if err := point.VerifyAllWith(func(dir string, l *snapshot.LocalMeta) error { return compress.Verify(ctx, dir, l) }); err != nil {
 		return err
 	}
@@ -158,6 +166,30 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		fmt.Fprintf(stderr, "gompi-restart: restarting %s from sequence %d:\n  %s\n", ref.Name, point.Seq.Seq, strings.Join(quoteArgs(argv), " "))
 	}
 	return o.launch(ctx, stdout, stderr, argv)
+}
+
+// checkSafe refuses a restart point someone else could have written
+// (snapshot.CheckSafe over the reference's folder, its metadata, and the
+// sequence's folders and rank metadata), unless --allow-unsafe-ref, and
+// prints its warnings.
+func (o *options) checkSafe(stderr io.Writer, point snapshot.RestartPoint) error {
+	ref, seq := point.Ref, point.Seq.Seq
+	paths := []string{ref.MetaPath(), ref.SeqDir(seq)}
+	for _, p := range point.Seq.Procs {
+		paths = append(paths, ref.LocalPath(seq, p.Rank), filepath.Join(ref.LocalPath(seq, p.Rank), snapshot.LocalMetaFile))
+	}
+	warning, err := snapshot.CheckSafe(ref, paths...)
+	if warning != "" {
+		fmt.Fprintf(stderr, "gompi-restart: warning: %s\n", warning)
+	}
+	if err != nil && errors.Is(err, snapshot.ErrUnsafeRef) && o.allowUnsafe {
+		fmt.Fprintf(stderr, "gompi-restart: warning: restarting anyway (--allow-unsafe-ref): %v\n", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w\n(gompi-restart --allow-unsafe-ref restarts it anyway, running what its metadata names)", err)
+	}
+	return nil
 }
 
 // explain prints what the reference holds (-i), with the node-local copies

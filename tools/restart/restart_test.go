@@ -62,7 +62,7 @@ func reference(t *testing.T) snapshot.Ref {
 			for rank := 0; rank < 2; rank++ {
 				rec.Procs = append(rec.Procs, snapshot.ProcRecord{Rank: rank, Node: []string{"n1", "n2"}[rank], CRS: "self"})
 				dir := ref.LocalPath(s.seq, rank)
-				if err := os.MkdirAll(dir, 0o755); err != nil {
+				if err := os.MkdirAll(dir, 0o700); err != nil { // owner-only, as gompi writes them
 					t.Fatal(err)
 				}
 				w, err := snapshot.CreateFile(dir, "app.state")

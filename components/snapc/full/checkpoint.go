@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
 )
 
@@ -151,6 +152,12 @@ func (c *ckpt) query() error {
 func (c *ckpt) record() error {
 	c.seq = c.meta.NextSeq()
 	c.meta.Seqs = append(c.meta.Seqs, snapshot.SeqRecord{Seq: c.seq, Migrate: c.r.migrate != nil, Started: time.Now()})
+	if !c.ref.IsRemote() { // a new reference takes the access sstore_base_group_readable asks for
+		if err := snapshot.MkdirRef(c.ref, sstore.GroupReadable(c.g.spec.Values)); err != nil {
+			c.seq = -1
+			return fmt.Errorf("%w (check %s)", err, snapc.ParamGlobalDir)
+		}
+	}
 	if err := c.g.metaStore().WriteGlobal(c.ctx, c.ref, c.meta); err != nil {
 		c.seq = -1
 		return fmt.Errorf("%w (check %s)", err, snapc.ParamGlobalDir)

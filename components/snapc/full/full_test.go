@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,7 +29,7 @@ func values(t *testing.T, settings ...string) *mca.Values {
 	params := mca.NewParams()
 	fw := mca.NewFramework[snapc.Module](params, snapc.Name, "test", mca.WithParams(snapc.FrameworkParams()...))
 	fw.Register(newWithHooks())
-	mca.NewFramework[sstore.Module](params, sstore.Name, "test").Register(central.New())
+	mca.NewFramework[sstore.Module](params, sstore.Name, "test", mca.WithParams(sstore.FrameworkParams()...)).Register(central.New())
 	var s []mca.Setting
 	for _, kv := range settings {
 		k, v, _ := strings.Cut(kv, "=")
@@ -757,4 +759,48 @@ func TestConformance(t *testing.T) {
 		}
 		return m
 	}, snapctest.Options{Values: vals, Store: storeOf(t, vals)})
+}
+
+// A checkpoint's reference is its owner's only (folders 0700, files 0600),
+// or readable by the group with sstore_base_group_readable (0750, 0640):
+// every folder and file of it, written by the coordinator, the SStore and
+// the ranks.
+func TestSnapshotModes(t *testing.T) {
+	for _, tt := range []struct {
+		settings  []string
+		dir, file os.FileMode
+	}{
+		{nil, 0o700, 0o600},
+		{[]string{sstore.ParamGroupReadable + "=1"}, 0o750, 0o640},
+	} {
+		t.Run(fmt.Sprint(tt.settings), func(t *testing.T) {
+			c := newCluster(t, twoNodes, tt.settings...)
+			if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			files := 0
+			err := filepath.WalkDir(c.ref.Path(), func(path string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				want := tt.file
+				if d.IsDir() {
+					want = tt.dir
+				} else {
+					files++
+				}
+				if fi.Mode().Perm() != want {
+					t.Errorf("%s: mode %04o, want %04o", path, fi.Mode().Perm(), want)
+				}
+				return nil
+			})
+			if err != nil || files < 1+2*len(twoNodes) {
+				t.Fatalf("walked %d files: %v", files, err)
+			}
+		})
+	}
 }

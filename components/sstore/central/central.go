@@ -70,7 +70,7 @@ func (module) LocalDir(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("sstore/central: clear %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, snapshot.DirMode(ref.Path())); err != nil { // the reference's access
 		return "", fmt.Errorf("sstore/central: create %s: %w", dir, err)
 	}
 	return dir, nil

@@ -210,7 +210,7 @@ func (m *module) drainRank(ctx context.Context, fm filem.Module, ref snapshot.Re
 		return fileError(ref, seq, p, snapshot.LocalMetaFile, err)
 	}
 	src := filepath.Join(p.tmp, snapshot.LocalMetaFile)
-	if err := os.WriteFile(src, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(src, buf.Bytes(), snapshot.OwnerFileMode); err != nil {
 		return fileError(ref, seq, p, snapshot.LocalMetaFile, err)
 	}
 	dst, err := ref.Global(strconv.Itoa(seq), snapshot.LocalName(p.local.Rank), snapshot.LocalMetaFile)

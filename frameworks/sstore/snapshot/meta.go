@@ -365,7 +365,7 @@ func WriteGlobal(ref Ref, g *GlobalMeta) error {
 	if err := g.Encode(&buf); err != nil {
 		return err
 	}
-	return WriteFileAtomic(ref.MetaPath(), buf.Bytes(), 0o644)
+	return WriteFileAtomic(ref.MetaPath(), buf.Bytes(), FileMode(ref.Path()))
 }
 
 // WriteFileAtomic writes data to path through a temporary file in the same
@@ -572,7 +572,7 @@ func WriteLocal(dir string, l *LocalMeta) error {
 	if err := l.Encode(&buf); err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, LocalMetaFile), buf.Bytes(), 0o644)
+	return WriteFileAtomic(filepath.Join(dir, LocalMetaFile), buf.Bytes(), FileMode(dir))
 }
 
 // parseChecksum checks the "crc32c:<hex>" form.

@@ -52,8 +52,8 @@ func (localMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(ref.Path(), 0o755); err != nil {
-		return fmt.Errorf("sstore: create the snapshot reference %s: %w", ref.Path(), err)
+	if err := MkdirRef(ref, false); err != nil { // an owner-only one, unless its creator made it otherwise
+		return err
 	}
 	return WriteGlobal(ref, g)
 }
@@ -104,7 +104,7 @@ func (m remoteMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) err
 	}
 	defer os.RemoveAll(tmp)
 	local := Ref{Dir: tmp, Name: ref.Name}
-	if err := os.Mkdir(local.Path(), 0o755); err != nil {
+	if err := os.Mkdir(local.Path(), OwnerDirMode); err != nil {
 		return fmt.Errorf("sstore: write %s: %w", ref, err)
 	}
 	if err := WriteGlobal(local, g); err != nil {

@@ -36,6 +36,7 @@ type FileWriter struct {
 	sum  hash.Hash32
 	n    int64
 	err  error
+	mode os.FileMode // the folder's access (perm.go)
 }
 
 // CreateFile starts writing name in dir.
@@ -47,7 +48,7 @@ func CreateFile(dir, name string) (*FileWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sstore: create %s: %w", filepath.Join(dir, name), err)
 	}
-	return &FileWriter{f: f, path: filepath.Join(dir, name), name: name, sum: NewChecksum()}, nil
+	return &FileWriter{f: f, path: filepath.Join(dir, name), name: name, sum: NewChecksum(), mode: FileMode(dir)}, nil
 }
 
 func (w *FileWriter) Write(p []byte) (int, error) {
@@ -68,6 +69,11 @@ func (w *FileWriter) Write(p []byte) (int, error) {
 func (w *FileWriter) Close() (FileRecord, error) {
 	tmp := w.f.Name()
 	err := w.err
+	if err == nil && w.mode != OwnerFileMode { // CreateTemp made it 0600
+		if err = w.f.Chmod(w.mode); err != nil {
+			err = fmt.Errorf("sstore: chmod %s: %w", w.path, err)
+		}
+	}
 	if err == nil {
 		if err = w.f.Sync(); err != nil {
 			err = fmt.Errorf("sstore: sync %s: %w", w.path, err)

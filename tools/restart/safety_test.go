@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gompi/cli"
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // signalled is stdout for the waiting gompirun: it closes started when the
@@ -101,5 +102,47 @@ func TestCancelledStartsNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("gompirun ran after the context was cancelled")
+	}
+}
+
+// gompi-restart refuses a reference someone else could have written,
+// naming the path and the fix, unless --allow-unsafe-ref; one others may
+// only read is restarted with a warning.
+func TestUnsafeReference(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(ref snapshot.Ref)
+		args   []string
+		code   int
+		errs   []string
+	}{
+		{"owner-only", func(snapshot.Ref) {}, nil, 0, nil},
+		{"group-writable folder", func(ref snapshot.Ref) { os.Chmod(ref.Path(), 0o770) }, nil, 1,
+			[]string{"$DIR/gompi_global_snapshot_1a2b3c4d.ckpt is writable by its group (mode 0770)", "chmod go-w $DIR/gompi_global_snapshot_1a2b3c4d.ckpt", "--allow-unsafe-ref restarts it anyway"}},
+		{"world-writable metadata", func(ref snapshot.Ref) { os.Chmod(ref.MetaPath(), 0o666) }, nil, 1,
+			[]string{"global_snapshot_meta is writable by its group and others", "chmod go-w $DIR/gompi_global_snapshot_1a2b3c4d.ckpt/global_snapshot_meta"}},
+		{"writable rank folder", func(ref snapshot.Ref) { os.Chmod(ref.LocalPath(2, 1), 0o777) }, nil, 1,
+			[]string{"2/gompi_snapshot_1.ckpt is writable"}},
+		{"overridden", func(ref snapshot.Ref) { os.Chmod(ref.Path(), 0o777) }, []string{"--allow-unsafe-ref"}, 0,
+			[]string{"warning: restarting anyway (--allow-unsafe-ref)", "is writable by its group and others"}},
+		{"group-readable", func(ref snapshot.Ref) { os.Chmod(ref.Path(), 0o750); os.Chmod(ref.MetaPath(), 0o640) }, nil, 0,
+			[]string{"warning: $DIR/gompi_global_snapshot_1a2b3c4d.ckpt is readable by its group (mode 0750)", "chmod -R go-rwx"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			ref := reference(t)
+			fakeGompirun(t, ref)
+			tt.change(ref)
+			code, out, errs := run(t, ref, append(append([]string{"--showme"}, tt.args...), ref.Path())...)
+			if code != tt.code || (code == 0) != strings.Contains(out, "--restart-ref") {
+				t.Errorf("status %d, want %d\n%s%s", code, tt.code, out, errs)
+			}
+			for _, want := range tt.errs {
+				if !strings.Contains(errs, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errs)
+				}
+			}
+		})
 	}
 }
