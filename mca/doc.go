@@ -53,17 +53,14 @@
 // # Where modules run, and which can be plugins
 //
 // A module runs in the process that selected it. The frameworks whose
-// modules run in gompirun or gompid (crs, filem, sstore, errmgr, plm) can
-// be carried by out-of-process plugins (package mca/plugin,
-// hashicorp/go-plugin over gRPC): their calls are few and coarse, and no
+// modules run in gompirun or gompid (crs, filem, sstore, snapc, errmgr,
+// plm) can be carried by out-of-process plugins (package mca/plugin,
+// hashicorp/go-plugin over gRPC), all through one generic call: no
 // checkpoint bytes cross the bridge, only paths, PIDs, options and, for a
 // host, what the framework's Host says may cross (host objects lent back
-// over the bridge; descriptors by SCM_RIGHTS, processes by PID). The
-// plugin bridge carries crs, filem, sstore, errmgr and plm through one
-// generic call. snapc, whose modules also
-// run there, stays in process: its coordinators are per-run objects in
-// constant conversation with the job (the plugin package doc says what
-// carrying them would take). The
+// over the bridge; descriptors by SCM_RIGHTS; restored processes held by
+// the plugin that restored them). snapc's coordinators are per-run objects
+// the plugin holds, in conversation with the job through lent ports. The
 // frameworks whose modules run inside a rank (btl, crcp, inc) stay in
 // process for good: they sit on every message's path or on the rank's own
 // memory, where a remote call per operation is not an option.

@@ -10,6 +10,7 @@ import (
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/filem"
 	"gompi/frameworks/plm"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
 	pb "gompi/mca/plugin/proto"
@@ -20,10 +21,10 @@ import (
 type adapter struct {
 	// methods dispatch calls to a module of the framework (plugin side).
 	methods methods
-	// provisions says whether a module takes the framework's Host
-	// (mca.Provisioner[<framework>.Host]); nil when the bridge carries no
-	// Host of the framework.
-	provisions func(m any) bool
+	// extended says whether a module implements its framework's optional
+	// interface: its Host's Provisioner (crs, sstore, errmgr) or
+	// snapc.Coordinator; nil when the framework has none.
+	extended func(m any) bool
 	// carrier makes the host's proxies of the framework's components.
 	carrier
 }
@@ -38,13 +39,14 @@ type carrier struct {
 }
 
 // The frameworks a plugin can carry: those whose modules run in gompirun
-// or gompid. snapc is not among them (see the package doc).
+// or gompid.
 var adapters = map[string]adapter{
 	filem.Name:  filemAdapter,
 	crs.Name:    crsAdapter,
 	sstore.Name: sstoreAdapter,
 	errmgr.Name: errmgrAdapter,
 	plm.Name:    plmAdapter,
+	snapc.Name:  snapcAdapter,
 }
 
 // carried lists the frameworks of adapters, for messages.
@@ -57,9 +59,9 @@ func carried() string {
 	return strings.Join(names, ", ")
 }
 
-// implProvision in a QueryResponse says the module takes its framework's
-// Host.
-const implProvision = "provision"
+// implExtended in a QueryResponse says the module implements its
+// framework's optional interface.
+const implExtended = "extended"
 
 // proxyComponent is the host's stand-in for a component of a plugin.
 type proxyComponent struct {
@@ -72,7 +74,7 @@ type proxyComponent struct {
 // the framework's proxy module of a module's handle.
 type proxy[M any] struct {
 	proxyComponent
-	wrap func(r *remote, provisions bool) M
+	wrap func(r *remote, extended bool) M
 }
 
 func (c *proxy[M]) Info() mca.ComponentInfo { return c.info }
@@ -85,12 +87,12 @@ func (c *proxy[M]) Query(ctx context.Context, q mca.Query) (M, int, error) {
 		return zero, 0, err
 	}
 	r := &remote{p: c.p, ref: c.ref, handle: id}
-	return c.wrap(r, slices.Contains(impl, implProvision)), prio, nil
+	return c.wrap(r, slices.Contains(impl, implExtended)), prio, nil
 }
 
 // carry is the carrier of the framework fw returns, whose proxy modules
 // wrap makes.
-func carry[M any](fw func(*frameworks.Set) *mca.Framework[M], wrap func(r *remote, provisions bool) M) carrier {
+func carry[M any](fw func(*frameworks.Set) *mca.Framework[M], wrap func(r *remote, extended bool) M) carrier {
 	return carrier{
 		component: func(c proxyComponent) any { return &proxy[M]{proxyComponent: c, wrap: wrap} },
 		add:       func(set *frameworks.Set, comp any) error { return fw(set).Add(comp.(*proxy[M])) },

@@ -18,13 +18,13 @@ import (
 
 var crsAdapter = adapter{
 	methods: crsMethods,
-	provisions: func(m any) bool {
+	extended: func(m any) bool {
 		_, ok := m.(mca.Provisioner[crs.Host])
 		return ok
 	},
 	carrier: carry(func(s *frameworks.Set) *mca.Framework[crs.Module] { return s.CRS },
-		func(r *remote, provisions bool) crs.Module {
-			if provisions {
+		func(r *remote, extended bool) crs.Module {
+			if extended {
 				return &crsProvisioned{crsModule: crsModule{r}}
 			}
 			return crsModule{r}

@@ -20,13 +20,13 @@ import (
 
 var errmgrAdapter = adapter{
 	methods: errmgrMethods,
-	provisions: func(m any) bool {
+	extended: func(m any) bool {
 		_, ok := m.(mca.Provisioner[errmgr.Host])
 		return ok
 	},
 	carrier: carry(func(s *frameworks.Set) *mca.Framework[errmgr.Module] { return s.ErrMgr },
-		func(r *remote, provisions bool) errmgr.Module {
-			if provisions {
+		func(r *remote, extended bool) errmgr.Module {
+			if extended {
 				return &errmgrProvisioned{errmgrModule: errmgrModule{r}}
 			}
 			return errmgrModule{r}
@@ -120,7 +120,7 @@ func (m errmgrModule) Handle(ctx context.Context, f errmgr.Fault, st *errmgr.Sta
 // provision (each run of the job) replaces the job lent before.
 type errmgrProvisioned struct {
 	errmgrModule
-	job uint64 // guarded by Provision's callers: gompirun provisions between runs
+	job uint64 // guarded by Provision's callers: gompirun extended between runs
 }
 
 func (m *errmgrProvisioned) Provision(ctx context.Context, h errmgr.Host) error {

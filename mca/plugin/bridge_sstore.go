@@ -18,16 +18,16 @@ import (
 
 var sstoreAdapter = adapter{
 	methods: sstoreMethods,
-	provisions: func(m any) bool {
+	extended: func(m any) bool {
 		_, ok := m.(mca.Provisioner[sstore.Host])
 		return ok
 	},
 	carrier: carry(func(s *frameworks.Set) *mca.Framework[sstore.Module] { return s.SStore },
-		func(r *remote, provisions bool) sstore.Module {
-			if provisions {
-				return sstoreProvisioned{sstoreModule{r}}
+		func(r *remote, extended bool) sstore.Module {
+			if extended {
+				return sstoreProvisioned{sstoreModule{sstoreCalls{r}, r}}
 			}
-			return sstoreModule{r}
+			return sstoreModule{sstoreCalls{r}, r}
 		}),
 }
 
@@ -90,30 +90,43 @@ var progressMethods = methods{
 	}),
 }
 
-// sstoreModule is a plugin's SStore module.
-type sstoreModule struct{ *remote }
+// sstoreCalls is an sstore.Module on the other side of the bridge: a
+// plugin's (through sstoreModule) or the host's lent to a plugin's snapc
+// coordinator, whose Sync progress then stays with the host's module.
+type sstoreCalls struct{ c caller }
 
-func (m sstoreModule) LocalDir(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
+func (m sstoreCalls) LocalDir(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
 	var dir string
-	err := m.call(ctx, control, "LocalDir", sstoreSeq{Ref: ref, Seq: seq, Rank: rank}, &dir)
+	err := m.c.call(ctx, control, "LocalDir", sstoreSeq{Ref: ref, Seq: seq, Rank: rank}, &dir)
 	return dir, err
 }
 
+func (m sstoreCalls) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []sstore.Local) error {
+	return m.c.call(ctx, dataIO, "Sync", sstoreSeq{Ref: ref, Seq: seq, Locals: locals}, nil)
+}
+
+func (m sstoreCalls) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
+	var dir string
+	err := m.c.call(ctx, dataIO, "Fetch", sstoreSeq{Ref: ref, Seq: seq, Rank: rank}, &dir)
+	return dir, err
+}
+
+func (m sstoreCalls) Remove(ctx context.Context, ref snapshot.Ref, seq int) error {
+	return m.c.call(ctx, dataIO, "Remove", sstoreSeq{Ref: ref, Seq: seq}, nil)
+}
+
+// sstoreModule is a plugin's SStore module.
+type sstoreModule struct {
+	sstoreCalls
+	*remote
+}
+
+// Sync lends the progress callback of ctx for the call.
 func (m sstoreModule) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []sstore.Local) error {
 	report := func(p sstore.Progress) { sstore.ReportProgress(ctx, p) }
 	id := m.lend(report, progressMethods)
 	defer m.unlend(id)
 	return m.call(ctx, dataIO, "Sync", sstoreSeq{Ref: ref, Seq: seq, Locals: locals, Progress: id}, nil)
-}
-
-func (m sstoreModule) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
-	var dir string
-	err := m.call(ctx, dataIO, "Fetch", sstoreSeq{Ref: ref, Seq: seq, Rank: rank}, &dir)
-	return dir, err
-}
-
-func (m sstoreModule) Remove(ctx context.Context, ref snapshot.Ref, seq int) error {
-	return m.call(ctx, dataIO, "Remove", sstoreSeq{Ref: ref, Seq: seq}, nil)
 }
 
 // sstoreProvisioned is a plugin's SStore module that takes a Host.
@@ -130,6 +143,7 @@ func (m sstoreProvisioned) Provision(ctx context.Context, h sstore.Host) error {
 
 var (
 	_ sstore.Module                = sstoreModule{}
+	_ sstore.Module                = sstoreCalls{}
 	_ mca.Provisioner[sstore.Host] = sstoreProvisioned{}
 	_ filem.Module                 = filemCalls{}
 )

@@ -14,6 +14,7 @@ import (
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/filem"
 	"gompi/frameworks/plm"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
@@ -41,6 +42,11 @@ var sentinels = []struct {
 	{pb.Sentinel_SENTINEL_NO_CHECKPOINT, errmgr.ErrNoCheckpoint, codes.FailedPrecondition},
 	{pb.Sentinel_SENTINEL_MIGRATION_ABANDONED, errmgr.ErrMigrationAbandoned, codes.Aborted},
 	{pb.Sentinel_SENTINEL_LAUNCH, plm.ErrLaunch, codes.Unknown},
+	{pb.Sentinel_SENTINEL_SNAPC_DISABLED, snapc.ErrDisabled, codes.FailedPrecondition},
+	{pb.Sentinel_SENTINEL_NOT_COORDINATOR, snapc.ErrNotCoordinator, codes.FailedPrecondition},
+	{pb.Sentinel_SENTINEL_REFUSED, snapc.ErrRefused, codes.FailedPrecondition},
+	{pb.Sentinel_SENTINEL_FAILED, snapc.ErrFailed, codes.Aborted},
+	{pb.Sentinel_SENTINEL_NO_APP, snapc.ErrNoApp, codes.Unavailable},
 }
 
 func sentinelsOf(err error) []pb.Sentinel {

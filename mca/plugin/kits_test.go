@@ -11,6 +11,7 @@ import (
 
 	errmgrdefault "gompi/components/errmgr/default"
 	"gompi/components/filem/raw"
+	"gompi/components/sstore/central"
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/errmgr"
@@ -18,6 +19,8 @@ import (
 	"gompi/frameworks/filem"
 	"gompi/frameworks/plm"
 	"gompi/frameworks/plm/plmtest"
+	"gompi/frameworks/snapc"
+	"gompi/frameworks/snapc/snapctest"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/sstoretest"
 	"gompi/mca"
@@ -162,7 +165,7 @@ func TestErrMgrJobCrosses(t *testing.T) {
 	}
 }
 
-// TestCRSHostCrosses provisions a plugin's CRS as gompid and as a rank
+// TestCRSHostCrosses extended a plugin's CRS as gompid and as a rank
 // would: a daemon's descriptor reaches the process the CRS restores (it
 // writes into the host's pipe), the restored process comes back through
 // Restored and its Wait says how it ended; a rank's Save is called back
@@ -278,4 +281,37 @@ func TestCloseReleasesModule(t *testing.T) {
 	if err := mca.Close(a.Module); err != nil {
 		t.Errorf("second close: %v", err)
 	}
+}
+
+// TestSnapCConformance runs the SnapC kit on snapc full in the plugin: its
+// global and local coordinators live there, and reach the kit's job (its
+// node link, the ranks' port, the node's store, central in this process)
+// through the host objects lent back.
+func TestSnapCConformance(t *testing.T) {
+	l := loadBuiltins(t)
+	cr := mca.Setting{Name: mca.ParamCREnabled, Value: "1"}
+	vals, err := l.params.ResolveSettings(append(l.vals.All(), cr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapctest.Run(t, func(t *testing.T) snapc.Module {
+		return selectWith(t, l, l.set.SnapC, mca.RoleHNP, cr, mca.Setting{Name: snapc.Name, Value: "full"})
+	}, snapctest.Options{Values: vals, Store: inProcessStore(t)})
+}
+
+// inProcessStore is central, selected in a set of its own with C/R on.
+func inProcessStore(t *testing.T) sstore.Module {
+	t.Helper()
+	params := mca.NewParams()
+	set := frameworks.New(params)
+	set.SStore.Register(central.New())
+	vals, err := params.ResolveSettings([]mca.Setting{{Name: mca.ParamCREnabled, Value: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := set.SStore.SelectOne(t.Context(), vals, mca.RoleDaemon, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Module
 }

@@ -21,34 +21,36 @@
 // carried are those whose modules run in gompirun or gompid:
 //
 //   - filem: Put, Get, Remove.
+//
 //   - crs: Checkpoint, Restart; its Host crosses as crs.Host says: a
 //     rank's Save is lent; a daemon's Files are passed as descriptors
 //     (SCM_RIGHTS on a unix socket pair the host makes at the plugin's
 //     start, the plugin's end its descriptor 3) and its Restored is lent,
 //     the restored processes staying the plugin's children, held by
 //     handle, Wait a call on them bounded by its context.
+//
 //   - sstore: LocalDir, Sync, Fetch, Remove; its Host crosses as the node's
 //     name and the host's FileM, lent to the module (the module's FileM
 //     calls come back to the host), and a Sync's progress callback is lent
 //     for that call.
+//
 //   - errmgr: Handle (fault and status vector there, decision and vector
 //     back); its Host crosses as gompirun's job, lent with exactly the
 //     optional interfaces it implements (Recoverer, Migrator).
+//
 //   - plm: Network, Launch; Spec.Stderr is lent (the daemons' output comes
 //     back to it), the daemons are the plugin's children and come back as
 //     handles with their node and PID, and Wait and Kill are calls on them.
 //
-// snapc is not carried. Its modules are factories of per-run coordinators
-// (snapc.Coordinator's NewGlobal in gompirun, NewLocal in gompid) that talk
-// with the job all through a run: a coordinator is handed the job's ports
-// (node links, the application port) and calls them and is called by them
-// at every step of a checkpoint, migration or restart. Carrying it takes
-// coordinators as objects held by handle (as PLM daemons are), each port
-// lent as a host object (as errmgr's job is), and a stream for the events
-// a coordinator waits on; nothing in the bridge prevents it, but its calls
-// would be many and fine-grained on the checkpoint's critical path, and no
-// out-of-process coordinator is asked for, so it stays in process. btl,
-// crcp and inc run inside a rank and stay in process for good.
+//   - snapc: Checkpoint; a Coordinator's NewGlobal and NewLocal make
+//     coordinators the plugin holds by handle, their methods calls; the
+//     global's NodeLink and MetaStore and the local's AppPort, Store and
+//     Notify are lent, the job's Values cross as settings. Its calls are
+//     many in every checkpoint (each node's request and reply crosses
+//     twice), so a plugin coordinator is for one that must live out of
+//     process, not for speed.
+//
+// btl, crcp and inc run inside a rank and stay in process for good.
 //
 // No file contents or snapshot bytes cross the bridge, only paths, PIDs,
 // options and small metadata. Component errors come back with their text
@@ -65,7 +67,7 @@
 // makes calls fail with ErrPluginDied; neither brings the host down.
 //
 // The plugin side is Serve, called from a plugin binary's main with the
-// components it carries (FileM, CRS, SStore, ErrMgr, PLM). It keeps its own
+// components it carries (FileM, CRS, SStore, SnapC, ErrMgr, PLM). It keeps its own
 // parameter table, so the plugin's components resolve their parameters
 // from the host's settings with Params.ResolveSettings. It holds the
 // modules of the host's queries by handle until the host closes them;

@@ -20,13 +20,14 @@ import (
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/filem"
 	"gompi/frameworks/plm"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/mca"
 	pb "gompi/mca/plugin/proto"
 )
 
 // Served is a component a plugin binary carries; make one with the
-// function of its framework (FileM, CRS, SStore, ErrMgr, PLM).
+// function of its framework (FileM, CRS, SStore, SnapC, ErrMgr, PLM).
 type Served struct {
 	info  func() mca.ComponentInfo
 	add   func(set *frameworks.Set) error
@@ -72,6 +73,11 @@ func ErrMgr(c mca.Component[errmgr.Module]) Served {
 // PLM serves a PLM component.
 func PLM(c mca.Component[plm.Module]) Served {
 	return serve(c, func(s *frameworks.Set) *mca.Framework[plm.Module] { return s.PLM })
+}
+
+// SnapC serves a SnapC component.
+func SnapC(c mca.Component[snapc.Module]) Served {
+	return serve(c, func(s *frameworks.Set) *mca.Framework[snapc.Module] { return s.SnapC })
 }
 
 // Serve runs a plugin binary carrying components until the host stops it.
@@ -208,8 +214,8 @@ func (s pluginServer) Query(ctx context.Context, req *pb.QueryRequest) (*pb.Quer
 	}
 	id := s.objs.add(object{comp: k, v: m, methods: c.adapter.methods})
 	var impl []string
-	if c.adapter.provisions != nil && c.adapter.provisions(m) {
-		impl = append(impl, implProvision)
+	if c.adapter.extended != nil && c.adapter.extended(m) {
+		impl = append(impl, implExtended)
 	}
 	return &pb.QueryResponse{Priority: int32(prio), Module: id, Implements: impl}, nil
 }

@@ -112,6 +112,11 @@ const (
 	Sentinel_SENTINEL_NO_CHECKPOINT       Sentinel = 12 // errmgr.ErrNoCheckpoint
 	Sentinel_SENTINEL_MIGRATION_ABANDONED Sentinel = 13 // errmgr.ErrMigrationAbandoned
 	Sentinel_SENTINEL_LAUNCH              Sentinel = 14 // plm.ErrLaunch
+	Sentinel_SENTINEL_SNAPC_DISABLED      Sentinel = 15 // snapc.ErrDisabled
+	Sentinel_SENTINEL_NOT_COORDINATOR     Sentinel = 16 // snapc.ErrNotCoordinator
+	Sentinel_SENTINEL_REFUSED             Sentinel = 17 // snapc.ErrRefused
+	Sentinel_SENTINEL_FAILED              Sentinel = 18 // snapc.ErrFailed
+	Sentinel_SENTINEL_NO_APP              Sentinel = 19 // snapc.ErrNoApp
 )
 
 // Enum value maps for Sentinel.
@@ -132,6 +137,11 @@ var (
 		12: "SENTINEL_NO_CHECKPOINT",
 		13: "SENTINEL_MIGRATION_ABANDONED",
 		14: "SENTINEL_LAUNCH",
+		15: "SENTINEL_SNAPC_DISABLED",
+		16: "SENTINEL_NOT_COORDINATOR",
+		17: "SENTINEL_REFUSED",
+		18: "SENTINEL_FAILED",
+		19: "SENTINEL_NO_APP",
 	}
 	Sentinel_value = map[string]int32{
 		"SENTINEL_UNSPECIFIED":         0,
@@ -149,6 +159,11 @@ var (
 		"SENTINEL_NO_CHECKPOINT":       12,
 		"SENTINEL_MIGRATION_ABANDONED": 13,
 		"SENTINEL_LAUNCH":              14,
+		"SENTINEL_SNAPC_DISABLED":      15,
+		"SENTINEL_NOT_COORDINATOR":     16,
+		"SENTINEL_REFUSED":             17,
+		"SENTINEL_FAILED":              18,
+		"SENTINEL_NO_APP":              19,
 	}
 )
 
@@ -630,8 +645,9 @@ type QueryResponse struct {
 	Priority   int32  `protobuf:"varint,3,opt,name=priority,proto3" json:"priority,omitempty"`
 	// Handle of the module this query made; later calls name it.
 	Module uint64 `protobuf:"varint,4,opt,name=module,proto3" json:"module,omitempty"`
-	// Optional interfaces of the module ("provision": it takes its
-	// framework's Host), so the host's proxy implements the same ones.
+	// Optional interfaces of the module ("extended": it implements its
+	// framework's optional interface, the Host's Provisioner or
+	// snapc.Coordinator), so the host's proxy implements the same ones.
 	Implements    []string `protobuf:"bytes,5,rep,name=implements,proto3" json:"implements,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1165,7 +1181,7 @@ const file_gompiplugin_proto_rawDesc = "" +
 	"\x0fPARAM_TYPE_BOOL\x10\x02\x12\x17\n" +
 	"\x13PARAM_TYPE_DURATION\x10\x03\x12\x13\n" +
 	"\x0fPARAM_TYPE_SIZE\x10\x04\x12\x13\n" +
-	"\x0fPARAM_TYPE_LIST\x10\x05*\x8b\x03\n" +
+	"\x0fPARAM_TYPE_LIST\x10\x05*\x86\x04\n" +
 	"\bSentinel\x12\x18\n" +
 	"\x14SENTINEL_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bSENTINEL_NOT_CHECKPOINTABLE\x10\x01\x12\x17\n" +
@@ -1182,7 +1198,12 @@ const file_gompiplugin_proto_rawDesc = "" +
 	"\x11SENTINEL_JOB_OVER\x10\v\x12\x1a\n" +
 	"\x16SENTINEL_NO_CHECKPOINT\x10\f\x12 \n" +
 	"\x1cSENTINEL_MIGRATION_ABANDONED\x10\r\x12\x13\n" +
-	"\x0fSENTINEL_LAUNCH\x10\x0e2\xe6\x01\n" +
+	"\x0fSENTINEL_LAUNCH\x10\x0e\x12\x1b\n" +
+	"\x17SENTINEL_SNAPC_DISABLED\x10\x0f\x12\x1c\n" +
+	"\x18SENTINEL_NOT_COORDINATOR\x10\x10\x12\x14\n" +
+	"\x10SENTINEL_REFUSED\x10\x11\x12\x13\n" +
+	"\x0fSENTINEL_FAILED\x10\x12\x12\x13\n" +
+	"\x0fSENTINEL_NO_APP\x10\x132\xe6\x01\n" +
 	"\x06Plugin\x12O\n" +
 	"\bDescribe\x12 .gompi.plugin.v1.DescribeRequest\x1a!.gompi.plugin.v1.DescribeResponse\x12F\n" +
 	"\x05Query\x12\x1d.gompi.plugin.v1.QueryRequest\x1a\x1e.gompi.plugin.v1.QueryResponse\x12C\n" +
