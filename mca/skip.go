@@ -18,6 +18,20 @@ func (q Query) SkipUnlessCR(framework, name string) error {
 	return fmt.Errorf("%s/%s: checkpoint/restart is off (%s=0): %w", framework, name, ParamCREnabled, ErrSkip)
 }
 
+// SkipUnlessRankCR is for a component that works only inside the ranks
+// of a job with checkpoint/restart on (crs self, crcp bkmrk); why says why
+// only a rank can use it. It returns nil when it applies, else an error
+// wrapping ErrSkip.
+func (q Query) SkipUnlessRankCR(framework, name, why string) error {
+	if q.Role != RoleApp {
+		return fmt.Errorf("%s/%s: %s; this is a %v process: %w", framework, name, why, q.Role, ErrSkip)
+	}
+	if !q.Values.Bool(ParamCREnabled) {
+		return fmt.Errorf("%s/%s: checkpoint/restart is off (%s = 0; run with -am ft-enable-cr): %w", framework, name, ParamCREnabled, ErrSkip)
+	}
+	return nil
+}
+
 // SkipUnlessAsked is for a policy that applies only when asked for: by
 // name in its framework's selection or with its enable parameter (errmgr
 // sustain, autor and crmig). selection is a selection value naming it,

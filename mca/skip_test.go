@@ -37,6 +37,19 @@ func TestSkipRules(t *testing.T) {
 			t.Errorf("asked: %v", err)
 		}
 	}
+	rankCR := resolve(set("ft_cr_enabled", "1"))
+	rankCR.Role = RoleApp
+	if err := rankCR.SkipUnlessRankCR("fw", "x", "it runs in ranks"); err != nil {
+		t.Errorf("a rank with C/R on: %v", err)
+	}
+	rankCR.Role = RoleDaemon
+	if err := rankCR.SkipUnlessRankCR("fw", "x", "it runs in ranks"); !errors.Is(err, ErrSkip) || err.Error() != "fw/x: it runs in ranks; this is a daemon process: "+ErrSkip.Error() {
+		t.Errorf("a daemon: %v", err)
+	}
+	off.Role = RoleApp
+	if err := off.SkipUnlessRankCR("fw", "x", "it runs in ranks"); !errors.Is(err, ErrSkip) || err.Error() != "fw/x: checkpoint/restart is off (ft_cr_enabled = 0; run with -am ft-enable-cr): "+ErrSkip.Error() {
+		t.Errorf("a rank with C/R off: %v", err)
+	}
 	p.Register("fw", ParamSpec{Name: "fw_y_enable", Type: Bool, Default: "1"})
 	err = resolve(set("fw_y_enable", "0")).SkipUnlessAsked("fw", "y", "fw_y_enable", "y,default")
 	if !errors.Is(err, ErrSkip) || err.Error() != "fw/y: turned off (fw_y_enable=0; name it, --mca fw y,default, or set fw_y_enable=1): "+ErrSkip.Error() {

@@ -47,11 +47,8 @@ func New() mca.Component[crcp.Module] {
 // query answers in ranks of a job with checkpoint/restart on; elsewhere
 // it skips, so C/R off leaves the message path unwatched.
 func query(_ context.Context, q mca.Query) (crcp.Module, int, error) {
-	if q.Role != mca.RoleApp {
-		return nil, 0, fmt.Errorf("crcp/bkmrk: the protocol runs in ranks, this is a %v process: %w", q.Role, mca.ErrSkip)
-	}
-	if !q.Values.Bool("ft_cr_enabled") {
-		return nil, 0, fmt.Errorf("crcp/bkmrk: checkpoint/restart is off (ft_cr_enabled = 0; run with -am ft-enable-cr): %w", mca.ErrSkip)
+	if err := q.SkipUnlessRankCR(crcp.Name, Name, "the protocol runs in ranks"); err != nil {
+		return nil, 0, err
 	}
 	return NewModule(), q.Priority, nil
 }

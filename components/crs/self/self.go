@@ -49,11 +49,8 @@ func New() mca.Component[crs.Module] {
 
 // query answers in ranks of a job with checkpoint/restart on.
 func query(_ context.Context, q mca.Query) (crs.Module, int, error) {
-	if q.Role != mca.RoleApp {
-		return nil, 0, fmt.Errorf("crs/self: a rank saves itself from inside; this is a %v process: %w", q.Role, mca.ErrSkip)
-	}
-	if !q.Values.Bool("ft_cr_enabled") {
-		return nil, 0, fmt.Errorf("crs/self: checkpoint/restart is off (ft_cr_enabled = 0; run with -am ft-enable-cr): %w", mca.ErrSkip)
+	if err := q.SkipUnlessRankCR(crs.Name, Name, "a rank saves itself from inside"); err != nil {
+		return nil, 0, err
 	}
 	return NewModule(), q.Priority, nil
 }
