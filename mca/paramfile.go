@@ -31,6 +31,12 @@ func (e *ParseError) Error() string {
 // fixed buffer that silently split long lines, we refuse them instead.
 const maxParamLine = 64 << 10
 
+// MaxParamFileSize bounds a parameter file (mca-params.conf, an AMCA set,
+// config.yaml): what is read back is capped before it is held, so a wrong
+// or hostile file (a log named by mistake, /dev/zero) is refused instead
+// of filling memory.
+const MaxParamFileSize = 16 << 20
+
 // ParseParamFile reads Open MPI's mca-params.conf syntax: one `name = value`
 // per line, blank lines and lines starting with `#` or `//` ignored, `name =`
 // setting an empty value. The value is the rest of the line with the
@@ -38,7 +44,8 @@ const maxParamLine = 64 << 10
 // a value is part of it). A name may be given more than once: the last wins,
 // as in Open MPI. file only labels errors.
 func ParseParamFile(r io.Reader, file string) ([]Entry, error) {
-	sc := bufio.NewScanner(r)
+	lr := &io.LimitedReader{R: r, N: MaxParamFileSize + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 4096), maxParamLine)
 	var out []Entry
 	line := 0
@@ -51,10 +58,11 @@ func ParseParamFile(r io.Reader, file string) ([]Entry, error) {
 		if !utf8.Valid(raw) {
 			return nil, &ParseError{file, line, "not valid UTF-8 text"}
 		}
-		text := strings.TrimSpace(string(raw))
-		if text == "" || strings.HasPrefix(text, "#") || strings.HasPrefix(text, "//") {
-			continue
+		trimmed := bytes.TrimSpace(raw)
+		if len(trimmed) == 0 || bytes.HasPrefix(trimmed, []byte("#")) || bytes.HasPrefix(trimmed, []byte("//")) {
+			continue // a comment or blank line costs no allocation
 		}
+		text := string(trimmed)
 		eq := strings.IndexByte(text, '=')
 		if eq < 0 {
 			return nil, &ParseError{file, line, fmt.Sprintf("%q has no '=': write `name = value` (or `name =` for an empty value)", clip(text))}
@@ -67,6 +75,9 @@ func ParseParamFile(r io.Reader, file string) ([]Entry, error) {
 			return nil, &ParseError{file, line, fmt.Sprintf("parameter name %q has the character %q; names use letters, digits, '_', '-' and '.'", clip(name), name[bad:bad+utf8.RuneLen(rune(name[bad]))])}
 		}
 		out = append(out, Entry{Name: name, Value: strings.TrimSpace(text[eq+1:]), Line: line})
+	}
+	if lr.N <= 0 {
+		return nil, &ParseError{file, line, fmt.Sprintf("larger than %d MiB, far more than any parameter file: is it the file you meant?", MaxParamFileSize>>20)}
 	}
 	if err := sc.Err(); err != nil {
 		if err == bufio.ErrTooLong {

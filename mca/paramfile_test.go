@@ -2,6 +2,9 @@ package mca
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -56,7 +59,9 @@ func TestParseParamFile(t *testing.T) {
 }
 
 func FuzzParseParamFile(f *testing.F) {
-	for _, s := range []string{"crs = self\n", "# c\na=\n", "a b\n", "x = y = z", "\xef\xbb\xbfq=1\r\n", "=\n"} {
+	for _, s := range []string{"crs = self\n", "# c\na=\n", "a b\n", "x = y = z", "\xef\xbb\xbfq=1\r\n", "=\n",
+		// hostile: a line past the bound, bad UTF-8, NUL, a count-like value
+		"a = " + strings.Repeat("x", maxParamLine) + "\n", "a = \xff\n", "a\x00b = 1\n", "errmgr_autor_max_recoveries = 1000000000000000000000\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -82,4 +87,44 @@ func FuzzParseParamFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// endlessComments is an endless parameter file of comment lines.
+type endlessComments struct{ off int }
+
+func (e *endlessComments) Read(p []byte) (int, error) {
+	const line = "# a comment\n"
+	for i := range p {
+		p[i] = line[e.off]
+		e.off = (e.off + 1) % len(line)
+	}
+	return len(p), nil
+}
+
+// A parameter file past MaxParamFileSize is refused once there, naming
+// the file and the line, with bounded allocation; config.yaml likewise,
+// before it is read.
+func TestParamFileSizeBound(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := ParseParamFile(&endlessComments{}, "endless.conf")
+	runtime.ReadMemStats(&after)
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.File != "endless.conf" || !strings.Contains(err.Error(), "larger than 16 MiB") {
+		t.Errorf("endless parameter file: %v", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("%d bytes allocated to refuse it", n)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("a: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, MaxParamFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readBounded(path); err == nil || !strings.Contains(err.Error(), path+" is larger than 16 MiB") {
+		t.Errorf("oversized config.yaml: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -239,11 +240,26 @@ func fileLayer(src Source, where string, entries []Entry) layer {
 	return l
 }
 
+// readBounded reads the file at path, refusing one larger than
+// MaxParamFileSize before reading more than that.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxParamFileSize+1))
+	if err == nil && len(data) > MaxParamFileSize {
+		err = fmt.Errorf("%s is larger than %d MiB, far more than any parameter file: is it the file you meant?", path, MaxParamFileSize>>20)
+	}
+	return data, err
+}
+
 // addYAML reads $HOME/.gompi/config.yaml. Keys are folded to lower case
 // and a '.' in a key nests like indentation does (sstore.stage.compress);
 // a key without a value (null) sets nothing.
 func (s *Sources) addYAML(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

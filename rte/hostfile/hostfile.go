@@ -5,6 +5,7 @@ package hostfile
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,10 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9_])?$`)
 // maxSlots bounds counts so sums cannot overflow.
 const maxSlots = 1 << 20
 
+// maxFileSize bounds a hostfile, so that a wrong or hostile one is refused
+// before its nodes fill memory (a million-node hostfile is under 32 MiB).
+const maxFileSize = 64 << 20
+
 // ValidName reports whether name can be a node name.
 func ValidName(name string) bool { return len(name) <= 253 && nameRE.MatchString(name) }
 
@@ -43,15 +48,20 @@ func ValidName(name string) bool { return len(name) <= 253 && nameRE.MatchString
 // cpu=N) and max_slots=N; text after '#' is a comment.
 func Parse(r io.Reader, name string) ([]Node, error) {
 	var b builder
-	sc := bufio.NewScanner(r)
+	lr := &io.LimitedReader{R: r, N: maxFileSize + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	ln := 0
 	for sc.Scan() {
 		ln++
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
+		raw := sc.Bytes()
+		if i := bytes.IndexByte(raw, '#'); i >= 0 {
+			raw = raw[:i]
 		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue // a comment or blank line costs no allocation
+		}
+		line := string(raw)
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
 			continue
@@ -63,6 +73,9 @@ func Parse(r io.Reader, name string) ([]Node, error) {
 		if err := b.add(n); err != nil {
 			return nil, fmt.Errorf("%w: %s:%d: %w", ErrSyntax, name, ln, err)
 		}
+	}
+	if lr.N <= 0 {
+		return nil, fmt.Errorf("%w: %s: larger than %d MiB, far more than any hostfile: is it the file you meant?", ErrSyntax, name, maxFileSize>>20)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("hostfile: read %s: %w", name, err)

@@ -3,6 +3,7 @@ package hostfile
 import (
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -94,7 +95,10 @@ func TestParseHosts(t *testing.T) {
 // Whatever the input, Parse either fails with ErrSyntax or returns nodes
 // with valid, unique names and slot counts within their limits.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"n1 slots=4\n", "# c\nn1\nn1 slots=2 max_slots=9\n", "a count=1 cpu=2", "n1 max_slots=0", "x slots=1\r\n"} {
+	for _, s := range []string{"n1 slots=4\n", "# c\nn1\nn1 slots=2 max_slots=9\n", "a count=1 cpu=2", "n1 max_slots=0", "x slots=1\r\n",
+		// hostile counts: huge, negative, zero, past an int, a sum past the bound
+		"n1 slots=1000000000\n", "n1 slots=-1\n", "n1 slots=0\n", "n1 slots=99999999999999999999\n",
+		"n1 slots=1048576\nn1 slots=1\n", "n1 max_slots=1000000000 slots=1000000000\n", "../n1 slots=1\n", "/etc/n1\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -139,5 +143,35 @@ func checkNodes(t *testing.T, nodes []Node) {
 		if n.Slots < 1 || n.Slots > maxSlots || (n.MaxSlots > 0 && n.Slots > n.MaxSlots) {
 			t.Fatalf("bad slots in %+v", n)
 		}
+	}
+}
+
+// endless is an endless stream of one repeated line.
+type endless struct {
+	line string
+	off  int
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = e.line[e.off]
+		e.off = (e.off + 1) % len(e.line)
+	}
+	return len(p), nil
+}
+
+// A hostfile past maxFileSize (a log, /dev/zero named by mistake) is
+// refused once there, with bounded allocation, naming the file.
+func TestHostfileSizeBound(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse(&endless{line: "# a comment\n"}, "endless")
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "endless: larger than 64 MiB") {
+		t.Errorf("endless hostfile: %v", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("%d bytes allocated to refuse it", n)
 	}
 }
