@@ -34,7 +34,7 @@ func helloPair(t *testing.T) (dialer, acceptor *btl.StreamConn) {
 }
 
 // helloProc returns rank of a job of size whose secret is secret.
-func helloProc(t *testing.T, rank, size int, job string, secret []byte) *Proc {
+func helloProc(t testing.TB, rank, size int, job string, secret []byte) *Proc {
 	t.Helper()
 	p, err := newProc(fakeBoot{rank, size}, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -283,4 +283,43 @@ func FuzzParseHello(f *testing.F) {
 			t.Errorf("accepted %x / %x as %+v", hdr, payload, m)
 		}
 	})
+}
+
+// BenchmarkHello is the cost of the hello itself, once per connection:
+// both sides' work and the extra round trip over loopback TCP (the
+// connection is made outside the timed part).
+func BenchmarkHello(b *testing.B) {
+	d, a := helloProc(b, 0, 2, "j", secretA), helloProc(b, 1, 2, "j", secretA)
+	hb := make([]byte, btl.MaxHeader)
+	for b.Loop() {
+		b.StopTimer()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		nd, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		na, err := ln.Accept()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln.Close()
+		dc, ac := btl.NewStreamConn(nd, 4096, 0), btl.NewStreamConn(na, 4096, 0)
+		a.inFrom[0] = nil
+		b.StartTimer()
+		done := make(chan error, 1)
+		go func() { done <- d.dialerProof(dc, 1) }()
+		if _, err := a.hello(ac, hb); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		dc.Close()
+		ac.Close()
+		b.StartTimer()
+	}
 }
