@@ -45,3 +45,27 @@ func ForgeHello(addr, job string, src, dst int, proof []byte) (net.Conn, error) 
 	_, _, err = c.ReadHeader(hb)
 	return nc, err
 }
+
+// ForgeBareHello plays an impostor that sends the hello of old, the job
+// id alone, and a message behind it as rank src, with no proof at all; it
+// returns the error of the read that follows (io.EOF when the acceptor
+// closed the connection).
+func ForgeBareHello(addr, job string, src, dst int) error {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	c := btl.NewStreamConn(nc, 4096, 0)
+	if err := writeHelloFrame(c, kindHello, src, dst, []byte(job)); err != nil {
+		return err
+	}
+	var hb [hdrLen]byte
+	h := header{kind: kindData, src: int32(src), tag: 7}
+	h.put(hb[:])
+	if err := c.WriteFrame(hb[:], []byte("forged")); err != nil {
+		return err
+	}
+	_, _, err = c.ReadHeader(make([]byte, btl.MaxHeader))
+	return err
+}

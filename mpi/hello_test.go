@@ -15,7 +15,8 @@ import (
 
 // TestForgedHello: processes that know the job id (it is public) but not
 // the job's secret connect to rank 1's TCP port as rank 0 first: one with
-// a wrong proof, one that stalls in the middle of its hello. Both are
+// a wrong proof, one with the bare hello of old (job id, no proof) and a
+// message behind it, one that stalls in the middle of its hello. Both are
 // refused or left waiting, and the real rank 0 still connects and its
 // messages arrive; rank 1 receives nothing from the impostors.
 func TestForgedHello(t *testing.T) {
@@ -31,6 +32,9 @@ func TestForgedHello(t *testing.T) {
 			}
 			if !errors.Is(err, io.EOF) && !isReset(err) {
 				return fmt.Errorf("a hello with a wrong proof was not refused: %v", err)
+			}
+			if err := mpi.ForgeBareHello(addr, p.Job(), 0, 1); !errors.Is(err, io.EOF) && !isReset(err) {
+				return fmt.Errorf("a hello with no proof at all was not refused: %v", err)
 			}
 			stalled, err := mpi.ForgeHello(addr, p.Job(), 0, 1, nil)
 			if err != nil {
