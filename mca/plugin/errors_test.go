@@ -20,6 +20,7 @@ import (
 	"gompi/frameworks/errmgr"
 	"gompi/frameworks/filem"
 	"gompi/frameworks/plm"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
@@ -56,7 +57,8 @@ func TestErrorMapping(t *testing.T) {
 	)
 	all := []error{crs.ErrNotCheckpointable, crs.ErrNoProcess, crs.ErrNoSnapshot, filem.ErrUnreachable,
 		fs.ErrNotExist, mca.ErrSkip, context.Canceled, context.DeadlineExceeded, sstore.ErrDisabled, snapshot.ErrCorrupt,
-		errmgr.ErrJobOver, errmgr.ErrNoCheckpoint, errmgr.ErrMigrationAbandoned, plm.ErrLaunch}
+		errmgr.ErrJobOver, errmgr.ErrNoCheckpoint, errmgr.ErrMigrationAbandoned, plm.ErrLaunch, snapc.ErrDisabled,
+		snapc.ErrNotCoordinator, snapc.ErrRefused, snapc.ErrFailed, snapc.ErrNoApp}
 	for _, tc := range []struct {
 		name  string
 		err   error
@@ -80,6 +82,11 @@ func TestErrorMapping(t *testing.T) {
 		{"no checkpoint", fmt.Errorf("recover: %w", errmgr.ErrNoCheckpoint), []error{errmgr.ErrNoCheckpoint}, codes.FailedPrecondition, 0},
 		{"migration abandoned", fmt.Errorf("migrate: %w", errmgr.ErrMigrationAbandoned), []error{errmgr.ErrMigrationAbandoned}, codes.Aborted, 0},
 		{"launch", fmt.Errorf("plm/ssh: node n2: %w: ssh not found", plm.ErrLaunch), []error{plm.ErrLaunch}, codes.Unknown, 0},
+		{"snapc disabled", fmt.Errorf("snapc/none: %w", snapc.ErrDisabled), []error{snapc.ErrDisabled}, codes.FailedPrecondition, 0},
+		{"not coordinator", fmt.Errorf("snapc/full: %w", snapc.ErrNotCoordinator), []error{snapc.ErrNotCoordinator}, codes.FailedPrecondition, 0},
+		{"refused", fmt.Errorf("%w: rank 2: finalizing", snapc.ErrRefused), []error{snapc.ErrRefused}, codes.FailedPrecondition, 0},
+		{"failed", fmt.Errorf("%w: node n2 lost", snapc.ErrFailed), []error{snapc.ErrFailed}, codes.Aborted, 0},
+		{"no app", fmt.Errorf("rank 3: %w", snapc.ErrNoApp), []error{snapc.ErrNoApp}, codes.Unavailable, 0},
 		{"batch", batch, []error{fs.ErrNotExist, filem.ErrUnreachable}, codes.Unavailable, 2},
 		{"wrapped batch", fmt.Errorf("sstore: drain: %w", batch), []error{fs.ErrNotExist, filem.ErrUnreachable}, codes.Unavailable, 2},
 		{"invalid utf-8", fmt.Errorf("open \xff\xfe: %w", fs.ErrNotExist), []error{fs.ErrNotExist}, codes.NotFound, 0},

@@ -37,7 +37,7 @@ func RegisterParams(p *mca.Params) {
 		mca.ParamSpec{Name: ParamTimeout, Type: mca.Duration, Default: DefaultTimeout.String(), Level: mca.LevelTuner,
 			Help: "Deadline of a plugin's start and of its control calls (describe, query), so a hung plugin fails the call instead of hanging the job; 0 means no deadline"},
 		mca.ParamSpec{Name: ParamIOTimeout, Type: mca.Duration, Default: "0", Level: mca.LevelTuner,
-			Help: "Deadline of a plugin's calls that may rightly take long (filem put, get, remove; crs checkpoint, restart; sstore sync, fetch, remove; errmgr handle; plm launch); 0 means only the caller's own deadline (a plugin that dies still fails the call at once)"},
+			Help: "Deadline of a plugin's calls that may rightly take long (filem put, get, remove; crs checkpoint, restart; sstore sync, fetch, remove; snapc checkpoints and a node's requests; errmgr handle; plm launch); 0 means only the caller's own deadline (a plugin that dies still fails the call at once)"},
 	)
 }
 
