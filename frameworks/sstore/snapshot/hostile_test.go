@@ -267,3 +267,20 @@ func restartPoint(t *testing.T, ref Ref, seq int) RestartPoint {
 	}
 	return p
 }
+
+// VerifyAll names at most maxVerifyErrors ranks, and counts the rest.
+func TestVerifyErrorsBounded(t *testing.T) {
+	ref := Ref{Dir: t.TempDir(), Name: "r.ckpt"}
+	g, err := ParseGlobal(strings.NewReader(globalHead+"# Ranks: 1000\n"+committed(0, 1000)), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ChooseSeq(ref, g, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.VerifyAll()
+	if err == nil || strings.Count(err.Error(), "no such file") != maxVerifyErrors || !strings.Contains(err.Error(), "and 990 more ranks' snapshots") {
+		t.Errorf("error names %d ranks: %.300v", strings.Count(fmt.Sprint(err), "no such file"), err)
+	}
+}

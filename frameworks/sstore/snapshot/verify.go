@@ -219,6 +219,7 @@ func (p RestartPoint) VerifyAll() error {
 // cancelled context: the user asked to stop, the rest would fail alike.
 func (p RestartPoint) VerifyAllWith(verify func(dir string, l *LocalMeta) error) error {
 	var errs []error
+	failed := 0
 	for _, proc := range p.Seq.Procs {
 		rank := proc.Rank
 		dir := p.Ref.LocalPath(p.Seq.Seq, rank)
@@ -237,11 +238,17 @@ func (p RestartPoint) VerifyAllWith(verify func(dir string, l *LocalMeta) error)
 			return err
 		}
 		if err != nil {
-			errs = append(errs, err)
+			failed++
+			if len(errs) < maxVerifyErrors {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if len(errs) == 0 {
 		return nil
+	}
+	if more := failed - len(errs); more > 0 {
+		errs = append(errs, fmt.Errorf("and %d more ranks' snapshots", more))
 	}
 	err := errors.Join(errs...)
 	if prev := p.previous(); prev >= 0 {
@@ -249,6 +256,11 @@ func (p RestartPoint) VerifyAllWith(verify func(dir string, l *LocalMeta) error)
 	}
 	return fmt.Errorf("%w\nsequence %d cannot be restarted and no earlier sequence was committed", err, p.Seq.Seq)
 }
+
+// maxVerifyErrors bounds the ranks VerifyAllWith names: a sequence of a
+// hundred thousand missing snapshots is said in a screenful, not in a
+// hundred thousand lines (and as many errors held).
+const maxVerifyErrors = 10
 
 // checkDirs refuses a folder between root (excluded) and dir (included)
 // that is a symbolic link: the sequence and rank folders of a reference
