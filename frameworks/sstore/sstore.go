@@ -4,7 +4,9 @@
 //
 // The package holds the framework's interface only: Module, the Local
 // snapshots a Sync establishes, the Host a hosting process provisions a
-// module with, and the progress a Sync reports through its context. What a
+// module with, the progress a Sync reports through its context, and its
+// one parameter, sstore_base_group_readable (references are their owner's
+// only unless it is set). What a
 // snapshot reference is on disk (its layout, metadata, checksums and
 // verification) is package snapshot, which every Module and every reader
 // of references (cr, snapc, gompi-restart, gompi-checkpoint) shares.

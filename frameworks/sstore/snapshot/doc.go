@@ -3,13 +3,21 @@
 // local snapshot in it, the SStore modules move it, the global coordinator
 // commits sequences in it and gompi-restart reads it back.
 //
-// It holds the layout of a reference (Ref, RefName, LocalName), its two
-// metadata files (GlobalMeta in global_snapshot_meta, LocalMeta in each
-// rank's snapshot_meta) with their text encoding, how a snapshot file is
+// It holds the layout of a reference (Ref, RefName, LocalName; FindRef
+// looks a bare name up in the current folder, then the global snapshot
+// directory), the node-local layout of staged copies the stage component
+// keeps and gompi-restart -i reads (stage.go), its two metadata files
+// (GlobalMeta in global_snapshot_meta, LocalMeta in each rank's
+// snapshot_meta) with their text encoding, read with every count checked
+// against the file's content and the file's size bounded (MaxMetaSize),
+// the job's launch as a crs.Launch (launch.go), how a snapshot file is
 // written durably with its CRC-32C (CreateFile, FileWriter,
-// WriteFileAtomic), how a restart point is chosen and verified (ChooseSeq,
-// RestartPoint), and MetaStore, which reads and writes the metadata of a
-// reference wherever it lives (this node, or a remote host through FileM).
+// WriteFileAtomic) and read back only as a regular file inside the
+// reference (OpenFile), the owner-only access of a reference and the
+// check gompi-restart makes of it (perm.go), how a restart point is chosen
+// and verified (ChooseSeq, RestartPoint), and MetaStore, which reads and
+// writes the metadata of a reference wherever it lives (this node, or a
+// remote host through FileM).
 //
 // It knows nothing of the SStore framework's modules: package sstore (the
 // framework's interface) imports it, never the reverse. Its errors keep
