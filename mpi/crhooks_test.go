@@ -367,6 +367,11 @@ type seeded struct {
 func (s *seeded) SeedCounts(sent, recvd []uint64) { s.sent, s.recvd = sent, recvd }
 
 func TestSetCRCPSeedsCounts(t *testing.T) {
+	// The counts must not move between Counts and SetCRCP, so the ranks take
+	// turns: rank 1 waits for rank 0's "go" (sent once rank 0 has checked
+	// and removed its protocol) and rank 0 waits for rank 1's "done". With
+	// both checking at once, the other rank's next barrier message could
+	// arrive in between.
 	mpitest.Run(t, 2, "tcp", func(p *mpi.Proc) error {
 		w := p.World()
 		if p.CRCP() != nil {
@@ -374,6 +379,12 @@ func TestSetCRCPSeedsCounts(t *testing.T) {
 		}
 		if err := w.Barrier(); err != nil {
 			return err
+		}
+		const tag = 7
+		if w.Rank() == 1 {
+			if _, err := w.Recv(make([]byte, 2), 0, tag); err != nil {
+				return err
+			}
 		}
 		s := &seeded{}
 		sent, recvd := p.Counts()
@@ -385,6 +396,16 @@ func TestSetCRCPSeedsCounts(t *testing.T) {
 			return errors.New("CRCP does not return the installed protocol")
 		}
 		p.SetCRCP(nil)
+		if w.Rank() == 0 {
+			if err := w.Send([]byte("go"), 1, tag); err != nil {
+				return err
+			}
+			if _, err := w.Recv(make([]byte, 4), 1, tag); err != nil {
+				return err
+			}
+		} else if err := w.Send([]byte("done"), 0, tag); err != nil {
+			return err
+		}
 		return w.Barrier()
 	})
 }
