@@ -2,7 +2,6 @@ package fscopy
 
 import (
 	"context"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -95,17 +94,7 @@ func (Local) Exchange(a, b string) error {
 	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
 }
 
-func (Local) SyncDir(name string) error {
-	d, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return err
-	}
-	return nil
-}
+func (Local) SyncDir(name string) error { return SyncDir(name) }
 
 var (
 	_ FS        = Local{}
