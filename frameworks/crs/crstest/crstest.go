@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"gompi/frameworks/crs"
 )
@@ -57,7 +58,23 @@ func StartTarget(t *testing.T, argv []string) *exec.Cmd {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	return cmd
+	// Start returns once the exec has begun, before the kernel has set
+	// up the new image's arguments: a component that looks at the target
+	// at once can find its command line empty, as if it were a zombie
+	// (seen on a loaded machine). Wait until the exec is complete.
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)); err == nil && len(b) > 0 {
+			return cmd
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("target %v (pid %d): no command line after a minute", argv, cmd.Process.Pid)
+		}
+	}
 }
 
 // DeadPID returns the PID of a process that has exited and been reaped.
