@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // Name of the framework, and of its selection parameter.
@@ -36,11 +37,30 @@ func (r Remote) String() string {
 type Transfer struct {
 	Local  string `json:"local"`
 	Remote Remote `json:"remote"`
+	// DirMode is the mode of the parent folders the transfer creates on
+	// the destination's side (those that exist keep theirs); 0 means
+	// 0700. A FileM mostly moves snapshots, which hold a job's program,
+	// arguments and exported variables: it makes nothing others can read
+	// unless asked (sstore_base_group_readable asks for 0750).
+	DirMode fs.FileMode `json:"dir_mode,omitempty"`
+}
+
+// DefaultDirMode is the mode of the parent folders a transfer creates
+// when it names none.
+const DefaultDirMode fs.FileMode = 0o700
+
+// ParentMode is the mode of the parent folders t creates.
+func (t Transfer) ParentMode() fs.FileMode {
+	if t.DirMode == 0 {
+		return DefaultDirMode
+	}
+	return t.DirMode.Perm()
 }
 
 // Module is a selected FileM. Each call handles a batch; a component may run
 // the transfers of a batch concurrently. A directory is moved with all it
-// holds. Missing parent directories of a destination are created.
+// holds. Missing parent directories of a destination are created, with
+// the transfer's ParentMode.
 type Module interface {
 	// Put copies each Local to its Remote.
 	Put(ctx context.Context, ts []Transfer) error

@@ -75,14 +75,14 @@ type copier struct {
 func (m *module) Put(ctx context.Context, ts []filem.Transfer) error {
 	return m.batch(ctx, len(ts), func(ctx context.Context, i int) error {
 		t := ts[i]
-		return m.copyOne(ctx, "put", t.Local, t.Remote, t.Local, t.Remote.Path)
+		return m.copyOne(ctx, "put", t.Local, t.Remote, t.Local, t.Remote.Path, t.ParentMode())
 	})
 }
 
 func (m *module) Get(ctx context.Context, ts []filem.Transfer) error {
 	return m.batch(ctx, len(ts), func(ctx context.Context, i int) error {
 		t := ts[i]
-		return m.copyOne(ctx, "get", t.Remote.String(), t.Remote, t.Remote.Path, t.Local)
+		return m.copyOne(ctx, "get", t.Remote.String(), t.Remote, t.Remote.Path, t.Local, t.ParentMode())
 	})
 }
 
@@ -136,7 +136,7 @@ func (m *module) local(r filem.Remote) error {
 		r.Host, m.host, filem.ErrUnreachable)
 }
 
-func (m *module) copyOne(ctx context.Context, op, name string, r filem.Remote, src, dst string) error {
+func (m *module) copyOne(ctx context.Context, op, name string, r filem.Remote, src, dst string, dirMode fs.FileMode) error {
 	fail := func(err error) error {
 		return &filem.TransferError{Op: op, Src: name, Dst: dstName(op, r, dst), Err: err}
 	}
@@ -149,7 +149,7 @@ func (m *module) copyOne(ctx context.Context, op, name string, r filem.Remote, s
 	if src == "" || dst == "" {
 		return fail(errors.New("empty path"))
 	}
-	if err := m.copyPath(ctx, src, dst); err != nil {
+	if err := m.copyPath(ctx, src, dst, dirMode); err != nil {
 		return fail(err)
 	}
 	return nil
@@ -162,8 +162,9 @@ func dstName(op string, r filem.Remote, dst string) string {
 	return dst
 }
 
-// copyPath copies the file or tree at src to dst, replacing dst.
-func (c copier) copyPath(ctx context.Context, src, dst string) error {
+// copyPath copies the file or tree at src to dst, replacing dst and
+// creating its missing parents with dirMode.
+func (c copier) copyPath(ctx context.Context, src, dst string, dirMode fs.FileMode) error {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ func (c copier) copyPath(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("destination %s is inside the source directory %s; choose a destination outside it", dst, src)
 	}
 	dir := filepath.Dir(absDst)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fscopy.MkdirAll(fscopy.Local{}, dir, dirMode); err != nil {
 		return fmt.Errorf("create parent directory: %w", err)
 	}
 	base := filepath.Base(absDst)

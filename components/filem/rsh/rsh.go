@@ -142,7 +142,7 @@ type module struct {
 func (m *module) Put(ctx context.Context, ts []filem.Transfer) error {
 	return filem.Batch(ctx, m.max, len(ts), func(ctx context.Context, i int) error {
 		t := ts[i]
-		if err := m.put(ctx, t.Local, t.Remote); err != nil {
+		if err := m.put(ctx, t.Local, t.Remote, t.ParentMode()); err != nil {
 			return &filem.TransferError{Op: "put", Src: t.Local, Dst: t.Remote.String(), Err: err}
 		}
 		return nil
@@ -152,7 +152,7 @@ func (m *module) Put(ctx context.Context, ts []filem.Transfer) error {
 func (m *module) Get(ctx context.Context, ts []filem.Transfer) error {
 	return filem.Batch(ctx, m.max, len(ts), func(ctx context.Context, i int) error {
 		t := ts[i]
-		if err := m.get(ctx, t.Remote, t.Local); err != nil {
+		if err := m.get(ctx, t.Remote, t.Local, t.ParentMode()); err != nil {
 			return &filem.TransferError{Op: "get", Src: t.Remote.String(), Dst: t.Local, Err: err}
 		}
 		return nil
@@ -173,8 +173,10 @@ func (m *module) Remove(ctx context.Context, rs []filem.Remote) error {
 // so nothing in a path is interpreted. One line each: the login shell
 // may be csh.
 const (
-	statScript    = `if [ -d "$1" ]; then echo d; elif [ -f "$1" ]; then echo f; elif [ -e "$1" ]; then echo o; else echo m; fi`
-	mkdirScript   = `mkdir -p -- "$1"`
+	statScript = `if [ -d "$1" ]; then echo d; elif [ -f "$1" ]; then echo f; elif [ -e "$1" ]; then echo o; else echo m; fi`
+	// mkdirScript ($1 folder, $2 umask) creates the missing parents of a
+	// destination with the transfer's ParentMode.
+	mkdirScript   = `umask "$2" && mkdir -p -- "$1"`
 	removeScript  = `rm -rf -- "$1"`
 	getTreeScript = `cd -- "$1" && exec tar -c --hard-dereference -f - .`
 	// replaceScript ($1 temporary, $2 destination) syncs the temporary
@@ -186,9 +188,10 @@ const (
 		`if [ -e "$f" ] || [ -L "$f" ]; then mv -f -- "$f" "$t.old" || exit 4; fi; ` +
 		`if ! mv -f -- "$t" "$f"; then mv -f -- "$t.old" "$f"; exit 4; fi; rm -rf -- "$t.old"; ` +
 		`else mv -f -- "$t" "$f" || exit 4; fi; sync -- "$d" 2>/dev/null; exit 0`
-	// putTreeScript ($1 temporary, $2 destination) unpacks a tar stream
-	// into the temporary directory, then replaces.
-	putTreeScript = `mkdir -p -- "$(dirname -- "$1")" && mkdir -- "$1" || exit 5; ` +
+	// putTreeScript ($1 temporary, $2 destination, $3 umask) unpacks a
+	// tar stream into the temporary directory, then replaces. tar -p
+	// gives the tree its own modes whatever the umask.
+	putTreeScript = `(umask "$3" && mkdir -p -- "$(dirname -- "$1")") && mkdir -- "$1" || exit 5; ` +
 		`tar -x -p --no-same-owner -f - -C "$1" || { rm -rf -- "$1"; exit 6; }; ` + replaceScript
 	// cleanupScript ($1 temporary, $2 destination) undoes a transfer
 	// that stopped anywhere: an old destination moved aside and not
@@ -198,12 +201,12 @@ const (
 		`rm -rf -- "$t" "$t.old"; df -P -k -- "$(dirname -- "$f")" 2>/dev/null | tail -n 1`
 )
 
-func (m *module) put(ctx context.Context, local string, r filem.Remote) error {
+func (m *module) put(ctx context.Context, local string, r filem.Remote, dirMode fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if r.Host == "" {
-		return fscopy.Copy(ctx, fscopy.Local{}, local, fscopy.Local{}, r.Path)
+		return fscopy.Copy(ctx, fscopy.Local{}, local, fscopy.Local{}, r.Path, dirMode)
 	}
 	tg, err := parseTarget(r.Host)
 	if err != nil {
@@ -227,7 +230,7 @@ func (m *module) put(ctx context.Context, local string, r filem.Remote) error {
 			pw.CloseWithError(err)
 			werr <- err
 		}()
-		res = m.r.ssh(ctx, tg, pr, nil, putTreeScript, tmp, r.Path)
+		res = m.r.ssh(ctx, tg, pr, nil, putTreeScript, tmp, r.Path, umask(dirMode))
 		pr.Close() // ssh is gone: stop the writer if it still writes
 		if err := <-werr; err != nil && !errors.Is(err, io.ErrClosedPipe) {
 			m.cleanup(ctx, tg, tmp, r.Path)
@@ -237,7 +240,7 @@ func (m *module) put(ctx context.Context, local string, r filem.Remote) error {
 			return m.failed(ctx, tg, "put "+local, res, true, tmp, r.Path)
 		}
 	case fi.Mode().IsRegular():
-		if res = m.r.ssh(ctx, tg, nil, nil, mkdirScript, path.Dir(r.Path)); res.code != 0 {
+		if res = m.r.ssh(ctx, tg, nil, nil, mkdirScript, path.Dir(r.Path), umask(dirMode)); res.code != 0 {
 			return m.r.failure(fmt.Sprintf("create %s on %s", path.Dir(r.Path), tg.name), tg, res, false)
 		}
 		if res = m.r.scp(ctx, tg, local, tg.scpPath(tmp)); res.code != 0 {
@@ -250,6 +253,11 @@ func (m *module) put(ctx context.Context, local string, r filem.Remote) error {
 		return fmt.Errorf("%s is a %s, not a regular file or directory; only files and directories can be copied", local, fi.Mode().Type())
 	}
 	return nil
+}
+
+// umask is the umask under which mkdir creates folders of mode dirMode.
+func umask(dirMode fs.FileMode) string {
+	return fmt.Sprintf("%04o", 0o777&^dirMode.Perm())
 }
 
 // failed explains a failed step of a put and removes what it left on the
@@ -284,12 +292,12 @@ func (m *module) cleanup(ctx context.Context, tg target, tmp, final string) (int
 	return -1, nil
 }
 
-func (m *module) get(ctx context.Context, r filem.Remote, local string) error {
+func (m *module) get(ctx context.Context, r filem.Remote, local string, dirMode fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if r.Host == "" {
-		return fscopy.Copy(ctx, fscopy.Local{}, r.Path, fscopy.Local{}, local)
+		return fscopy.Copy(ctx, fscopy.Local{}, r.Path, fscopy.Local{}, local, dirMode)
 	}
 	tg, err := parseTarget(r.Host)
 	if err != nil {
@@ -311,7 +319,7 @@ func (m *module) get(ctx context.Context, r filem.Remote, local string) error {
 		return fmt.Errorf("%s is not a regular file or directory; only files and directories can be copied", r)
 	}
 	dir := filepath.Dir(local)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fscopy.MkdirAll(fscopy.Local{}, dir, dirMode); err != nil {
 		return fmt.Errorf("create parent directory: %w", err)
 	}
 	tmp := fscopy.TempName(local)

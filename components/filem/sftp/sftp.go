@@ -193,7 +193,7 @@ func (m *module) Put(ctx context.Context, ts []filem.Transfer) error {
 	return filem.Batch(ctx, m.cfg.max, len(ts), func(ctx context.Context, i int) error {
 		t := ts[i]
 		err := m.on(ctx, t.Remote.Host, func(remote fscopy.FS) error {
-			return fscopy.Copy(ctx, fscopy.Local{}, t.Local, remote, t.Remote.Path)
+			return fscopy.Copy(ctx, fscopy.Local{}, t.Local, remote, t.Remote.Path, t.ParentMode())
 		})
 		if err != nil {
 			return &filem.TransferError{Op: "put", Src: t.Local, Dst: t.Remote.String(), Err: err}
@@ -206,7 +206,7 @@ func (m *module) Get(ctx context.Context, ts []filem.Transfer) error {
 	return filem.Batch(ctx, m.cfg.max, len(ts), func(ctx context.Context, i int) error {
 		t := ts[i]
 		err := m.on(ctx, t.Remote.Host, func(remote fscopy.FS) error {
-			return fscopy.Copy(ctx, remote, t.Remote.Path, fscopy.Local{}, t.Local)
+			return fscopy.Copy(ctx, remote, t.Remote.Path, fscopy.Local{}, t.Local, t.ParentMode())
 		})
 		if err != nil {
 			return &filem.TransferError{Op: "get", Src: t.Remote.String(), Dst: t.Local, Err: err}
@@ -392,10 +392,6 @@ func (r *remoteFS) Mkdir(name string) error {
 		return r.fail("mkdir", name, err)
 	}
 	return r.fail("chmod", name, r.c().Chmod(name, 0o700))
-}
-
-func (r *remoteFS) MkdirAll(name string) error {
-	return r.fail("mkdir", name, r.c().MkdirAll(name))
 }
 
 func (r *remoteFS) Symlink(target, name string) error {

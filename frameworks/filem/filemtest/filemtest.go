@@ -26,7 +26,8 @@ func Run(t *testing.T, newModule func(t *testing.T) filem.Module) {
 		t.Run("file/"+d.name, func(t *testing.T) { testFile(t, newModule(t), d) })
 		t.Run("tree/"+d.name, func(t *testing.T) { testTree(t, newModule(t), d) })
 		t.Run("overwrite/"+d.name, func(t *testing.T) { testOverwrite(t, newModule(t), d) })
-		t.Run("parents/"+d.name, func(t *testing.T) { testParents(t, newModule(t), d) })
+		t.Run("parents/"+d.name, func(t *testing.T) { testParents(t, newModule(t), d, 0) })
+		t.Run("parents-0750/"+d.name, func(t *testing.T) { testParents(t, newModule(t), d, 0o750) })
 		t.Run("missing-source/"+d.name, func(t *testing.T) { testMissingSource(t, newModule(t), d) })
 		t.Run("one-bad-in-batch/"+d.name, func(t *testing.T) { testOneBad(t, newModule(t), d) })
 		t.Run("cancelled/"+d.name, func(t *testing.T) { testCancelled(t, newModule(t), d) })
@@ -281,19 +282,32 @@ func testOverwrite(t *testing.T, m filem.Module, d direction) {
 		under("src", sampleTree), under("dst", sampleTree)))
 }
 
-func testParents(t *testing.T, m filem.Module, d direction) {
+// testParents copies into missing parents, which the module must create
+// with the transfers' DirMode (0: filem.DefaultDirMode), whatever the
+// umask, while what is copied keeps its own modes.
+func testParents(t *testing.T, m filem.Module, d direction, dirMode fs.FileMode) {
 	root := workspace(t)
 	build(t, root, map[string]entry{"f": file(0o644, "f"), "t": dir(0o750), "t/x": file(0o600, "x")})
-	err := d.copy(t, m,
-		filepath.Join(root, "f"), filepath.Join(root, "p", "q", "r", "f"),
-		filepath.Join(root, "t"), filepath.Join(root, "p", "s", "t"))
-	if err != nil {
+	ts := []filem.Transfer{
+		d.transfer(filepath.Join(root, "f"), filepath.Join(root, "p", "q", "r", "f")),
+		d.transfer(filepath.Join(root, "t"), filepath.Join(root, "p", "s", "t")),
+	}
+	for i := range ts {
+		ts[i].DirMode = dirMode
+	}
+	if err := d.do(t.Context(), m, ts); err != nil {
 		t.Fatalf("%s into missing parents: %v", d.name, err)
+	}
+	want := dirMode
+	if want == 0 {
+		want = filem.DefaultDirMode
 	}
 	got := scan(t, root)
 	for _, n := range []string{"p", "p/q", "p/q/r", "p/s"} {
 		if e, ok := got[n]; !ok || !e.dir {
 			t.Errorf("parent %q was not created", n)
+		} else if e.mode != want {
+			t.Errorf("parent %q created with mode %04o, want %04o", n, e.mode, want)
 		}
 	}
 	for _, c := range []struct {

@@ -37,7 +37,8 @@ func (o onHost) remote(r filem.Remote) filem.Remote {
 func (o onHost) transfers(ts []filem.Transfer) []filem.Transfer {
 	out := make([]filem.Transfer, len(ts))
 	for i, t := range ts {
-		out[i] = filem.Transfer{Local: t.Local, Remote: o.remote(t.Remote)}
+		out[i] = t
+		out[i].Remote = o.remote(t.Remote)
 	}
 	return out
 }

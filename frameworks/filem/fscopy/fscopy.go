@@ -33,7 +33,6 @@ type FS interface {
 	CreateFile(ctx context.Context, name string, perm fs.FileMode, r io.Reader) error
 	// Mkdir creates name, which must not exist, with mode 0700.
 	Mkdir(name string) error
-	MkdirAll(name string) error
 	Symlink(target, name string) error
 	Chmod(name string, mode fs.FileMode) error
 	// Rename moves oldname to newname; if both are files, newname is
@@ -105,9 +104,9 @@ func Recover(f FS, temps []string) error {
 }
 
 // Copy copies the file or tree at srcName on src to dstName on dst,
-// replacing dstName and creating its missing parents. A symlink inside a
-// tree is copied as a symlink; at the top, it is followed.
-func Copy(ctx context.Context, src FS, srcName string, dst FS, dstName string) error {
+// replacing dstName and creating its missing parents with parentMode. A
+// symlink inside a tree is copied as a symlink; at the top, it is followed.
+func Copy(ctx context.Context, src FS, srcName string, dst FS, dstName string, parentMode fs.FileMode) error {
 	if srcName == "" || dstName == "" {
 		return errors.New("empty path")
 	}
@@ -125,7 +124,7 @@ func Copy(ctx context.Context, src FS, srcName string, dst FS, dstName string) e
 		return err
 	}
 	dir := path.Dir(dstName)
-	if err := dst.MkdirAll(dir); err != nil {
+	if err := MkdirAll(dst, dir, parentMode); err != nil {
 		return fmt.Errorf("create parent directory %s: %w", dir, err)
 	}
 	tmp := TempName(dstName)
@@ -333,4 +332,33 @@ func (w Writer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return w.W.Write(p)
+}
+
+// MkdirAll creates name and its missing parents on f, each with exactly
+// mode (whatever the umask on f's side); folders that exist keep theirs.
+// It is written over Mkdir and Chmod so that every FS, remote ones
+// included, creates the same modes.
+func MkdirAll(f FS, name string, mode fs.FileMode) error {
+	fi, err := statFollow(f, name)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s exists and is not a directory", name)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if parent := path.Dir(name); parent != name {
+		if err := MkdirAll(f, parent, mode); err != nil {
+			return err
+		}
+	}
+	if err := f.Mkdir(name); err != nil {
+		// Made meanwhile by a concurrent transfer: fine if a folder.
+		if fi, serr := statFollow(f, name); serr == nil && fi.IsDir() {
+			return nil
+		}
+		return err
+	}
+	return f.Chmod(name, mode.Perm())
 }

@@ -19,7 +19,7 @@ type local struct{}
 func (local) Put(ctx context.Context, ts []filem.Transfer) error {
 	return filem.Batch(ctx, 4, len(ts), func(ctx context.Context, i int) error {
 		t := ts[i]
-		if err := fscopy.Copy(ctx, fscopy.Local{}, t.Local, fscopy.Local{}, t.Remote.Path); err != nil {
+		if err := fscopy.Copy(ctx, fscopy.Local{}, t.Local, fscopy.Local{}, t.Remote.Path, t.ParentMode()); err != nil {
 			return &filem.TransferError{Op: "put", Src: t.Local, Dst: t.Remote.String(), Err: err}
 		}
 		return nil
@@ -29,7 +29,7 @@ func (local) Put(ctx context.Context, ts []filem.Transfer) error {
 func (local) Get(ctx context.Context, ts []filem.Transfer) error {
 	return filem.Batch(ctx, 4, len(ts), func(ctx context.Context, i int) error {
 		t := ts[i]
-		if err := fscopy.Copy(ctx, fscopy.Local{}, t.Remote.Path, fscopy.Local{}, t.Local); err != nil {
+		if err := fscopy.Copy(ctx, fscopy.Local{}, t.Remote.Path, fscopy.Local{}, t.Local, t.ParentMode()); err != nil {
 			return &filem.TransferError{Op: "get", Src: t.Remote.String(), Dst: t.Local, Err: err}
 		}
 		return nil
@@ -51,7 +51,7 @@ func TestConformance(t *testing.T) {
 
 func TestIntoItself(t *testing.T) {
 	dir := t.TempDir()
-	err := fscopy.Copy(t.Context(), fscopy.Local{}, dir, fscopy.Local{}, filepath.Join(dir, "sub", "copy"))
+	err := fscopy.Copy(t.Context(), fscopy.Local{}, dir, fscopy.Local{}, filepath.Join(dir, "sub", "copy"), 0o700)
 	if err == nil {
 		t.Fatal("copying a directory into itself succeeded")
 	}
@@ -66,7 +66,7 @@ func TestTopSymlinkFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	if err := fscopy.Copy(t.Context(), fscopy.Local{}, filepath.Join(dir, "link"), fscopy.Local{}, out); err != nil {
+	if err := fscopy.Copy(t.Context(), fscopy.Local{}, filepath.Join(dir, "link"), fscopy.Local{}, out, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Lstat(out)
@@ -76,7 +76,7 @@ func TestTopSymlinkFollowed(t *testing.T) {
 }
 
 func TestNotRegular(t *testing.T) {
-	err := fscopy.Copy(t.Context(), fscopy.Local{}, "/dev/null", fscopy.Local{}, filepath.Join(t.TempDir(), "x"))
+	err := fscopy.Copy(t.Context(), fscopy.Local{}, "/dev/null", fscopy.Local{}, filepath.Join(t.TempDir(), "x"), 0o700)
 	if err == nil {
 		t.Fatal("copied a device")
 	}

@@ -83,7 +83,6 @@ func copyChunks(ctx context.Context, w io.Writer, r io.Reader) error {
 }
 
 func (Local) Mkdir(name string) error                   { return os.Mkdir(name, 0o700) }
-func (Local) MkdirAll(name string) error                { return os.MkdirAll(name, 0o755) }
 func (Local) Symlink(target, name string) error         { return os.Symlink(target, name) }
 func (Local) Chmod(name string, mode fs.FileMode) error { return os.Chmod(name, mode) }
 func (Local) Rename(oldname, newname string) error      { return os.Rename(oldname, newname) }
