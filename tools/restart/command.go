@@ -6,7 +6,9 @@
 // sequence (or the one -s names, which must be committed), verifies every
 // file's size and checksum, and runs gompirun with the same job, each rank
 // starting from its local snapshot. The restarted job checkpoints into the
-// same reference, numbering on.
+// same reference, numbering on. gompi-restart -i explains a reference,
+// each sequence marked with what those checks find (file sizes; with -v
+// checksums too) and the newest that passes named as the one to use.
 package restart
 
 import (
@@ -77,12 +79,12 @@ another user owns or that group or others may write, as ssh does
 	}
 	f := cmd.Flags()
 	f.IntVarP(&o.seq, "seq", "s", -1, "sequence to restart from (default: the newest committed one)")
-	f.BoolVarP(&o.info, "info", "i", false, "explain the reference (job, sequences, ranks, files, parameters) and exit")
+	f.BoolVarP(&o.info, "info", "i", false, "explain the reference (job, sequences, ranks, files, parameters), each sequence checked as a restart checks it (file sizes; with -v checksums too), and exit")
 	f.StringVar(&o.hostfile, "hostfile", "", "hostfile of the nodes to restart on (default: this machine)")
 	f.BoolVar(&o.fork, "fork", false, "run gompirun as a child and wait for it, instead of becoming it")
 	f.BoolVar(&o.showme, "showme", false, "print the gompirun command line instead of running it")
 	f.StringVar(&o.mpirunOpts, "mpirun_opts", "", "more gompirun options, split on spaces (e.g. \"--tag-output --map-by node\")")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "print more: file checksums with -i, the gompirun command line before running it")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "print more: with -i check and print file checksums, else the gompirun command line before running it")
 	f.BoolVar(&o.asJSON, "json", false, "with -i, print the reference as JSON")
 	f.BoolVar(&o.allowUnsafe, "allow-unsafe-ref", false, "restart a reference that another user owns or that group or others may write (refused by default: restart runs what its metadata names)")
 	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
@@ -142,7 +144,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		fmt.Fprintf(stderr, "gompi-restart: %s is remote; each node verifies its ranks' snapshots as it fetches them\n", ref)
 	} else if err := o.checkSafe(stderr, point); err != nil {
 		return err
-	} else if err := point.VerifyAllWith(func(dir string, l *snapshot.LocalMeta) error { return compress.Verify(ctx, dir, l) }); err != nil {
+	} else if err := point.VerifyAllWith(verifier(ctx, true)); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -169,22 +171,11 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 }
 
 // checkSafe refuses a restart point someone else could have written
-// (snapshot.CheckSafe over the reference's folder, its metadata, and the
-// sequence's folders and rank metadata), unless --allow-unsafe-ref, and
-// prints its warnings.
+// (safety), and prints its warnings.
 func (o *options) checkSafe(stderr io.Writer, point snapshot.RestartPoint) error {
-	ref, seq := point.Ref, point.Seq.Seq
-	paths := []string{ref.MetaPath(), ref.SeqDir(seq)}
-	for _, p := range point.Seq.Procs {
-		paths = append(paths, ref.LocalPath(seq, p.Rank), filepath.Join(ref.LocalPath(seq, p.Rank), snapshot.LocalMetaFile))
-	}
-	warning, err := snapshot.CheckSafe(ref, paths...)
-	if warning != "" {
-		fmt.Fprintf(stderr, "gompi-restart: warning: %s\n", warning)
-	}
-	if err != nil && errors.Is(err, snapshot.ErrUnsafeRef) && o.allowUnsafe {
-		fmt.Fprintf(stderr, "gompi-restart: warning: restarting anyway (--allow-unsafe-ref): %v\n", err)
-		return nil
+	warnings, err := o.safety(point)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "gompi-restart: warning: %s\n", w)
 	}
 	if err != nil {
 		return fmt.Errorf("%w\n(gompi-restart --allow-unsafe-ref restarts it anyway, running what its metadata names)", err)
@@ -192,8 +183,41 @@ func (o *options) checkSafe(stderr io.Writer, point snapshot.RestartPoint) error
 	return nil
 }
 
+// safety is snapshot.CheckSafe over the restart point's folders and
+// metadata: a point someone else could have written is refused, unless
+// --allow-unsafe-ref, which makes that a warning.
+func (o *options) safety(point snapshot.RestartPoint) (warnings []string, err error) {
+	warning, err := snapshot.CheckSafe(point.Ref, point.SafePaths()...)
+	if warning != "" {
+		warnings = append(warnings, warning)
+	}
+	if err != nil && errors.Is(err, snapshot.ErrUnsafeRef) && o.allowUnsafe {
+		return append(warnings, fmt.Sprintf("restarting anyway (--allow-unsafe-ref): %v", err)), nil
+	}
+	return warnings, err
+}
+
+// verifier is the check of each rank's snapshot: with sums every file's
+// size and checksum (decoding a file stored compressed), as gompi-restart
+// checks before it restarts; without, only what needs no reading: each
+// file there and of its size.
+func verifier(ctx context.Context, sums bool) func(dir string, l *snapshot.LocalMeta) error {
+	return func(dir string, l *snapshot.LocalMeta) error {
+		if sums {
+			return compress.Verify(ctx, dir, l)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return l.VerifySizes(dir)
+	}
+}
+
 // explain prints what the reference holds (-i), with the node-local copies
-// this machine can see.
+// this machine can see, each restart point marked with what gompi-restart
+// would find wrong with it: its safety and its files' sizes, with -v their
+// checksums too. A remote reference's files are not read here (each node
+// checks its ranks' as it fetches them), only its metadata.
 func (o *options) explain(ctx context.Context, stdout io.Writer, vals *mca.Values, ref snapshot.Ref, meta *snapshot.GlobalMeta, ms snapshot.MetaStore) error {
 	root := vals.String(snapshot.ParamStageRoot)
 	for _, s := range meta.Params { // where the job kept its copies
@@ -201,9 +225,22 @@ func (o *options) explain(ctx context.Context, stdout io.Writer, vals *mca.Value
 			root = s.Value
 		}
 	}
+	checked, check := "file sizes (-v checks their checksums too, as gompi-restart does)", func(point snapshot.RestartPoint) error {
+		if _, err := o.safety(point); err != nil {
+			return err
+		}
+		return point.Check(verifier(ctx, o.verbose))
+	}
+	switch {
+	case ref.IsRemote():
+		checked, check = "snapshot metadata only: the reference is remote, and each node checks its ranks' files as it fetches them", nil
+	case o.verbose:
+		checked = "file sizes and checksums"
+	}
 	in := Explain(ctx, ref, meta, ms, func(node string, seq, rank int) (string, bool) {
 		return snapshot.StagedCopy(root, node, ref, seq, rank)
-	})
+	}, check)
+	in.Checked = checked
 	if err := ctx.Err(); err != nil {
 		return err
 	}

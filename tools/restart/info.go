@@ -22,10 +22,23 @@ type Info struct {
 	AMCA   []string      `json:"amca,omitempty"`
 	Launch LaunchInfo    `json:"launch"`
 	Params []mca.Setting `json:"params,omitempty"`
-	// Restart is the sequence gompi-restart uses without -s (-1: none).
-	Restart int       `json:"restart"`
-	Seqs    []SeqInfo `json:"seqs"`
+	// Checked says what was checked of each restart point's files.
+	Checked string `json:"checked"`
+	// Restart is the newest sequence that passes gompi-restart's checks,
+	// the one to restart from (-1: none). When it is not Newest,
+	// gompi-restart refuses to run without -s Restart.
+	Restart int `json:"restart"`
+	// Newest is the newest committed restart point, the one gompi-restart
+	// takes without -s (-1: none).
+	Newest int       `json:"newest"`
+	Seqs   []SeqInfo `json:"seqs"`
 }
+
+// A sequence's Status.
+const (
+	StatusOK      = "ok"      // gompi-restart accepts it
+	StatusRefused = "refused" // gompi-restart refuses it; Refused says why
+)
 
 // LaunchInfo is the job's launch (a crs.Launch in the metadata) as -i
 // shows it: the program apart from its arguments, under the JSON names
@@ -56,7 +69,11 @@ type SeqInfo struct {
 	Migrate   bool       `json:"migrate,omitempty"`
 	Started   time.Time  `json:"started"`
 	Finished  *time.Time `json:"finished,omitempty"`
-	Procs     []ProcInfo `json:"procs,omitempty"`
+	// Status is StatusOK or StatusRefused, and Refused why: not a restart
+	// point, or what the checks found wrong.
+	Status  string     `json:"status"`
+	Refused string     `json:"refused,omitempty"`
+	Procs   []ProcInfo `json:"procs,omitempty"`
 }
 
 // ProcInfo is one rank's local snapshot of a sequence.
@@ -78,40 +95,75 @@ type ProcInfo struct {
 // committed sequence is read (through ms, wherever the reference lives)
 // for its files; a damaged one is reported in place, not as an error
 // (that is what -i is for). cached says where a rank's node keeps a local
-// copy, if any (nil: none looked for).
-func Explain(ctx context.Context, ref snapshot.Ref, g *snapshot.GlobalMeta, ms snapshot.MetaStore, cached func(node string, seq, rank int) (string, bool)) Info {
-	in := Info{Ref: ref.Name, Dir: ref.Dir, Job: g.Job, Ranks: g.Ranks, AMCA: g.AMCA, Launch: launchInfo(g.Launch), Params: g.Params, Restart: -1}
+// copy, if any (nil: none looked for). check runs on each restart point
+// the checks gompi-restart runs before restarting it (nil: only that each
+// rank's metadata was read, as for a remote reference); what it returns
+// marks the sequence refused.
+func Explain(ctx context.Context, ref snapshot.Ref, g *snapshot.GlobalMeta, ms snapshot.MetaStore, cached func(node string, seq, rank int) (string, bool), check func(snapshot.RestartPoint) error) Info {
+	in := Info{Ref: ref.Name, Dir: ref.Dir, Job: g.Job, Ranks: g.Ranks, AMCA: g.AMCA, Launch: launchInfo(g.Launch), Params: g.Params, Restart: -1, Newest: -1}
 	if c := g.Committed(); len(c) > 0 {
-		in.Restart = c[len(c)-1]
+		in.Newest = c[len(c)-1]
 	}
 	seqs := append([]snapshot.SeqRecord(nil), g.Seqs...)
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i].Seq < seqs[j].Seq })
 	for _, s := range seqs {
-		si := SeqInfo{Seq: s.Seq, Committed: s.Committed, Migrate: s.Migrate, Started: s.Started.UTC()}
-		if s.Committed {
-			f := s.Finished.UTC()
-			si.Finished = &f
-		}
-		for _, p := range s.Procs {
-			pi := ProcInfo{Rank: p.Rank, Node: p.Node, CRS: p.CRS}
-			if loc, err := ref.GlobalLocal(s.Seq, p.Rank); err == nil {
-				pi.Location = loc.String()
+		si := explainSeq(ctx, ref, s, ms, cached)
+		if s.IsRestartPoint() {
+			refused := procsError(si.Procs)
+			if refused == nil && check != nil {
+				refused = check(snapshot.RestartPoint{Ref: ref, Meta: g, Seq: s})
 			}
-			if cached != nil {
-				if dir, ok := cached(p.Node, s.Seq, p.Rank); ok {
-					pi.Cached = dir
-				}
-			}
-			if l, err := ms.ReadLocal(ctx, ref, s.Seq, p.Rank); err != nil {
-				pi.Error = err.Error()
+			if refused != nil {
+				si.Status, si.Refused = StatusRefused, refused.Error()
 			} else {
-				pi.Files = l.Files
+				in.Restart = s.Seq
 			}
-			si.Procs = append(si.Procs, pi)
 		}
 		in.Seqs = append(in.Seqs, si)
 	}
 	return in
+}
+
+// explainSeq is sequence s of ref as Explain shows it, marked refused
+// unless it is a restart point (Explain checks those).
+func explainSeq(ctx context.Context, ref snapshot.Ref, s snapshot.SeqRecord, ms snapshot.MetaStore, cached func(node string, seq, rank int) (string, bool)) SeqInfo {
+	si := SeqInfo{Seq: s.Seq, Committed: s.Committed, Migrate: s.Migrate, Started: s.Started.UTC(), Status: StatusOK}
+	if why := s.NotRestartPoint(); why != "" {
+		si.Status, si.Refused = StatusRefused, why
+	}
+	if s.Committed {
+		f := s.Finished.UTC()
+		si.Finished = &f
+	}
+	for _, p := range s.Procs {
+		pi := ProcInfo{Rank: p.Rank, Node: p.Node, CRS: p.CRS}
+		if loc, err := ref.GlobalLocal(s.Seq, p.Rank); err == nil {
+			pi.Location = loc.String()
+		}
+		if cached != nil {
+			if dir, ok := cached(p.Node, s.Seq, p.Rank); ok {
+				pi.Cached = dir
+			}
+		}
+		if l, err := ms.ReadLocal(ctx, ref, s.Seq, p.Rank); err != nil {
+			pi.Error = err.Error()
+		} else {
+			pi.Files = l.Files
+		}
+		si.Procs = append(si.Procs, pi)
+	}
+	return si
+}
+
+// procsError is why a restart point whose ranks' metadata could not be
+// read is refused (nil: every one was read).
+func procsError(procs []ProcInfo) error {
+	for _, p := range procs {
+		if p.Error != "" {
+			return fmt.Errorf("rank %d: %s", p.Rank, p.Error)
+		}
+	}
+	return nil
 }
 
 const timeFormat = "2006-01-02 15:04:05.000 UTC"
@@ -147,18 +199,7 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 			p("\t%-*s  # %s\n", width, kv, s.Origin)
 		}
 	}
-	committed := 0
-	for _, s := range in.Seqs {
-		if s.Committed && !s.Migrate {
-			committed++
-		}
-	}
-	switch {
-	case in.Restart >= 0:
-		p("Sequences: %d (%d committed; gompi-restart uses %d unless -s names another)\n", len(in.Seqs), committed, in.Restart)
-	default:
-		p("Sequences: %d (none committed: this reference cannot be restarted)\n", len(in.Seqs))
-	}
+	in.renderSummary(p)
 	for _, s := range in.Seqs {
 		if only >= 0 && s.Seq != only {
 			continue
@@ -168,8 +209,10 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 			p("Seq: %d\tmigration of %s (not a restart point)\n", s.Seq, rankList(s.Procs))
 		case s.Migrate:
 			p("Seq: %d\tmigration, not committed (it did not finish; not a restart point)\n", s.Seq)
+		case s.Committed && s.Status == StatusRefused:
+			p("Seq: %d\tcommitted, refused: %s\n", s.Seq, strings.ReplaceAll(s.Refused, "\n", "\n\t\t"))
 		case s.Committed:
-			p("Seq: %d\tcommitted\n", s.Seq)
+			p("Seq: %d\tcommitted, ok\n", s.Seq)
 		default:
 			p("Seq: %d\tnot committed (its checkpoint did not finish; restart skips it)\n", s.Seq)
 		}
@@ -211,6 +254,30 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 		}
 	}
 	return nil
+}
+
+// renderSummary prints what was checked and the sequences' summary: which
+// one gompi-restart uses, or that it refuses the newest, or every one.
+func (in Info) renderSummary(p func(format string, a ...any)) {
+	committed := 0
+	for _, s := range in.Seqs {
+		if s.Committed && !s.Migrate {
+			committed++
+		}
+	}
+	if in.Newest >= 0 {
+		p("Checked      : %s\n", in.Checked)
+	}
+	switch {
+	case in.Restart >= 0 && in.Restart == in.Newest:
+		p("Sequences: %d (%d committed; gompi-restart uses %d unless -s names another)\n", len(in.Seqs), committed, in.Restart)
+	case in.Restart >= 0:
+		p("Sequences: %d (%d committed; gompi-restart refuses the newest, %d; the newest it accepts is %d: gompi-restart -s %d)\n", len(in.Seqs), committed, in.Newest, in.Restart, in.Restart)
+	case in.Newest >= 0:
+		p("Sequences: %d (%d committed, each refused: this reference cannot be restarted)\n", len(in.Seqs), committed)
+	default:
+		p("Sequences: %d (none committed: this reference cannot be restarted)\n", len(in.Seqs))
+	}
 }
 
 // rankList names the ranks of procs: "rank 3", "ranks 1, 2".

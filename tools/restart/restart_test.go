@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -339,4 +340,134 @@ func TestInfoMigration(t *testing.T) {
 	if code, _, errs := run(t, ref, "--showme", "-s", "3", ref.Path()); code != 1 || !strings.Contains(errs, "was taken for a migration and is not a restart point") {
 		t.Errorf("restart from a migration: status %d: %s", code, errs)
 	}
+}
+
+// gompi-restart -i runs the checks gompi-restart runs on every restart
+// point (sizes always, checksums with -v), marks each refused one with
+// why, and names as the one to restart from the newest that passes: the
+// one gompi-restart accepts (without -s when it is the newest committed).
+func TestInfoVerifies(t *testing.T) {
+	truncate := func(seq, rank int) func(snapshot.Ref) {
+		return func(ref snapshot.Ref) { os.Truncate(filepath.Join(ref.LocalPath(seq, rank), "app.state"), 10) }
+	}
+	flip := func(ref snapshot.Ref) {
+		p := filepath.Join(ref.LocalPath(2, 0), "app.state")
+		b, _ := os.ReadFile(p)
+		b[50] ^= 1
+		os.WriteFile(p, b, 0o600)
+	}
+	tests := []struct {
+		name    string
+		damage  func(snapshot.Ref)
+		verbose bool
+		// inexact: the damage is one only -v finds (-i did not check what
+		// gompi-restart checks).
+		inexact bool
+		restart int                // the sequence -i names (-1: none)
+		refused map[int]string     // sequence → what its refusal says
+		also    func(snapshot.Ref) // more damage
+	}{
+		{name: "intact", restart: 2},
+		{name: "truncated", damage: truncate(2, 1), restart: 0,
+			refused: map[int]string{2: "gompi_snapshot_1.ckpt/app.state is 10 bytes, 301 were recorded"}},
+		{name: "checksum unchecked", damage: flip, inexact: true, restart: 2},
+		{name: "checksum with -v", damage: flip, verbose: true, restart: 0,
+			refused: map[int]string{2: "gompi_snapshot_0.ckpt/app.state has checksum"}},
+		{name: "missing file", damage: func(ref snapshot.Ref) { os.Remove(filepath.Join(ref.LocalPath(2, 0), "app.state")) }, restart: 0,
+			refused: map[int]string{2: "gompi_snapshot_0.ckpt/app.state: no such file"}},
+		{name: "missing metadata", damage: func(ref snapshot.Ref) { os.Remove(filepath.Join(ref.LocalPath(2, 1), snapshot.LocalMetaFile)) }, restart: 0,
+			refused: map[int]string{2: "rank 1: "}},
+		{name: "all damaged", damage: truncate(2, 1), also: truncate(0, 0), restart: -1,
+			refused: map[int]string{0: "gompi_snapshot_0.ckpt/app.state is 10 bytes, 100 were recorded", 2: "gompi_snapshot_1.ckpt/app.state is 10 bytes"}},
+		{name: "older damaged", damage: truncate(0, 1), restart: 2,
+			refused: map[int]string{0: "gompi_snapshot_1.ckpt/app.state is 10 bytes, 101 were recorded"}},
+		{name: "others may write", damage: func(ref snapshot.Ref) { os.Chmod(ref.SeqDir(2), 0o777) }, restart: 0,
+			refused: map[int]string{2: "is writable by its group and others"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			ref := reference(t)
+			fakeGompirun(t, ref)
+			for _, d := range []func(snapshot.Ref){tt.damage, tt.also} {
+				if d != nil {
+					d(ref)
+				}
+			}
+			args := []string{"-i", ref.Path()}
+			if tt.verbose {
+				args = append([]string{"-v"}, args...)
+			}
+			in := infoJSON(t, ref, args...)
+			if in.Restart != tt.restart || in.Newest != 2 {
+				t.Errorf("restart %d, newest %d; want %d, 2", in.Restart, in.Newest, tt.restart)
+			}
+			for _, s := range in.Seqs {
+				want, refused := tt.refused[s.Seq]
+				if s.Seq == 1 { // never committed
+					want, refused = "was never committed", true
+				}
+				if refused != (s.Status == StatusRefused) || !strings.Contains(s.Refused, want) || (!refused && s.Status != StatusOK) {
+					t.Errorf("seq %d: status %q, refused %q; want refused %v saying %q", s.Seq, s.Status, s.Refused, refused, want)
+				}
+			}
+			code, out, errs := run(t, ref, args...)
+			if code != 0 {
+				t.Fatalf("-i: status %d: %s", code, errs)
+			}
+			for seq, want := range tt.refused {
+				if line := fmt.Sprintf("Seq: %d\tcommitted, refused: ", seq); !strings.Contains(out, line) || !strings.Contains(out, want) {
+					t.Errorf("-i does not say %q ... %q:\n%s", line, want, out)
+				}
+			}
+			summary := map[bool]string{true: "gompi-restart uses 2 unless", false: fmt.Sprintf("the newest it accepts is %d: gompi-restart -s %d", tt.restart, tt.restart)}[tt.restart == 2]
+			if tt.restart < 0 {
+				summary = "each refused: this reference cannot be restarted"
+			}
+			if !strings.Contains(out, summary) {
+				t.Errorf("-i does not say %q:\n%s", summary, out)
+			}
+			if !tt.inexact {
+				agrees(t, ref, tt.restart)
+			}
+		})
+	}
+}
+
+// agrees checks that gompi-restart restarts from restart, the sequence -i
+// named: without -s when it is the newest committed (2), else only with
+// -s; and when -i named none, refuses the only other committed one (0).
+func agrees(t *testing.T, ref snapshot.Ref, restart int) {
+	t.Helper()
+	if restart >= 0 {
+		if code, out, errs := run(t, ref, "--showme", "-s", fmt.Sprint(restart), ref.Path()); code != 0 || !strings.Contains(out, fmt.Sprintf("--restart-seq %d", restart)) {
+			t.Errorf("-s %d: status %d\n%s%s", restart, code, out, errs)
+		}
+	}
+	code, out, errs := run(t, ref, "--showme", ref.Path())
+	switch {
+	case restart == 2 && (code != 0 || !strings.Contains(out, "--restart-seq 2")):
+		t.Errorf("without -s: status %d\n%s%s", code, out, errs)
+	case restart != 2 && code == 0:
+		t.Errorf("without -s gompi-restart accepted the sequence -i refused:\n%s", out)
+	}
+	if restart < 0 {
+		if code, out, _ := run(t, ref, "--showme", "-s", "0", ref.Path()); code == 0 {
+			t.Errorf("-s 0 accepted the sequence -i refused:\n%s", out)
+		}
+	}
+}
+
+// infoJSON is gompi-restart args --json, read back.
+func infoJSON(t *testing.T, ref snapshot.Ref, args ...string) Info {
+	t.Helper()
+	code, out, errs := run(t, ref, append([]string{"--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errs)
+	}
+	var in Info
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatal(err)
+	}
+	return in
 }

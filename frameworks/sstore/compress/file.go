@@ -109,12 +109,13 @@ func Verify(ctx context.Context, dir string, l *snapshot.LocalMeta) error {
 // decodeChecked decodes the stored file of rec into out, counting and
 // checksumming the bytes, and fails unless they match rec.
 func decodeChecked(ctx context.Context, srcDir string, rec snapshot.FileRecord, out io.Writer) error {
-	alg, storedName := rec.Compression, rec.Stored
+	alg := rec.Compression
 	if alg == "" {
-		alg, storedName = None, rec.Name
+		alg = None
 	}
-	if storedName == "" || storedName != filepath.Base(storedName) {
-		return fmt.Errorf("decompress: %s: %w: stored name %q is not a file name", rec.Name, snapshot.ErrCorrupt, storedName)
+	storedName, err := rec.StoredName()
+	if err != nil {
+		return fmt.Errorf("decompress: %s: %w", rec.Name, err)
 	}
 	path := filepath.Join(srcDir, storedName)
 	in, err := snapshot.OpenFile(path) // a regular file of the snapshot, not a link out of it

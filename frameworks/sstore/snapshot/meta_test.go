@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -360,6 +361,39 @@ func TestNewestTimed(t *testing.T) {
 		s, ok := (&GlobalMeta{Seqs: tt.seqs}).NewestTimed()
 		if ok != (tt.want >= 0) || (ok && s.Seq != tt.want) {
 			t.Errorf("%s: NewestTimed = %+v, %v; want seq %d", tt.name, s, ok, tt.want)
+		}
+	}
+}
+
+// VerifySizes reads no file's bytes: a plain file is checked for its
+// size, one stored compressed for its presence only, and a stored name
+// that leaves the folder is refused.
+func TestVerifySizes(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a"), []byte("12345"), 0o600)
+	os.WriteFile(filepath.Join(dir, "b.zst"), []byte("xy"), 0o600)
+	os.Symlink(filepath.Join(dir, "a"), filepath.Join(dir, "link"))
+	tests := []struct {
+		name string
+		rec  FileRecord
+		want string // "" = passes
+		is   error
+	}{
+		{"right size", FileRecord{Name: "a", Size: 5, Checksum: "crc32c:00000000"}, "", nil},
+		{"truncated", FileRecord{Name: "a", Size: 9}, "a is 5 bytes, 9 were recorded", ErrCorrupt},
+		{"missing", FileRecord{Name: "gone", Size: 1}, "gone", fs.ErrNotExist},
+		{"link", FileRecord{Name: "link", Size: 5}, "symbolic link", ErrCorrupt},
+		{"compressed present", FileRecord{Name: "b", Size: 1000, Compression: "zstd", Stored: "b.zst"}, "", nil},
+		{"compressed missing", FileRecord{Name: "c", Size: 1, Compression: "zstd", Stored: "c.zst"}, "c.zst", fs.ErrNotExist},
+		{"stored outside", FileRecord{Name: "d", Size: 1, Compression: "zstd", Stored: "../a"}, `stored name "../a"`, ErrCorrupt},
+	}
+	for _, tt := range tests {
+		err := (&LocalMeta{Files: []FileRecord{tt.rec}}).VerifySizes(dir)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.want != "" && (!errors.Is(err, tt.is) || !strings.Contains(fmt.Sprint(err), tt.want)):
+			t.Errorf("%s: %v; want one wrapping %v saying %q", tt.name, err, tt.is, tt.want)
 		}
 	}
 }

@@ -164,12 +164,59 @@ func (l *LocalMeta) VerifyContext(ctx context.Context, dir string) error {
 		case err != nil:
 			return fmt.Errorf("sstore: %s: %w", path, err)
 		case size != f.Size:
-			return fmt.Errorf("sstore: %w: %s is %d bytes, %d were recorded (truncated or overwritten)", ErrCorrupt, path, size, f.Size)
+			return sizeError(path, size, f)
 		case sum != f.Checksum:
 			return fmt.Errorf("sstore: %w: %s has checksum %s, %s was recorded", ErrCorrupt, path, sum, f.Checksum)
 		}
 	}
 	return nil
+}
+
+// VerifySizes checks what can be checked without reading a file's bytes
+// (what gompi-restart -i checks unless -v): every recorded file is there,
+// a regular file of the snapshot, and of its recorded size. A file stored
+// compressed is checked for presence only: its recorded size is of the
+// bytes it decodes to. Its errors are VerifyContext's.
+func (l *LocalMeta) VerifySizes(dir string) error {
+	for _, f := range l.Files {
+		name, err := f.StoredName()
+		if err != nil {
+			return fmt.Errorf("sstore: %s: %w", filepath.Join(dir, f.Name), err)
+		}
+		path := filepath.Join(dir, name)
+		file, err := OpenFile(path)
+		if err != nil {
+			return fmt.Errorf("sstore: %s: %w", path, err)
+		}
+		fi, err := file.Stat()
+		file.Close()
+		switch {
+		case err != nil:
+			return fmt.Errorf("sstore: %s: %w", path, err)
+		case f.Compression == "" && fi.Size() != f.Size:
+			return sizeError(path, fi.Size(), f)
+		}
+	}
+	return nil
+}
+
+// sizeError says that the file at path is not of f's recorded size.
+func sizeError(path string, size int64, f FileRecord) error {
+	return fmt.Errorf("sstore: %w: %s is %d bytes, %d were recorded (truncated or overwritten)", ErrCorrupt, path, size, f.Size)
+}
+
+// StoredName is the name f is stored under in its snapshot folder: its
+// own, or when compressed the stored one; either must be a plain file name
+// (a record naming a path could lead a restart outside the snapshot).
+func (f FileRecord) StoredName() (string, error) {
+	name := f.Name
+	if f.Compression != "" {
+		name = f.Stored
+	}
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return "", fmt.Errorf("%w: stored name %q is not a file name", ErrCorrupt, name)
+	}
+	return name, nil
 }
 
 // RestartPoint is a committed sequence chosen for restart, with the global
@@ -192,18 +239,42 @@ func ChooseSeq(ref Ref, g *GlobalMeta, seq int) (RestartPoint, error) {
 		seq = committed[len(committed)-1]
 	}
 	rec, ok := g.Seq(seq)
-	if !ok || !rec.Committed || rec.Migrate {
+	if !ok || !rec.IsRestartPoint() {
 		why := "does not exist"
-		switch {
-		case ok && rec.Migrate:
-			why = "was taken for a migration and is not a restart point"
-		case ok:
-			why = "was never committed (its checkpoint did not finish)"
+		if ok {
+			why = rec.NotRestartPoint()
 		}
 		return RestartPoint{}, fmt.Errorf("sstore: sequence %d of %s %s: %w; committed sequences: %s",
 			seq, ref.Path(), why, ErrNotCommitted, joinInts(committed))
 	}
 	return RestartPoint{Ref: ref, Meta: g, Seq: *rec}, nil
+}
+
+// IsRestartPoint reports whether a restart may start from s: committed,
+// and not a migration's (which saved only the ranks it moved).
+func (s SeqRecord) IsRestartPoint() bool { return s.Committed && !s.Migrate }
+
+// NotRestartPoint says why s is not a restart point ("" when it is).
+func (s SeqRecord) NotRestartPoint() string {
+	switch {
+	case s.IsRestartPoint():
+		return ""
+	case s.Migrate:
+		return "was taken for a migration and is not a restart point"
+	}
+	return "was never committed (its checkpoint did not finish)"
+}
+
+// SafePaths are the paths of the restart point that CheckSafe must find
+// its user's alone before a restart runs what they name: the reference's
+// metadata, the sequence's folder, and each rank's folder and metadata.
+func (p RestartPoint) SafePaths() []string {
+	ref, seq := p.Ref, p.Seq.Seq
+	paths := []string{ref.MetaPath(), ref.SeqDir(seq)}
+	for _, proc := range p.Seq.Procs {
+		paths = append(paths, ref.LocalPath(seq, proc.Rank), filepath.Join(ref.LocalPath(seq, proc.Rank), LocalMetaFile))
+	}
+	return paths
 }
 
 // VerifyAll checks every rank's local snapshot of the restart point on
@@ -213,11 +284,26 @@ func (p RestartPoint) VerifyAll() error {
 }
 
 // VerifyAllWith is VerifyAll checking each rank's local snapshot with
-// verify (compress.Verify also reads files stored compressed). It checks
-// the ranks the sequence records (ParseGlobal made sure a committed one
-// records every rank once), and stops at the first error that is a
-// cancelled context: the user asked to stop, the rest would fail alike.
+// verify (compress.Verify also reads files stored compressed): Check, and
+// on failure the sequence to restart from instead.
 func (p RestartPoint) VerifyAllWith(verify func(dir string, l *LocalMeta) error) error {
+	err := p.Check(verify)
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if prev := p.previous(); prev >= 0 {
+		return fmt.Errorf("%w\nsequence %d cannot be restarted; the previous committed sequence is %d: restart with -s %d", err, p.Seq.Seq, prev, prev)
+	}
+	return fmt.Errorf("%w\nsequence %d cannot be restarted and no earlier sequence was committed", err, p.Seq.Seq)
+}
+
+// Check checks every rank's local snapshot of the restart point on global
+// storage with verify, and says what is wrong without advice (gompi-restart
+// -i marks each sequence with it). It checks the ranks the sequence records
+// (ParseGlobal made sure a committed one records every rank once), and
+// stops at the first error that is a cancelled context: the user asked to
+// stop, the rest would fail alike.
+func (p RestartPoint) Check(verify func(dir string, l *LocalMeta) error) error {
 	var errs []error
 	failed := 0
 	for _, proc := range p.Seq.Procs {
@@ -250,11 +336,7 @@ func (p RestartPoint) VerifyAllWith(verify func(dir string, l *LocalMeta) error)
 	if more := failed - len(errs); more > 0 {
 		errs = append(errs, fmt.Errorf("and %d more ranks' snapshots", more))
 	}
-	err := errors.Join(errs...)
-	if prev := p.previous(); prev >= 0 {
-		return fmt.Errorf("%w\nsequence %d cannot be restarted; the previous committed sequence is %d: restart with -s %d", err, p.Seq.Seq, prev, prev)
-	}
-	return fmt.Errorf("%w\nsequence %d cannot be restarted and no earlier sequence was committed", err, p.Seq.Seq)
+	return errors.Join(errs...)
 }
 
 // maxVerifyErrors bounds the ranks VerifyAllWith names: a sequence of a
