@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"gompi/frameworks/filem"
+	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
 )
 
@@ -20,7 +21,7 @@ func (p *Process) MetaStore(ctx context.Context, ref snapshot.Ref) (ms snapshot.
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot reference %s is remote: choose a FileM that reaches it (--mca filem sftp or rsh): %w", ref, err)
 	}
-	ms, err = snapshot.MetaStoreFor(ref, c.Module)
+	ms, err = snapshot.MetaStoreFor(ref, c.Module, sstore.GroupReadable(p.Values))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -216,7 +216,7 @@ func (m *module) drainRank(ctx context.Context, fm filem.Module, ref snapshot.Re
 	dst, err := ref.Global(strconv.Itoa(seq), snapshot.LocalName(p.local.Rank), snapshot.LocalMetaFile)
 	if err == nil {
 		if err = m.acquire(ctx); err == nil {
-			err = put(ctx, fm, ref, src, dst)
+			err = m.put(ctx, fm, ref, src, dst)
 			m.release()
 		}
 	}
@@ -289,7 +289,7 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref snapshot.Re
 		if out < in {
 			dst, err := dstOf(stored)
 			if err == nil {
-				err = put(ctx, fm, ref, tmp, dst)
+				err = m.put(ctx, fm, ref, tmp, dst)
 			}
 			os.Remove(tmp)
 			if err != nil {
@@ -304,7 +304,7 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref snapshot.Re
 	}
 	dst, err := dstOf(rec.Name)
 	if err == nil {
-		err = put(ctx, fm, ref, src, dst)
+		err = m.put(ctx, fm, ref, src, dst)
 	}
 	if err != nil {
 		return rec, err
@@ -360,9 +360,20 @@ func worthCompressing(ctx context.Context, src string, size int64, alg string, l
 	return float64(out) < sampleRatio*float64(in), nil
 }
 
-// put moves one file to global storage.
-func put(ctx context.Context, fm filem.Module, ref snapshot.Ref, src string, dst filem.Remote) error {
-	return remoteHint(ref, fm.Put(ctx, []filem.Transfer{{Local: src, Remote: dst}}))
+// put moves one file to global storage with the reference's access
+// (sstore_base_group_readable): FileM keeps the file's mode and creates
+// the folders on the way with the transfer's. The file is a rank's local
+// copy or the drain's temporary, both inside owner-only folders, so
+// giving it the group's read access here exposes nothing on this node.
+func (m *module) put(ctx context.Context, fm filem.Module, ref snapshot.Ref, src string, dst filem.Remote) error {
+	fileMode, dirMode := snapshot.OwnerFileMode, snapshot.OwnerDirMode
+	if m.cfg.groupRead {
+		fileMode, dirMode = snapshot.GroupFileMode, snapshot.GroupDirMode
+	}
+	if err := os.Chmod(src, fileMode); err != nil {
+		return err
+	}
+	return remoteHint(ref, fm.Put(ctx, []filem.Transfer{{Local: src, Remote: dst, DirMode: dirMode}}))
 }
 
 // compressTo compresses src into the new file dst, counting the source

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"gompi/frameworks/filem/filemtest"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -46,10 +49,18 @@ func sftpModule(t testing.TB, s *filemtest.SSHD) filem.Module {
 func TestSFTP(t *testing.T) {
 	s := filemtest.StartSSHD(t)
 	fm := sftpModule(t, s)
-	for _, alg := range []string{compress.None, compress.Zstd} {
-		t.Run(alg, func(t *testing.T) {
+	for _, tc := range []struct {
+		alg       string
+		groupRead bool
+	}{{compress.None, false}, {compress.Zstd, false}, {compress.Zstd, true}} {
+		name := tc.alg
+		if tc.groupRead {
+			name += "-group-readable"
+		}
+		t.Run(name, func(t *testing.T) {
+			alg := tc.alg
 			sp := &spy{Module: fm}
-			f := newFixture(t, nil, ParamCompress+"="+alg, ParamMaxInflight+"=4")
+			f := newFixture(t, nil, ParamCompress+"="+alg, ParamMaxInflight+"=4", fmt.Sprintf("%s=%t", sstore.ParamGroupReadable, tc.groupRead))
 			if err := f.m.Provision(context.Background(), sstore.Host{Node: "n1", FileM: sp}); err != nil {
 				t.Fatal(err)
 			}
@@ -77,6 +88,23 @@ func TestSFTP(t *testing.T) {
 				checkGlobal(t, &lf, 2, rank, sn, alg)
 			}
 			checkMetaLast(t, sp, f.ref, 2, len(snaps))
+			// The sequence's folders are made by FileM on the way, the
+			// files keep the modes the drain gives them.
+			wantDir, wantFile := snapshot.OwnerDirMode, snapshot.OwnerFileMode
+			if tc.groupRead {
+				wantDir, wantFile = snapshot.GroupDirMode, snapshot.GroupFileMode
+			}
+			checkModes(t, local.SeqDir(2), wantDir, wantFile)
+			// So does the global metadata, into a reference FileM makes.
+			mref := snapshot.Ref{Dir: f.ref.Dir + "/new", Name: f.ref.Name}
+			ms, err := snapshot.MetaStoreFor(mref, sp, tc.groupRead)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ms.WriteGlobal(ctx, mref, &snapshot.GlobalMeta{Job: "4711", Ranks: 2}); err != nil {
+				t.Fatal(err)
+			}
+			checkModes(t, filepath.Join(f.global, "new", mref.Name), wantDir, wantFile)
 			if err := f.m.Remove(ctx, f.ref, 2); err != nil {
 				t.Fatal(err)
 			}
@@ -113,5 +141,31 @@ func TestSFTP(t *testing.T) {
 				t.Errorf("seq 2 lost")
 			}
 		})
+	}
+}
+
+// checkModes fails for each folder under root (root included) whose mode
+// is not dir and each file whose mode is not file.
+func checkModes(t *testing.T, root string, dir, file fs.FileMode) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := file
+		if d.IsDir() {
+			want = dir
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %04o, want %04o", p, got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

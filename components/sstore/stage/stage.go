@@ -85,6 +85,7 @@ type config struct {
 	alg         string
 	level       int
 	cache       int
+	groupRead   bool // sstore_base_group_readable
 }
 
 // query answers when checkpoint/restart is on (ft_cr_enabled) or when
@@ -100,6 +101,7 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 		alg:         v.String(ParamCompress),
 		level:       v.Int(ParamCompressLevel),
 		cache:       v.Int(ParamCache),
+		groupRead:   sstore.GroupReadable(v),
 	}
 	var errs []error
 	if c.localRoot != "" && !filepath.IsAbs(c.localRoot) {

@@ -67,7 +67,7 @@ func TestParseRefRemote(t *testing.T) {
 
 func TestMetaStore(t *testing.T) {
 	ref := Ref{Dir: t.TempDir(), Name: RefName("abc")}
-	ms, err := MetaStoreFor(ref, nil)
+	ms, err := MetaStoreFor(ref, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestMetaStore(t *testing.T) {
 	if err != nil || back.Job != "abc" || back.Ranks != 2 {
 		t.Fatalf("read back %+v, %v", back, err)
 	}
-	if _, err := MetaStoreFor(Ref{Dir: "sftp://h/x", Name: "r.ckpt"}, nil); err == nil || !strings.Contains(err.Error(), "--mca filem sftp") {
+	if _, err := MetaStoreFor(Ref{Dir: "sftp://h/x", Name: "r.ckpt"}, nil, false); err == nil || !strings.Contains(err.Error(), "--mca filem sftp") {
 		t.Errorf("a remote reference without FileM: %v", err)
 	}
 }

@@ -28,15 +28,17 @@ type MetaStore interface {
 
 // MetaStoreFor returns the MetaStore of ref: the local file system, or,
 // for a remote reference, fm (which must reach its host; nil is an error
-// that says which FileM to choose).
-func MetaStoreFor(ref Ref, fm filem.Module) (MetaStore, error) {
+// that says which FileM to choose). groupRead (sstore_base_group_readable)
+// gives what a remote store writes the group's read access; on this node
+// a reference's folder carries that choice (MkdirRef).
+func MetaStoreFor(ref Ref, fm filem.Module, groupRead bool) (MetaStore, error) {
 	if !ref.IsRemote() {
 		return ThisNode, nil
 	}
 	if fm == nil {
 		return nil, fmt.Errorf("sstore: snapshot reference %s is remote: it needs a FileM that reaches its host (--mca filem sftp or rsh)", ref)
 	}
-	return remoteMeta{fm: fm}, nil
+	return remoteMeta{fm: fm, groupRead: groupRead}, nil
 }
 
 // ThisNode is the MetaStore of references on this node's file system.
@@ -67,7 +69,10 @@ func (localMeta) ReadLocal(ctx context.Context, ref Ref, seq, rank int) (*LocalM
 
 // remoteMeta moves the metadata file through FileM, whose Put writes a
 // temporary name and renames it into place: the commit stays atomic.
-type remoteMeta struct{ fm filem.Module }
+type remoteMeta struct {
+	fm        filem.Module
+	groupRead bool
+}
 
 func (m remoteMeta) ReadGlobal(ctx context.Context, ref Ref) (*GlobalMeta, error) {
 	src, err := ref.Global(GlobalMetaFile)
@@ -104,13 +109,20 @@ func (m remoteMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) err
 	}
 	defer os.RemoveAll(tmp)
 	local := Ref{Dir: tmp, Name: ref.Name}
-	if err := os.Mkdir(local.Path(), OwnerDirMode); err != nil {
+	// WriteGlobal gives the file the access of the folder it goes into,
+	// and FileM keeps it; the temporary folder is inside tmp, which is
+	// the owner's alone.
+	if err := MkdirRef(local, m.groupRead); err != nil {
 		return fmt.Errorf("sstore: write %s: %w", ref, err)
 	}
 	if err := WriteGlobal(local, g); err != nil {
 		return err
 	}
-	if err := m.fm.Put(ctx, []filem.Transfer{{Local: filepath.Join(local.Path(), GlobalMetaFile), Remote: dst}}); err != nil {
+	dirMode := OwnerDirMode
+	if m.groupRead {
+		dirMode = GroupDirMode
+	}
+	if err := m.fm.Put(ctx, []filem.Transfer{{Local: filepath.Join(local.Path(), GlobalMetaFile), Remote: dst, DirMode: dirMode}}); err != nil {
 		return fmt.Errorf("sstore: write %s: %w", dst, err)
 	}
 	return nil
