@@ -3,6 +3,7 @@ package filemtest
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -103,21 +104,41 @@ func StartSSHD(t testing.TB) *SSHD {
 	return s
 }
 
-// start runs sshd on port (0: a free one) and waits until it listens.
+// start runs sshd on port (0: a free one) and waits until it listens. A
+// free port is found by listening on it and closing it, so another
+// process may take it before sshd binds it: then sshd is tried again on
+// another.
 func (s *SSHD) start(t testing.TB, port int) {
 	t.Helper()
-	if port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+	for attempt := 1; ; attempt++ {
+		p := port
+		if p == 0 {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = l.Addr().(*net.TCPAddr).Port
+			l.Close()
+		}
+		err := s.run(p)
+		if err == nil {
+			return
+		}
+		if port != 0 || attempt == 5 || !errors.Is(err, errPortTaken) {
 			t.Fatal(err)
 		}
-		port = l.Addr().(*net.TCPAddr).Port
-		l.Close()
 	}
+}
+
+// errPortTaken is wrapped when sshd could not bind its port.
+var errPortTaken = errors.New("port taken")
+
+// run starts sshd on port and waits until it listens.
+func (s *SSHD) run(port int) error {
 	s.Port = port
 	known := fmt.Sprintf("[127.0.0.1]:%d %s\n", port, s.HostKey)
 	if err := os.WriteFile(s.KnownHosts, []byte(known), 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	// MaxStartups and MaxSessions are raised so concurrent transfers are
 	// never turned away the way a busy default server would.
@@ -146,15 +167,15 @@ PidFile %[2]s/sshd.pid
 `, port, s.Dir)
 	cfg := filepath.Join(s.Dir, "sshd_config")
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", cfg)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	s.cmd, s.stopped = cmd, make(chan struct{})
 	s.logMu.Lock()
@@ -182,11 +203,16 @@ PidFile %[2]s/sshd.pid
 	}()
 	select {
 	case ok := <-ready:
-		if !ok {
-			t.Fatalf("sshd ended before listening:\n%s", s.Log())
+		if ok {
+			return nil
 		}
+		<-s.stopped
+		if strings.Contains(s.Log(), "Address already in use") {
+			return fmt.Errorf("sshd on port %d: %w:\n%s", port, errPortTaken, s.Log())
+		}
+		return fmt.Errorf("sshd ended before listening:\n%s", s.Log())
 	case <-time.After(time.Minute):
-		t.Fatalf("sshd not listening after a minute:\n%s", s.Log())
+		return fmt.Errorf("sshd not listening after a minute:\n%s", s.Log())
 	}
 }
 
