@@ -36,11 +36,14 @@ type Bootstrap interface {
 	Modex(ctx context.Context, mine map[string]string) ([]map[string]string, error)
 	// Abort ends the whole job with code, reporting msg.
 	Abort(code int, msg string)
-	// Secret is the job's shared secret: the same bytes for every rank of
-	// the job and known to no one else (at least 16 bytes). Ranks prove
-	// to each other that they know it before a connection carries a
-	// message (hello.go); the job id alone, which anyone can see, does not
-	// let a process connect as a rank.
+	// Secret is the job's data-plane secret: the same bytes for every
+	// rank running together and known to no one else (at least 16
+	// bytes). Ranks prove to each other that they know it before a
+	// connection carries a message (hello.go); the job id alone, which
+	// anyone can see, does not let a process connect as a rank. Under
+	// gompirun it is new for each launch generation (the first launch,
+	// each recovery that relaunches the ranks), so no rank of an ended
+	// generation can connect to the ranks of the next.
 	Secret() []byte
 }
 

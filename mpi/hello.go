@@ -16,10 +16,11 @@ import (
 
 // The hello is the first three frames of every BTL connection, in which
 // the rank that dials and the rank that accepts prove to each other that
-// they know the job's secret (Bootstrap.Secret) before any message moves:
-// the job id is public (ps shows it), so a hello naming the job and a rank
-// proves nothing by itself, and whoever connected first as rank k would
-// otherwise be rank k.
+// they know the job's data-plane secret (Bootstrap.Secret: gompirun makes
+// one for each launch generation, apart from the control plane's job
+// secret) before any message moves: the job id is public (ps shows it),
+// so a hello naming the job and a rank proves nothing by itself, and
+// whoever connected first as rank k would otherwise be rank k.
 //
 //	dialer   → acceptor  kindHello:     nonceD, job
 //	acceptor → dialer    kindChallenge: nonceA, MAC(acceptor)
@@ -47,7 +48,7 @@ const (
 	maxJobLen = 1024
 	// helloKeyInfo names what the derived key is for (HKDF's info).
 	helloKeyInfo = "gompi btl hello v1"
-	// minSecretLen is the shortest job secret a Proc accepts.
+	// minSecretLen is the shortest data-plane secret a Proc accepts.
 	minSecretLen = 16
 )
 
@@ -60,10 +61,10 @@ const (
 // errHello is wrapped by every refusal of a hello.
 var errHello = errors.New("hello refused")
 
-// helloKey derives the key of the hello MACs from the job's secret.
+// helloKey derives the key of the hello MACs from the data-plane secret.
 func helloKey(secret []byte, job string) ([]byte, error) {
 	if len(secret) < minSecretLen {
-		return nil, fmt.Errorf("the job secret has %d bytes, want at least %d", len(secret), minSecretLen)
+		return nil, fmt.Errorf("the data-plane secret has %d bytes, want at least %d", len(secret), minSecretLen)
 	}
 	return hkdf.Key(sha256.New, secret, []byte(job), helloKeyInfo, sha256.Size)
 }

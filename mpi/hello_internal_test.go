@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"net"
@@ -128,6 +129,34 @@ func TestHelloAcceptorImpostor(t *testing.T) {
 	dialErr, _, _ := runHello(t, helloProc(t, 0, 2, "j", secretA), helloProc(t, 1, 2, "j", secretB), 1)
 	if !errors.Is(dialErr, errHello) {
 		t.Errorf("dialer: %v, want a refusal", dialErr)
+	}
+}
+
+// TestHelloAcrossGenerations (issue 31 item 2): a recovery relaunches
+// the job's ranks under a new data-plane secret (gompirun makes one for
+// each launch generation), so a rank of the generation before, same job
+// and same rank numbers, can neither connect to a rank of the new one nor
+// be taken by one as its peer.
+func TestHelloAcrossGenerations(t *testing.T) {
+	gen := func() []byte {
+		b := make([]byte, 32)
+		rand.Read(b)
+		return b
+	}
+	before, now := gen(), gen()
+	// The dialer checks the acceptor's proof first: the old rank finds
+	// the new one's wrong and hangs up; the new one takes nothing.
+	acceptor := helloProc(t, 1, 2, "j", now)
+	oldDialErr, _, newAcceptErr := runHello(t, helloProc(t, 0, 2, "j", before), acceptor, 1)
+	if !errors.Is(oldDialErr, errHello) || newAcceptErr == nil || acceptor.inFrom[0] != nil {
+		t.Errorf("a rank of the generation before dialed a rank of the new one: acceptor %v, dialer %v; want both refused", newAcceptErr, oldDialErr)
+	}
+	newDialErr, _, _ := runHello(t, helloProc(t, 0, 2, "j", now), helloProc(t, 1, 2, "j", before), 1)
+	if !errors.Is(newDialErr, errHello) {
+		t.Errorf("a rank of the new generation took one of the generation before as its peer: %v", newDialErr)
+	}
+	if d, _, a := runHello(t, helloProc(t, 0, 2, "j", now), helloProc(t, 1, 2, "j", now), 1); d != nil || a != nil {
+		t.Errorf("two ranks of the new generation: dialer %v, acceptor %v", d, a)
 	}
 }
 

@@ -79,7 +79,7 @@ type Proc struct {
 	pending  map[btl.Conn]struct{} // accepted, still in the hello
 	inClosed bool
 	refusals btl.Refusals // refused hellos, by peer address
-	helloKey []byte       // the hello's MAC key, from the job's secret (hello.go)
+	helloKey []byte       // the hello's MAC key, from the data-plane secret (hello.go)
 	readers  sync.WaitGroup
 
 	app    appState     // the link to the job's checkpoint coordinators

@@ -23,11 +23,12 @@ const (
 	EnvNode    = "GOMPI_NODE"          // node name
 	EnvNodeDir = "GOMPI_NODE_DIR"      // the node-local directory of the job
 	EnvDaemon  = "GOMPI_DAEMON_SOCKET" // the node daemon's Unix socket
-	// EnvSecretFD names the descriptor a rank reads the job secret from
-	// (hex, then end of file): a pipe its daemon filled, so the secret is
-	// never in the rank's environment, which stays readable in
-	// /proc/PID/environ and in any image of the process. rankclient reads
-	// it, closes it and removes the variable.
+	// EnvSecretFD names the descriptor a rank reads its secrets from
+	// (control.RankSecrets: the job's control secret and its launch
+	// generation's data-plane secret, in hex, then end of file): a pipe
+	// its daemon filled, so they are never in the rank's environment,
+	// which stays readable in /proc/PID/environ and in any image of the
+	// process. rankclient reads it, closes it and removes the variable.
 	EnvSecretFD = "GOMPI_JOB_SECRET_FD"
 )
 

@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -59,6 +60,49 @@ func ParseSecret(h string) (Secret, error) {
 	}
 	copy(s.b[:], b)
 	return s, nil
+}
+
+// SecretFromBytes takes a secret as the bytes of a message field (the
+// data-plane secret of a launch, pb.Launch.DataSecret).
+func SecretFromBytes(b []byte) (Secret, error) {
+	var s Secret
+	if len(b) != SecretLen {
+		return s, fmt.Errorf("%w: %d bytes, want %d", ErrBadSecret, len(b), SecretLen)
+	}
+	copy(s.b[:], b)
+	return s, nil
+}
+
+// RankSecrets are what a rank is handed on its secret pipe: the job's
+// control secret, which it proves to its gompid, and the data-plane
+// secret of its launch generation, which ranks prove to each other (the
+// BTL hello). They differ so that a recovery inside one run can give the
+// relaunched ranks a new data-plane secret while the job's daemons and
+// tools keep the control secret they hold.
+type RankSecrets struct{ Control, Data Secret }
+
+// RankSecretsLen is the length of RankSecrets' text form.
+const RankSecretsLen = 4*SecretLen + 1
+
+// Text is the form written to the pipe: both secrets in hex, control
+// first, on two lines.
+func (r RankSecrets) Text() string { return r.Control.Hex() + "\n" + r.Data.Hex() }
+
+// ParseRankSecrets reads RankSecrets' text form.
+func ParseRankSecrets(text string) (RankSecrets, error) {
+	ctl, data, ok := strings.Cut(text, "\n")
+	if !ok {
+		return RankSecrets{}, fmt.Errorf("%w: want the control and data-plane secrets on two lines", ErrBadSecret)
+	}
+	var r RankSecrets
+	var err error
+	if r.Control, err = ParseSecret(ctl); err != nil {
+		return RankSecrets{}, fmt.Errorf("control secret: %w", err)
+	}
+	if r.Data, err = ParseSecret(data); err != nil {
+		return RankSecrets{}, fmt.Errorf("data-plane secret: %w", err)
+	}
+	return r, nil
 }
 
 // Hex is the text form of the secret.

@@ -24,9 +24,10 @@ import (
 // and, through small real processes, its ranks' exits, and reads what it
 // sends gompirun and which signals it sends its ranks.
 type harness struct {
-	t   *testing.T
-	d   *daemon
-	svc *rankService
+	t    *testing.T
+	d    *daemon
+	svc  *rankService
+	data control.Secret // the data-plane secret the harness's launches carry
 
 	mu      sync.Mutex
 	sent    []*pb.DaemonMessage
@@ -51,7 +52,11 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, changed: make(chan struct{})}
+	data, err := control.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, data: data, changed: make(chan struct{})}
 	cr := &crState{log: slog.New(slog.DiscardHandler), apps: map[int]*appConn{}, pending: map[uint64]chan *pb.RankCheckpointDone{}}
 	h.d = newDaemon(Options{Job: "feed0001", Node: "n1"}, slog.New(slog.DiscardHandler), t.TempDir(), secret, vals, nil, cr,
 		ports{send: h.record, gone: make(chan struct{})})
@@ -128,7 +133,7 @@ func isPhase(p pb.Phase) func(*pb.DaemonMessage) bool {
 func (h *harness) launch(size int32, script string, ranks ...int32) map[int32]int32 {
 	h.t.Helper()
 	if h.d.handle(h.t.Context(), &pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
-		Program: "/bin/sh", Args: []string{"-c", script}, Size: size, Ranks: ranks}}}) {
+		Program: "/bin/sh", Args: []string{"-c", script}, Size: size, Ranks: ranks, DataSecret: h.data.Bytes()}}}) {
 		h.t.Fatal("a Launch ended the daemon")
 	}
 	pids := map[int32]int32{}

@@ -52,6 +52,9 @@ func (d *daemon) launchMore(ctx context.Context, l *pb.Launch) {
 	}
 	start := proto.Clone(nl).(*pb.Launch)
 	start.Restart = l.Restart
+	// The moved ranks join the ranks that run on: they get the data-plane
+	// secret gompirun sent with them, the current generation's.
+	start.DataSecret = l.DataSecret
 	env := append(d.rankEnv(nl), rte.EnvRestartMigrate+"=1")
 	for _, r := range l.Ranks {
 		d.startRank(ctx, start, int(r), env)

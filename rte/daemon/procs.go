@@ -65,17 +65,18 @@ func (d *daemon) rankEnv(l *pb.Launch) []string {
 	)
 }
 
-// secretPipe returns the read end of a pipe that holds the job secret
-// (hex) and then ends: a rank inherits it as descriptor rte.SecretFD
-// instead of finding the secret in its environment. The secret fits in
-// the pipe's buffer, so it is written before the rank starts and the
-// write end closed at once.
-func secretPipe(secret control.Secret) (*os.File, error) {
+// secretPipe returns the read end of a pipe that holds the rank's
+// secrets (control.RankSecrets: the job's control secret and the launch
+// generation's data-plane secret) and then ends: a rank inherits it as
+// descriptor rte.SecretFD instead of finding them in its environment.
+// They fit in the pipe's buffer, so they are written before the rank
+// starts and the write end closed at once.
+func secretPipe(s control.RankSecrets) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("secret pipe: %w", err)
 	}
-	_, err = w.WriteString(secret.Hex())
+	_, err = w.WriteString(s.Text())
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -84,6 +85,18 @@ func secretPipe(secret control.Secret) (*os.File, error) {
 		return nil, fmt.Errorf("secret pipe: %w", err)
 	}
 	return r, nil
+}
+
+// rankSecrets are the secrets a rank of launch l is handed: the job's
+// control secret and l's data-plane secret, which gompirun made for the
+// launch generation (a launch without one starts no rank: its ranks could
+// prove nothing to each other).
+func (d *daemon) rankSecrets(l *pb.Launch) (control.RankSecrets, error) {
+	data, err := control.SecretFromBytes(l.DataSecret)
+	if err != nil {
+		return control.RankSecrets{}, fmt.Errorf("the launch's data-plane secret: %w", err)
+	}
+	return control.RankSecrets{Control: d.secret, Data: data}, nil
 }
 
 func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []string) {
@@ -95,6 +108,11 @@ func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []strin
 		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Error: err.Error()}}})
 	}
 	restart, err := d.restartEnv(ctx, l.Restart, r)
+	if err != nil {
+		fail(err)
+		return
+	}
+	secrets, err := d.rankSecrets(l)
 	if err != nil {
 		fail(err)
 		return
@@ -111,7 +129,7 @@ func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []strin
 		fail(err)
 		return
 	}
-	secR, err := secretPipe(d.secret)
+	secR, err := secretPipe(secrets)
 	if err != nil {
 		outR.Close()
 		outW.Close()

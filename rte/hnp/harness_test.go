@@ -19,6 +19,7 @@ import (
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
+	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/mapping"
 )
@@ -39,7 +40,9 @@ type harness struct {
 	work   []func() event
 	boxes  map[string]*mailbox
 	launch map[string]*testLaunch
-	global *testGlobal
+	// launched is the Launch each daemon got when the job started.
+	launched map[string]*pb.Launch
+	global   *testGlobal
 	// decide is the ErrMgr stack's only policy (nil: abort every fault).
 	decide func(errmgr.Fault, *errmgr.Status) errmgr.Decision
 	faults []errmgr.Fault // every fault the stack handled
@@ -54,7 +57,7 @@ func newHarness(t *testing.T, m mapping.Map, coord bool) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, stderr: &bytes.Buffer{}, boxes: map[string]*mailbox{}, launch: map[string]*testLaunch{}}
+	h := &harness{t: t, stderr: &bytes.Buffer{}, boxes: map[string]*mailbox{}, launch: map[string]*testLaunch{}, launched: map[string]*pb.Launch{}}
 	stack := errmgr.NewStack([]errmgr.Named{{Name: "policy", Module: policyFunc(func(f errmgr.Fault, st *errmgr.Status) errmgr.Decision {
 		h.faults = append(h.faults, f)
 		if h.decide == nil {
@@ -75,7 +78,11 @@ func newHarness(t *testing.T, m mapping.Map, coord bool) *harness {
 		p.global = h.global
 	}
 	discard := slog.New(slog.DiscardHandler)
-	h.j = newJob("j1", Options{Proc: proc, Stderr: h.stderr, Stdout: io.Discard}, m, "/bin/app", "/", &boot.HNP{}, p, discard, discard)
+	data, err := control.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.j = newJob("j1", data, Options{Proc: proc, Stderr: h.stderr, Stdout: io.Discard}, m, "/bin/app", "/", &boot.HNP{}, p, discard, discard)
 	for _, n := range m.Nodes {
 		l := &testLaunch{node: n}
 		h.launch[n] = l
@@ -93,7 +100,11 @@ func newHarness(t *testing.T, m mapping.Map, coord bool) *harness {
 		t.Fatalf("job %s after every daemon attached", h.j.state)
 	}
 	for _, n := range m.Nodes {
-		h.sent(n) // the welcome and the launch
+		for _, msg := range h.sent(n) { // the welcome and the launch
+			if l := msg.GetLaunch(); l != nil {
+				h.launched[n] = l
+			}
+		}
 	}
 	return h
 }

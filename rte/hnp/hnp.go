@@ -151,7 +151,11 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	j := newJob(id, o, pl.m, pl.program, pl.cwd, mods, livePorts(stack, o.Stderr), o.Proc.FrameworkLogger(errmgr.Name), log)
+	data, err := control.NewSecret()
+	if err != nil {
+		return 1, err
+	}
+	j := newJob(id, data, o, pl.m, pl.program, pl.cwd, mods, livePorts(stack, o.Stderr), o.Proc.FrameworkLogger(errmgr.Name), log)
 	if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{j}}); err != nil {
 		return 1, err
 	}
@@ -314,7 +318,14 @@ func (j *job) recovered(ctx context.Context) (*job, error) {
 	o := j.o
 	o.Restart = &Restart{Ref: rec.ref, Seq: rec.seq, Meta: o.Meta}
 	stack := j.mods.ErrMgr
-	nj := newJob(j.id, o, next, j.program, j.cwd, j.mods, livePorts(stack, o.Stderr), j.elog, j.log)
+	// The relaunched ranks get a data-plane secret of their own: nothing
+	// of the ended generation (a process that outlived its kill, a secret
+	// that leaked from it) can complete a hello with them.
+	data, err := control.NewSecret()
+	if err != nil {
+		return nil, fmt.Errorf("recovery %d: %w", rec.n, err)
+	}
+	nj := newJob(j.id, data, o, next, j.program, j.cwd, j.mods, livePorts(stack, o.Stderr), j.elog, j.log)
 	nj.recoveries, nj.recoveredFrom = rec.n, rec
 	if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{nj}}); err != nil {
 		return nil, fmt.Errorf("recovery %d: %w", rec.n, err)

@@ -56,6 +56,10 @@ type job struct {
 	hbTimeout  time.Duration
 	killGrace  time.Duration
 	launchWait time.Duration
+	// dataSecret is the data-plane secret of this launch generation: new
+	// for each job struct (the first launch, each recovery), sent in every
+	// Launch (a migration's too), never logged or written down.
+	dataSecret control.Secret
 
 	events chan event
 	done   chan struct{} // closed when run returns
@@ -173,10 +177,10 @@ type (
 // process's exit to be seen, before the node is declared lost anyway.
 const streamEndGrace = 2 * time.Second
 
-func newJob(id string, o Options, m mapping.Map, program, cwd string, mods *boot.HNP, p ports, elog, log *slog.Logger) *job {
+func newJob(id string, data control.Secret, o Options, m mapping.Map, program, cwd string, mods *boot.HNP, p ports, elog, log *slog.Logger) *job {
 	vals := o.Proc.Values
 	j := &job{
-		id: id, o: o, m: m, program: program, cwd: cwd, mods: mods, p: p, vals: vals,
+		id: id, dataSecret: data, o: o, m: m, program: program, cwd: cwd, mods: mods, p: p, vals: vals,
 		log: log, elog: elog, start: p.now(),
 		settings:   control.SettingsToProto(mods.JobSettings(vals)),
 		hbPeriod:   vals.Duration(plm.ParamHBPeriod),
@@ -336,6 +340,7 @@ func (j *job) progress() {
 			d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
 				Program: j.program, Args: j.o.Args, Env: j.o.Env, Cwd: j.cwd,
 				Size: int32(len(j.ranks)), Ranks: ranks, RankNodes: j.m.RankNode, Restart: restart,
+				DataSecret: j.dataSecret.Bytes(),
 			}}})
 		}
 		j.progress()

@@ -195,7 +195,8 @@ func (j *job) migSaved(e evMigSaved) {
 	for _, n := range slices.Sorted(maps.Keys(byNode)) {
 		j.daemons[n].box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
 			Migrate: true, Ranks: byNode[n], RankNodes: rankNodes, Size: int32(len(j.ranks)),
-			Restart: &pb.RestartSpec{RefDir: ref.Dir, RefName: ref.Name, Seq: int32(mig.seq)},
+			Restart:    &pb.RestartSpec{RefDir: ref.Dir, RefName: ref.Name, Seq: int32(mig.seq)},
+			DataSecret: j.dataSecret.Bytes(),
 		}}})
 	}
 	j.elog.Info("migration: saved; starting the moved ranks on their new nodes", "seq", mig.seq, "took", mig.saved.Sub(mig.start))

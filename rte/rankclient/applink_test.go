@@ -90,7 +90,7 @@ func serveFake(t *testing.T, d *fakeDaemon) {
 	go srv.Serve(l)
 	t.Cleanup(srv.Stop)
 	t.Setenv(rte.EnvRank, "0")
-	setSecretFD(t, secret.Hex())
+	setSecretFD(t, withData(t, secret).Text())
 	t.Setenv(rte.EnvDaemon, filepath.Join(dir, "d.sock"))
 	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
 }

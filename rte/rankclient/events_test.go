@@ -63,7 +63,7 @@ func serveDaemon(t *testing.T, rank int, d pb.DaemonServer) {
 	go srv.Serve(l)
 	t.Cleanup(srv.Stop)
 	t.Setenv(rte.EnvRank, string(rune('0'+rank)))
-	setSecretFD(t, secret.Hex())
+	setSecretFD(t, withData(t, secret).Text())
 	t.Setenv(rte.EnvDaemon, filepath.Join(dir, "d.sock"))
 	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
 }

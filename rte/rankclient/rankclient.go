@@ -47,10 +47,13 @@ type Client struct {
 	job, node  string
 	nodeDir    string
 	rankNodes  []string
-	secret     control.Secret // the job's; rank processes prove it to each other (mpi hello)
-	proc       *boot.Process
-	conn       *grpc.ClientConn // nil for a singleton
-	rpc        pb.DaemonClient
+	// secret is the data-plane secret of the rank's launch generation,
+	// which rank processes prove to each other (mpi hello); the job's
+	// control secret is held only by conn, for its calls to gompid.
+	secret control.Secret
+	proc   *boot.Process
+	conn   *grpc.ClientConn // nil for a singleton
+	rpc    pb.DaemonClient
 
 	restart    snapc.RestartInfo
 	restarting bool
@@ -75,9 +78,10 @@ func InJob() bool { return os.Getenv(rte.EnvRank) != "" }
 
 // Init connects to the daemon named by the environment, says hello, and
 // loads the job's parameters (as resolved by gompirun) with boot.Load. It
-// reads the job secret from the descriptor its daemon passed
-// (rte.EnvSecretFD) and closes it, so the secret is never in the
-// process's environment and programs the rank starts do not inherit it.
+// reads its secrets (the job's control secret and its launch generation's
+// data-plane secret) from the descriptor its daemon passed
+// (rte.EnvSecretFD) and closes it, so they are never in the process's
+// environment and programs the rank starts do not inherit them.
 func Init(ctx context.Context) (*Client, error) {
 	if !InJob() {
 		return nil, ErrNotLaunched
@@ -86,7 +90,7 @@ func Init(ctx context.Context) (*Client, error) {
 	if err != nil || rank < 0 {
 		return nil, fmt.Errorf("rankclient: %s=%q is not a rank", rte.EnvRank, os.Getenv(rte.EnvRank))
 	}
-	secret, err := readSecret()
+	secrets, err := readSecrets()
 	if err != nil {
 		return nil, fmt.Errorf("rankclient: %w", err)
 	}
@@ -95,7 +99,7 @@ func Init(ctx context.Context) (*Client, error) {
 		return nil, err
 	}
 	sock := os.Getenv(rte.EnvDaemon)
-	conn, err := control.DialUnix(sock, secret)
+	conn, err := control.DialUnix(sock, secrets.Control)
 	if err != nil {
 		return nil, fmt.Errorf("rankclient: %w", err)
 	}
@@ -115,32 +119,33 @@ func Init(ctx context.Context) (*Client, error) {
 	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
 		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting, migrated: migrated,
-		secret: secret,
+		secret: secrets.Data,
 	}
 	c.startEvents()
 	return c, nil
 }
 
-// readSecret reads the job secret from the descriptor rte.EnvSecretFD
-// names (the daemon's pipe), closes it and removes the variable, so
-// neither the secret nor the descriptor reaches programs the rank starts.
-func readSecret() (control.Secret, error) {
+// readSecrets reads the rank's secrets from the descriptor
+// rte.EnvSecretFD names (the daemon's pipe), closes it and removes the
+// variable, so neither the secrets nor the descriptor reach programs the
+// rank starts.
+func readSecrets() (control.RankSecrets, error) {
 	v := os.Getenv(rte.EnvSecretFD)
 	os.Unsetenv(rte.EnvSecretFD)
 	fd, err := strconv.Atoi(v)
 	if err != nil || fd <= 2 {
-		return control.Secret{}, fmt.Errorf("%s=%q: want the descriptor of the job secret's pipe", rte.EnvSecretFD, v)
+		return control.RankSecrets{}, fmt.Errorf("%s=%q: want the descriptor of the secrets' pipe", rte.EnvSecretFD, v)
 	}
 	f := os.NewFile(uintptr(fd), "job secret")
 	defer f.Close()
-	// One byte more than a secret's text: a longer stream is no secret.
-	b, err := io.ReadAll(io.LimitReader(f, 2*control.SecretLen+1))
+	// One byte more than the secrets' text: a longer stream is not theirs.
+	b, err := io.ReadAll(io.LimitReader(f, control.RankSecretsLen+1))
 	if err != nil {
-		return control.Secret{}, fmt.Errorf("%s: read descriptor %d: %w", rte.EnvSecretFD, fd, err)
+		return control.RankSecrets{}, fmt.Errorf("%s: read descriptor %d: %w", rte.EnvSecretFD, fd, err)
 	}
-	s, err := control.ParseSecret(string(b))
+	s, err := control.ParseRankSecrets(string(b))
 	if err != nil {
-		return control.Secret{}, fmt.Errorf("%s: descriptor %d: %w", rte.EnvSecretFD, fd, err)
+		return control.RankSecrets{}, fmt.Errorf("%s: descriptor %d: %w", rte.EnvSecretFD, fd, err)
 	}
 	return s, nil
 }
@@ -171,8 +176,10 @@ func (c *Client) Size() int { return c.size }
 // Job is the job id.
 func (c *Client) Job() string { return c.job }
 
-// Secret is the job's secret, which ranks prove to each other that they
-// know when they connect (mpi.Bootstrap).
+// Secret is the data-plane secret of the rank's launch generation, which
+// ranks prove to each other that they know when they connect
+// (mpi.Bootstrap): new for each launch and each recovery of the job, the
+// current one for ranks a migration moves.
 func (c *Client) Secret() []byte { return c.secret.Bytes() }
 
 // Node is the name of the node the rank runs on; ranks with equal node

@@ -64,18 +64,31 @@ func setSecretFD(t *testing.T, text string) {
 	t.Setenv(rte.EnvSecretFD, strconv.Itoa(fds[0]))
 }
 
-// TestSecretNotInEnvironment: Init takes the secret from its descriptor,
-// closes it and leaves neither the secret nor the variable behind.
+// withData pairs the job's control secret with a new data-plane secret,
+// as a daemon hands them to a rank.
+func withData(t *testing.T, ctl control.Secret) control.RankSecrets {
+	t.Helper()
+	data, err := control.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return control.RankSecrets{Control: ctl, Data: data}
+}
+
+// TestSecretNotInEnvironment: Init takes the secrets from their
+// descriptor, closes it and leaves neither the secrets nor the variable
+// behind.
 func TestSecretNotInEnvironment(t *testing.T) {
 	secret, err := control.NewSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	setSecretFD(t, secret.Hex())
+	want := withData(t, secret)
+	setSecretFD(t, want.Text())
 	fd, _ := strconv.Atoi(os.Getenv(rte.EnvSecretFD))
-	got, err := readSecret()
-	if err != nil || got != secret {
-		t.Fatalf("readSecret = %v, %v", got, err)
+	got, err := readSecrets()
+	if err != nil || got != want {
+		t.Fatalf("readSecrets = %v, %v", got, err)
 	}
 	if v, ok := os.LookupEnv(rte.EnvSecretFD); ok {
 		t.Errorf("%s=%s left in the environment", rte.EnvSecretFD, v)
@@ -86,8 +99,29 @@ func TestSecretNotInEnvironment(t *testing.T) {
 		t.Errorf("descriptor %d (the secret's pipe) is still open", fd)
 	}
 	for _, kv := range os.Environ() {
-		if strings.Contains(kv, secret.Hex()) {
-			t.Errorf("the secret is in the environment: %s", kv)
+		if strings.Contains(kv, want.Control.Hex()) || strings.Contains(kv, want.Data.Hex()) {
+			t.Errorf("a secret is in the environment: %s", kv)
+		}
+	}
+}
+
+// TestSecretsMalformed: the pipe must hold both secrets, whole: the
+// control secret alone (what a daemon of an older gompi sent), a
+// truncated or overlong data-plane secret, or trailing bytes are refused.
+func TestSecretsMalformed(t *testing.T) {
+	s := withData(t, control.Secret{})
+	ctl, data := s.Control.Hex(), s.Data.Hex()
+	for _, text := range []string{
+		ctl,
+		ctl + "\n",
+		ctl + "\n" + data[:len(data)-2],
+		ctl + "\n" + data + "00",
+		ctl + "\n" + data + "\n",
+		data[:8] + "\n" + data,
+	} {
+		setSecretFD(t, text)
+		if got, err := readSecrets(); !errors.Is(err, control.ErrBadSecret) {
+			t.Errorf("readSecrets of %q = %v, %v; want ErrBadSecret", text, got, err)
 		}
 	}
 }

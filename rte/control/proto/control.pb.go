@@ -1458,7 +1458,13 @@ type Launch struct {
 	Restart   *RestartSpec           `protobuf:"bytes,8,opt,name=restart,proto3" json:"restart,omitempty"`                      // set when the job restarts from a snapshot
 	// migrate: these ranks join a running job (a migration moved them here);
 	// the daemon adds them to the ranks it runs. restart names their snapshot.
-	Migrate       bool `protobuf:"varint,9,opt,name=migrate,proto3" json:"migrate,omitempty"`
+	Migrate bool `protobuf:"varint,9,opt,name=migrate,proto3" json:"migrate,omitempty"`
+	// data_secret is the data-plane secret of this launch generation (32
+	// random bytes, new for the job's first launch and for each recovery
+	// that relaunches its ranks; a migration carries the current one). The
+	// daemon hands it to each rank on the secret pipe; ranks prove it to
+	// each other in the BTL hello. It is never logged or written down.
+	DataSecret    []byte `protobuf:"bytes,10,opt,name=data_secret,json=dataSecret,proto3" json:"data_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1554,6 +1560,13 @@ func (x *Launch) GetMigrate() bool {
 		return x.Migrate
 	}
 	return false
+}
+
+func (x *Launch) GetDataSecret() []byte {
+	if x != nil {
+		return x.DataSecret
+	}
+	return nil
 }
 
 // RestartSpec names the snapshot a restarted job starts from; each daemon
@@ -4430,7 +4443,7 @@ const file_control_proto_rawDesc = "" +
 	"\x03why\x18\x02 \x01(\tR\x03why\"N\n" +
 	"\aWelcome\x12\x10\n" +
 	"\x03job\x18\x01 \x01(\tR\x03job\x121\n" +
-	"\bsettings\x18\x02 \x03(\v2\x15.gompi.rte.v1.SettingR\bsettings\"\xf2\x01\n" +
+	"\bsettings\x18\x02 \x03(\v2\x15.gompi.rte.v1.SettingR\bsettings\"\x93\x02\n" +
 	"\x06Launch\x12\x18\n" +
 	"\aprogram\x18\x01 \x01(\tR\aprogram\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x12\x10\n" +
@@ -4441,7 +4454,10 @@ const file_control_proto_rawDesc = "" +
 	"\n" +
 	"rank_nodes\x18\a \x03(\tR\trankNodes\x123\n" +
 	"\arestart\x18\b \x01(\v2\x19.gompi.rte.v1.RestartSpecR\arestart\x12\x18\n" +
-	"\amigrate\x18\t \x01(\bR\amigrate\"S\n" +
+	"\amigrate\x18\t \x01(\bR\amigrate\x12\x1f\n" +
+	"\vdata_secret\x18\n" +
+	" \x01(\fR\n" +
+	"dataSecret\"S\n" +
 	"\vRestartSpec\x12\x17\n" +
 	"\aref_dir\x18\x01 \x01(\tR\x06refDir\x12\x19\n" +
 	"\bref_name\x18\x02 \x01(\tR\arefName\x12\x10\n" +

@@ -15,8 +15,8 @@
 // restart; "checkpointed rank=R seq=S ref=NAME" when its own request (as
 // cr.Checkpoint makes, -checkpoint-at) is committed;
 // "paused at write of seq S" under the write test hook; with -show-secret,
-// "secret rank=R hex=H environ=clean|HOLDS-IT" first, for the test that
-// looks for the job secret where it must not be.
+// "secret rank=R pid=P hex=H environ=clean|HOLDS-IT" first, for the test that
+// looks for the secrets where they must not be.
 package main
 
 import (
@@ -66,7 +66,7 @@ func main() {
 		failRank   = flag.Int("fail-rank", -1, "this rank fails to save")
 		payload    = flag.Int("payload", 4096, "bytes of app.state beyond its header")
 		ckptAt     = flag.Uint64("checkpoint-at", 0, "at this safe point every rank asks for a checkpoint at the next one (cr.Checkpoint)")
-		showSecret = flag.Bool("show-secret", false, "print the job secret and whether the process's initial environment holds it")
+		showSecret = flag.Bool("show-secret", false, "print the data-plane secret and whether the process's initial environment holds it")
 	)
 	flag.Parse()
 	ctx := context.Background()
@@ -264,9 +264,11 @@ func firstLine(b []byte) string {
 	return s
 }
 
-// printSecret prints the job secret and whether /proc/self/environ (the
-// environment the process started with, which unsetenv does not change)
-// holds it or the variable that once carried it.
+// printSecret prints the rank's data-plane secret, its pid (the test
+// reads the process's environment for the control secret, which a rank
+// does not show) and whether /proc/self/environ (the environment the
+// process started with, which unsetenv does not change) holds the secret
+// or the variable that once carried the job secret.
 func printSecret(r int, secret []byte) {
 	h := hex.EncodeToString(secret)
 	env, err := os.ReadFile("/proc/self/environ")
@@ -277,5 +279,5 @@ func printSecret(r int, secret []byte) {
 	case bytes.Contains(env, []byte(h)) || bytes.Contains(env, secret) || bytes.Contains(env, []byte("GOMPI_JOB_SECRET=")):
 		verdict = "HOLDS-IT"
 	}
-	fmt.Printf("secret rank=%d hex=%s environ=%s\n", r, h, verdict)
+	fmt.Printf("secret rank=%d pid=%d hex=%s environ=%s\n", r, os.Getpid(), h, verdict)
 }
