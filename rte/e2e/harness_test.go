@@ -22,7 +22,8 @@ import (
 )
 
 // root is the tests' private temporary tree (short, for socket paths):
-// bin/ holds the binaries, run/ is XDG_RUNTIME_DIR, tmp/ is TMPDIR.
+// bin/ holds the binaries, run/ is XDG_RUNTIME_DIR, tmp/ is TMPDIR,
+// config/ is XDG_CONFIG_HOME.
 var root, bin string
 
 // runBound bounds any one job: a failure bound, not a synchronization.
@@ -50,6 +51,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Setenv("XDG_RUNTIME_DIR", filepath.Join(root, "run"))
 		os.Setenv("TMPDIR", filepath.Join(root, "tmp"))
+		// The remote references jobs write are recorded in the user's
+		// snapshot index: the run's own, not the developer's.
+		os.Setenv("XDG_CONFIG_HOME", filepath.Join(root, "config"))
 		// On a loaded 2-core machine a daemon may be starved for seconds:
 		// only the heartbeat test relies on the timeout.
 		os.Setenv("GOMPI_MCA_errmgr_base_heartbeat_timeout", "120s")

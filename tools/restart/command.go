@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,7 +60,8 @@ func NewCommand() *cobra.Command {
 		Short: "Restart a gompi job from a checkpoint",
 		Long: `gompi-restart restarts the job saved in GLOBAL_SNAPSHOT_REF: the name
 gompi-checkpoint printed (looked up in the current folder, then in
-snapc_base_global_snapshot_dir, $HOME by default) or the reference's path. It takes the newest committed sequence, or
+snapc_base_global_snapshot_dir, $HOME by default, then in your index of
+remote references) or the reference's path, or URL (sftp://host/dir/name). It takes the newest committed sequence, or
 the committed one -s names, checks the size and checksum of every file of
 it, and runs gompirun again with the job's rank count, program, arguments,
 working directory, exports, AMCA sets and parameters, each rank starting
@@ -154,7 +156,11 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	if err != nil {
 		return err
 	}
-	argv, warnings := Command(point, Overrides{MCA: o.params.MCA, AMCA: o.params.AMCA, Hostfile: o.hostfile,
+	reach, err := reachSettings(p, point)
+	if err != nil {
+		return err
+	}
+	argv, warnings := Command(point, Overrides{MCA: append(reach, o.params.MCA...), AMCA: o.params.AMCA, Hostfile: o.hostfile,
 		Extra: strings.Fields(o.mpirunOpts)}, p.Params)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "gompi-restart: warning: %s\n", w)
@@ -168,6 +174,25 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		fmt.Fprintf(stderr, "gompi-restart: restarting %s from sequence %d:\n  %s\n", ref.Name, point.Seq.Seq, strings.Join(quoteArgs(argv), " "))
 	}
 	return o.launch(ctx, stdout, stderr, argv)
+}
+
+// reachSettings are the name=value pairs that reach the restart point's
+// remote reference (boot's RemoteSettings: the FileM its URL implies, the
+// settings the user's snapshot index keeps) that its job did not store:
+// gompirun and its daemons fetch the snapshots with them, as this tool
+// read the metadata.
+func reachSettings(p *boot.Process, point snapshot.RestartPoint) ([]string, error) {
+	reach, err := p.RemoteSettings(point.Ref)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range reach {
+		if !slices.ContainsFunc(point.Meta.Params, func(st mca.Setting) bool { return st.Name == s.Name }) {
+			out = append(out, s.Name+"="+s.Value)
+		}
+	}
+	return out, nil
 }
 
 // checkSafe refuses a restart point someone else could have written

@@ -34,6 +34,7 @@ func isolate(t *testing.T) {
 		}
 	}
 	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "") // the snapshot index in HOME
 	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
 }
 

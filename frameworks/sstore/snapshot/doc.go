@@ -4,8 +4,8 @@
 // commits sequences in it and gompi-restart reads it back.
 //
 // It holds the layout of a reference (Ref, RefName, LocalName; FindRef
-// looks a bare name up in the current folder, then the global snapshot
-// directory), the node-local layout of staged copies the stage component
+// looks a bare name up in the current folder, the global snapshot
+// directory, then the user's index of remote references), the node-local layout of staged copies the stage component
 // keeps and gompi-restart -i reads (stage.go), its two metadata files
 // (GlobalMeta in global_snapshot_meta, LocalMeta in each rank's
 // snapshot_meta) with their text encoding, read with every count checked
@@ -15,9 +15,11 @@
 // WriteFileAtomic) and read back only as a regular file inside the
 // reference (OpenFile), the owner-only access of a reference and the
 // check gompi-restart makes of it (perm.go), how a restart point is chosen
-// and verified (ChooseSeq, RestartPoint), and MetaStore, which reads and
-// writes the metadata of a reference wherever it lives (this node, or a
-// remote host through FileM).
+// and verified (ChooseSeq, RestartPoint: sizes and checksums, or sizes
+// alone for gompi-restart -i), MetaStore, which reads and writes the
+// metadata of a reference wherever it lives (this node, or a remote host
+// through FileM), and the per-user index of remote references with the
+// FileM settings that reach them, never credentials (index.go).
 //
 // It knows nothing of the SStore framework's modules: package sstore (the
 // framework's interface) imports it, never the reverse. Its errors keep

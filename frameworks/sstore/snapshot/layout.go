@@ -98,10 +98,13 @@ func ParseRef(arg, defaultDir string) (Ref, error) {
 // FindRef is ParseRef for a reference a user names to a tool, with a bare
 // name looked up: in the current folder first (where gompi-checkpoint's
 // user often stands), then in defaultDir (the global snapshot directory
-// parameter). When a bare name is in neither the error names both places
-// (wrapping fs.ErrNotExist). A remote defaultDir is not looked into here:
-// its reference is returned, and reading its metadata says whether it is
-// there. Names that are not bare are ParseRef's, unchecked.
+// parameter) when it is on this node, then in the user's snapshot index
+// (IndexPath: the remote references checkpoints wrote). When a bare name
+// is in none, the error names each place (wrapping fs.ErrNotExist). A
+// remote defaultDir is not looked into here: when the index does not name
+// the reference, its reference in defaultDir is returned, and reading its
+// metadata says whether it is there. Names that are not bare are
+// ParseRef's, unchecked.
 func FindRef(arg, defaultDir string) (Ref, error) {
 	name := filepath.Clean(strings.TrimSpace(arg))
 	if !isBareName(arg) {
@@ -114,21 +117,36 @@ func FindRef(arg, defaultDir string) (Ref, error) {
 	if isDir(filepath.Join(cwd, name)) {
 		return Ref{Dir: cwd, Name: name}, nil
 	}
-	if defaultDir == "" {
-		return Ref{}, fmt.Errorf("sstore: no snapshot reference %s in the current folder (%s), and no global snapshot directory is set (snapc_base_global_snapshot_dir): give its path: %w",
-			name, cwd, fs.ErrNotExist)
-	}
+	looked := fmt.Sprintf("the current folder (%s)", cwd)
 	ref := Ref{Dir: defaultDir, Name: name}
 	l, err := ref.Location()
-	if err != nil || l.Host != "" {
-		return ref, nil
+	remote := err == nil && l.Host != ""
+	if defaultDir != "" && !remote {
+		ref.Dir = l.Path
+		if isDir(ref.Path()) {
+			return ref, nil
+		}
+		looked += fmt.Sprintf(", then in snapc_base_global_snapshot_dir (%s)", ref.Dir)
 	}
-	ref.Dir = l.Path
-	if isDir(ref.Path()) {
-		return ref, nil
+	if index, err := IndexPath(); err == nil {
+		e, ok, err := LookupIndex(index, name, "")
+		if err != nil {
+			return Ref{}, err
+		}
+		if ok {
+			return e.Ref(), nil
+		}
+		looked += fmt.Sprintf(", then in your snapshot index (%s)", index)
 	}
-	return Ref{}, fmt.Errorf("sstore: no snapshot reference %s: looked in the current folder (%s), then in snapc_base_global_snapshot_dir (%s); give the reference's path: %w",
-		ref.Path(), cwd, ref.Dir, fs.ErrNotExist)
+	switch {
+	case remote:
+		return ref, nil
+	case defaultDir == "":
+		return Ref{}, fmt.Errorf("sstore: no snapshot reference %s: looked in %s, and no global snapshot directory is set (snapc_base_global_snapshot_dir): give its path: %w",
+			name, looked, fs.ErrNotExist)
+	}
+	return Ref{}, fmt.Errorf("sstore: no snapshot reference %s: looked in %s; give the reference's path: %w",
+		ref.Path(), looked, fs.ErrNotExist)
 }
 
 // isBareName reports whether arg names a reference without a folder: no

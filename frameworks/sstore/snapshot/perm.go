@@ -80,27 +80,20 @@ var ErrUnsafeRef = errors.New("unsafe snapshot reference")
 // ErrUnsafeRef that names it and the fix; paths that group or others may
 // read give one warning.
 func CheckSafe(ref Ref, paths ...string) (warning string, err error) {
-	uid := os.Getuid()
 	var errs []error
 	readable := 0
 	for _, p := range append([]string{ref.Path()}, paths...) {
-		fi, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // what is missing, verification reports
-		} else if err != nil {
-			return "", fmt.Errorf("sstore: %w", err)
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
+		canRead, err := checkOwn(p, "what restart runs")
 		switch {
-		case !ok:
-			errs = append(errs, fmt.Errorf("%w: %s: its owner cannot be read", ErrUnsafeRef, p))
-		case int(st.Uid) != uid && st.Uid != 0:
-			errs = append(errs, fmt.Errorf("%w: %s is owned by user %d, not by you (%d): another user could have written what restart runs; copy the reference if you trust it", ErrUnsafeRef, p, st.Uid, uid))
-		case fi.Mode().Perm()&0o022 != 0:
-			errs = append(errs, fmt.Errorf("%w: %s is writable by %s (mode %04o): someone else could have written what restart runs; if it is yours and unchanged, run chmod go-w %s", ErrUnsafeRef, p, whoMay(fi.Mode(), 0o020, 0o002), fi.Mode().Perm(), p))
-		case fi.Mode().Perm()&0o044 != 0:
+		case errors.Is(err, fs.ErrNotExist):
+			continue // what is missing, verification reports
+		case errors.Is(err, ErrUnsafeRef):
+			errs = append(errs, err)
+		case err != nil:
+			return "", fmt.Errorf("sstore: %w", err)
+		case canRead != "":
 			if readable == 0 {
-				warning = fmt.Sprintf("%s is readable by %s (mode %04o)", p, whoMay(fi.Mode(), 0o040, 0o004), fi.Mode().Perm())
+				warning = canRead
 			}
 			readable++
 		}
@@ -115,6 +108,31 @@ func CheckSafe(ref Ref, paths ...string) (warning string, err error) {
 		return warning, fmt.Errorf("sstore: %w", errors.Join(errs...))
 	}
 	return warning, nil
+}
+
+// checkOwn is CheckSafe's check of one path: an error wrapping
+// ErrUnsafeRef when another user owns it or group or others may write it
+// (naming it and the fix), the Lstat error when it cannot be read, and
+// when group or others may read it, a sentence saying so. what is what
+// someone else could then have written.
+func checkOwn(p, what string) (readable string, err error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	uid := os.Getuid()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%w: %s: its owner cannot be read", ErrUnsafeRef, p)
+	case int(st.Uid) != uid && st.Uid != 0:
+		return "", fmt.Errorf("%w: %s is owned by user %d, not by you (%d): another user could have written %s; copy it if you trust it", ErrUnsafeRef, p, st.Uid, uid, what)
+	case fi.Mode().Perm()&0o022 != 0:
+		return "", fmt.Errorf("%w: %s is writable by %s (mode %04o): someone else could have written %s; if it is yours and unchanged, run chmod go-w %s", ErrUnsafeRef, p, whoMay(fi.Mode(), 0o020, 0o002), fi.Mode().Perm(), what, p)
+	case fi.Mode().Perm()&0o044 != 0:
+		return fmt.Sprintf("%s is readable by %s (mode %04o)", p, whoMay(fi.Mode(), 0o040, 0o004), fi.Mode().Perm()), nil
+	}
+	return "", nil
 }
 
 // whoMay names who the group and other bits of mode give an access.
