@@ -69,3 +69,27 @@ func ForgeBareHello(addr, job string, src, dst int) error {
 	_, _, err = c.ReadHeader(make([]byte, btl.MaxHeader))
 	return err
 }
+
+// ReadersDone is closed once every connection p accepted has been read to
+// its end (its reader goroutines returned).
+func ReadersDone(p *Proc) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		p.readers.Wait()
+		close(ch)
+	}()
+	return ch
+}
+
+// ModexEntry is what peer published in the modex, as p knows it: what a
+// migration's release carries for a moved rank (PeersMoved).
+func ModexEntry(p *Proc, peer int) map[string]string {
+	pe := p.peers[peer]
+	e := map[string]string{"node": pe.ep.Node}
+	for i, m := range p.mods {
+		if pe.mod == m {
+			e["btl_"+p.modName[i]] = pe.ep.Addr
+		}
+	}
+	return e
+}

@@ -20,7 +20,9 @@ import (
 // PeersMoving marks ranks about to move: from now on their connections
 // may close without that meaning they failed (their processes end after
 // saving themselves). Call it at the safe point, once the channels are
-// drained, before the moving ranks may end.
+// drained, before the moving ranks may end. When this rank is among them,
+// this process is the one leaving: the others drop their connections to
+// it once released (PeersMoved), which is no failure of theirs either.
 func (p *Proc) PeersMoving(ranks []int) error {
 	for _, r := range ranks {
 		if r < 0 || r >= p.size {
@@ -30,7 +32,9 @@ func (p *Proc) PeersMoving(ranks []int) error {
 	p.inMu.Lock()
 	defer p.inMu.Unlock()
 	for _, r := range ranks {
-		if r != p.rank {
+		if r == p.rank {
+			p.leaving.Store(true)
+		} else {
 			// The old process's connection, to drop once the new one is
 			// known (its new connection may be accepted before that).
 			p.peers[r].oldIn = p.inFrom[r]
@@ -46,7 +50,9 @@ func (p *Proc) PeersStayed(ranks []int) {
 	p.inMu.Lock()
 	defer p.inMu.Unlock()
 	for _, r := range ranks {
-		if r >= 0 && r < p.size {
+		if r == p.rank {
+			p.leaving.Store(false)
+		} else if r >= 0 && r < p.size {
 			p.peers[r].oldIn = nil
 			p.peers[r].moving.Store(false)
 		}
@@ -142,15 +148,16 @@ func (p *Proc) choosePath(pe *peer, info map[string]string) error {
 }
 
 // retired reports whether a broken connection from src is no failure: it
-// was replaced by the peer's new process, or the peer is moving. A moving
-// peer's slot is freed for its new process's connection.
+// was replaced by the peer's new process, the peer is moving, or this
+// process is (its peers, released, turn to this rank's new process). A
+// moving peer's slot is freed for its new process's connection.
 func (p *Proc) retired(src int, c btl.Conn) bool {
 	p.inMu.Lock()
 	defer p.inMu.Unlock()
 	if p.inFrom[src] != c {
 		return true
 	}
-	if p.peers[src].moving.Load() {
+	if p.peers[src].moving.Load() || p.leaving.Load() {
 		p.inFrom[src] = nil
 		return true
 	}

@@ -90,6 +90,7 @@ type Proc struct {
 	stopErrV   error
 	stopCtx    func() bool
 	finalizing atomic.Bool
+	leaving    atomic.Bool // this rank is migrating: peers drop their connections to this process (migrate.go)
 }
 
 // hookBox holds the active coordination protocol; a nil box means none, and
@@ -679,7 +680,11 @@ func (p *Proc) read(c btl.Conn) {
 		if errors.Is(err, io.EOF) && pe.gone.Load() != nil {
 			return
 		}
-		if p.isStopped() || p.retired(src, c) {
+		if p.isStopped() {
+			return
+		}
+		if p.retired(src, c) {
+			p.log.Debug("connection closed by a migration", "peer", src, "err", err)
 			return
 		}
 		p.failPeer(src, fmt.Errorf("receive: %w", err))

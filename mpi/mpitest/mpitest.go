@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"gompi/components/builtin"
+	"log/slog"
 	"maps"
 	"os"
 	"sync"
@@ -44,6 +45,9 @@ type Config struct {
 	// Wrap replaces rank's bootstrap, e.g. with one that also links the
 	// rank to a checkpoint coordinator (package cr/crtest).
 	Wrap func(rank int, b mpi.Bootstrap) mpi.Bootstrap
+	// Log is every rank's library logger (mpi.WithLogger; each rank's
+	// records carry its rank); nil keeps the library's default.
+	Log *slog.Logger
 }
 
 var jobs atomic.Int64
@@ -139,6 +143,9 @@ func runRank(ctx context.Context, j *job, cfg Config, r int, fn func(p *mpi.Proc
 		b = cfg.Wrap(r, b)
 	}
 	var opts []mpi.Option
+	if cfg.Log != nil {
+		opts = append(opts, mpi.WithLogger(cfg.Log))
+	}
 	if cfg.States != nil && cfg.States[r] != nil {
 		opts = append(opts, mpi.WithState(cfg.States[r]))
 	}
