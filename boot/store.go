@@ -72,7 +72,7 @@ func (p *Process) remoteSettings(ref snapshot.Ref, index string) ([]mca.Setting,
 		return over, err
 	}
 	for _, s := range e.Settings {
-		if p.Values.Get(s.Name).Origin.Source != mca.SourceDefault {
+		if p.Values.Get(s.Name).Origin.Source.Explicit() {
 			continue // set explicitly: it wins
 		}
 		over = slices.DeleteFunc(over, func(o mca.Setting) bool { return o.Name == s.Name })
@@ -85,8 +85,29 @@ func (p *Process) remoteSettings(ref snapshot.Ref, index string) ([]mca.Setting,
 // the explicit ones.
 func (p *Process) remoteValues(ref snapshot.Ref, index string) (*mca.Values, error) {
 	over, err := p.remoteSettings(ref, index)
-	if err != nil || len(over) == 0 {
-		return p.Values, err
+	if err != nil {
+		return nil, err
+	}
+	return p.layered(over)
+}
+
+// LayInferred replaces the process's values with over laid under the
+// explicit ones (over comes from filem.Infer and the like, which leave
+// alone what a user set): from here on the process, and the daemons and
+// ranks it hands its changed values to, run with them.
+func (p *Process) LayInferred(over []mca.Setting) error {
+	vals, err := p.layered(over)
+	if err != nil {
+		return err
+	}
+	p.Values = vals
+	return nil
+}
+
+// layered is the process's values with over replacing theirs.
+func (p *Process) layered(over []mca.Setting) (*mca.Values, error) {
+	if len(over) == 0 {
+		return p.Values, nil
 	}
 	all := p.Values.All()
 	for _, s := range over {

@@ -19,6 +19,11 @@ type Source int
 
 const (
 	SourceDefault Source = iota
+	// SourceInferred is a value gompi derived from another parameter (a
+	// remote snapshot folder's URL implies the FileM that reaches it).
+	// Anything a user sets wins over it; unlike a default it is carried
+	// to daemons and ranks and kept in snapshots, as the job ran with it.
+	SourceInferred
 	SourceSystemFile
 	SourceUserYAML
 	SourceUserFile
@@ -29,6 +34,7 @@ const (
 
 var sourceNames = map[Source]string{
 	SourceDefault:     "default",
+	SourceInferred:    "inferred",
 	SourceSystemFile:  "system file",
 	SourceUserYAML:    "user yaml",
 	SourceUserFile:    "user file",
@@ -38,6 +44,12 @@ var sourceNames = map[Source]string{
 }
 
 func (s Source) String() string { return sourceNames[s] }
+
+// Explicit reports whether a value from s was chosen by someone (a file,
+// the environment, the command line, an AMCA set) rather than defaulted or
+// inferred by gompi: an explicit value is never overridden by an inferred
+// one.
+func (s Source) Explicit() bool { return s != SourceDefault && s != SourceInferred }
 
 // MarshalText makes sources readable in JSON output and snapshot metadata.
 func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }

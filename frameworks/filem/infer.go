@@ -37,7 +37,7 @@ func Infer(l Location, vals *mca.Values) ([]mca.Setting, error) {
 			return nil, nil
 		}
 	} else {
-		out = append(out, mca.Setting{Name: Name, Value: SFTP, Origin: mca.Origin{Source: mca.SourceDefault, Where: "inferred from " + l.String()}})
+		out = append(out, mca.Setting{Name: Name, Value: SFTP, Origin: mca.Origin{Source: mca.SourceInferred, Where: "from " + l.String()}})
 	}
 	conflict := func(param, what, inURL string) error {
 		s := vals.Get(param)
@@ -59,6 +59,4 @@ func Infer(l Location, vals *mca.Values) ([]mca.Setting, error) {
 	return out, nil
 }
 
-// explicit reports whether s was set by the user rather than defaulted or
-// inferred.
-func explicit(s mca.Setting) bool { return s.Origin.Source != mca.SourceDefault }
+func explicit(s mca.Setting) bool { return s.Origin.Source.Explicit() }

@@ -77,8 +77,8 @@ func TestInfer(t *testing.T) {
 			switch {
 			case tt.want == "" && len(got) != 0:
 				t.Errorf("inferred %v, want nothing", got)
-			case tt.want != "" && (len(got) != 1 || got[0].Name != filem.Name || got[0].Value != tt.want || got[0].Origin.Source != mca.SourceDefault ||
-				!strings.Contains(got[0].Origin.Where, "inferred from")):
+			case tt.want != "" && (len(got) != 1 || got[0].Name != filem.Name || got[0].Value != tt.want || got[0].Origin.Source != mca.SourceInferred ||
+				!strings.HasPrefix(got[0].Origin.Where, "from ")):
 				t.Errorf("inferred %v, want filem = %s, inferred", got, tt.want)
 			}
 		})

@@ -111,14 +111,14 @@ func TestStage(t *testing.T) {
 // TestStageSFTP: the global snapshot folder is remote
 // (sftp://root@127.0.0.1:port/dir, a real sshd with its own keys): the
 // daemons drain to it with filem sftp, gompirun keeps the metadata there,
-// and gompi-restart reads it back from there.
+// and gompi-restart reads it back from there. Nobody names filem: the URL
+// implies it, for gompirun, its daemons and gompi-restart.
 func TestStageSFTP(t *testing.T) {
 	s := filemtest.StartSSHD(t)
 	dir := t.TempDir()
 	remote := fmt.Sprintf("sftp://root@127.0.0.1:%d%s", s.Port, dir)
 	// The restart reads the same parameters: files are where a user keeps
-	// them, so put the sftp settings in the environment of every tool.
-	t.Setenv("GOMPI_MCA_filem", "sftp")
+	// them, so put the sftp keys in the environment of every tool.
 	t.Setenv("GOMPI_MCA_"+sftp.ParamIdentity, s.UserKey)
 	t.Setenv("GOMPI_MCA_"+sftp.ParamKnownHosts, s.KnownHosts)
 	stageRun(t, remote, func(job string) snapshot.Ref { return snapshot.Ref{Dir: remote, Name: snapshot.RefName(job)} })

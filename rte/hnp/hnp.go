@@ -123,6 +123,9 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
+	if err := layRemoteFileM(o); err != nil {
+		return 1, err
+	}
 	vals := o.Proc.Values
 	log := o.Proc.FrameworkLogger(plm.Name)
 	pl, err := planJob(o)

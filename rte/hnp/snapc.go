@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"gompi/frameworks/crs"
+	"gompi/frameworks/filem"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte/control"
@@ -282,4 +283,29 @@ func rankCheckpoint(mod snapc.Module, g snapc.Global, box *mailbox, m *pb.RankCh
 		done.Seq, done.Ref, done.Dir, done.DurationNano = int32(res.Seq), res.Ref, res.Dir, int64(res.Duration)
 	}
 	box.put(&pb.HNPMessage{Body: &pb.HNPMessage_RankCheckpointDone{RankCheckpointDone: done}})
+}
+
+// layRemoteFileM lays the FileM that reaches a remote global snapshot
+// folder (filem.Infer: sftp for an sftp:// URL, unless filem is set) under
+// the job's explicit parameters before anything is selected: gompirun
+// writes the reference's metadata through it and every node's daemon
+// drains its ranks' snapshots with it, so it travels with the job. A
+// restarted job is handed what reaches its reference by gompi-restart.
+func layRemoteFileM(o Options) error {
+	if o.Restart != nil {
+		return nil
+	}
+	dir, err := snapc.GlobalDir(o.Proc.Values)
+	if err != nil {
+		return nil // no folder at all: the checkpoint that needs one says so
+	}
+	l, err := filem.ParseLocation(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", snapc.ParamGlobalDir, err)
+	}
+	over, err := filem.Infer(l, o.Proc.Values)
+	if err != nil {
+		return fmt.Errorf("%s: %w", snapc.ParamGlobalDir, err)
+	}
+	return o.Proc.LayInferred(over)
 }
