@@ -2,6 +2,7 @@ package mpi_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,12 +19,25 @@ var benchSizes = []struct {
 	size int
 }{{"8B", 8}, {"1MiB", 1 << 20}}
 
+// benchTransports are the transports the point-to-point benchmarks
+// compare: tcp+tls is tcp with btl_tcp_tls on.
+var benchTransports = append(slices.Clone(transports), "tcp+tls")
+
+// benchJob is a job of two ranks over transport btl (a benchTransports
+// name).
+func benchJob(btl string) mpitest.Config {
+	if btl == "tcp+tls" {
+		return tcpTLS(2)
+	}
+	return mpitest.Config{N: 2, BTL: btl}
+}
+
 func BenchmarkPingPong(b *testing.B) {
-	for _, btl := range transports {
+	for _, btl := range benchTransports {
 		for _, s := range benchSizes {
 			b.Run(btl+"/"+s.name, func(b *testing.B) {
 				b.SetBytes(int64(2 * s.size))
-				mpitest.Run(b, 2, btl, func(p *mpi.Proc) error {
+				mpitest.RunWith(b, benchJob(btl), func(p *mpi.Proc) error {
 					w := p.World()
 					buf := make([]byte, s.size)
 					other := 1 - w.Rank()
@@ -75,11 +89,11 @@ func BenchmarkPingPong(b *testing.B) {
 // in flight, rank 1 a window of Irecvs; ns/op is one message.
 func BenchmarkStream(b *testing.B) {
 	const window = 16
-	for _, btl := range transports {
+	for _, btl := range benchTransports {
 		b.Run(btl+"/1MiB", func(b *testing.B) {
 			size := 1 << 20
 			b.SetBytes(int64(size))
-			mpitest.Run(b, 2, btl, func(p *mpi.Proc) error {
+			mpitest.RunWith(b, benchJob(btl), func(p *mpi.Proc) error {
 				w := p.World()
 				bufs := make([][]byte, window)
 				for i := range bufs {

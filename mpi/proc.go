@@ -14,6 +14,7 @@ import (
 	"gompi/boot"
 	"gompi/frameworks/btl"
 	"gompi/frameworks/crcp"
+	"gompi/mca"
 )
 
 // Reserved context ids. A communicator with handle h sends point-to-point
@@ -280,8 +281,13 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 func (p *Proc) openTransports(ctx context.Context) error {
 	mine := map[string]string{"node": p.node}
 	if p.size > 1 {
+		host := btl.Host{Job: p.job, Secret: p.boot.Secret()}
 		for _, c := range p.modset.BTL {
 			self := btl.Endpoint{Job: p.job, Rank: p.rank, Node: p.node}
+			if _, err := mca.Provision(ctx, c.Module, host); err != nil {
+				p.log.Warn("transport unavailable", "btl", c.Info.Name, "err", err)
+				continue
+			}
 			addr, err := c.Module.Listen(ctx, self, p.accept)
 			if err != nil {
 				p.log.Warn("transport unavailable", "btl", c.Info.Name, "err", err)

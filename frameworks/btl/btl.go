@@ -16,6 +16,11 @@
 // BTL need not; a BTL may refuse more (uds refuses another user's
 // process), logging refusals through Refusals.
 //
+// A module that needs more than its parameters implements
+// mca.Provisioner[Host]: package mpi, which holds the job's data-plane
+// secret, provisions every selected module before its Listen (tcp keys
+// its optional TLS from the secret).
+//
 // A Conn may also implement Poller: while its owner has a goroutine
 // blocked waiting for a message, reads busy-poll for a bounded time instead
 // of sleeping at once, as MPI libraries do. Stream components build their
@@ -40,6 +45,15 @@ var ErrClosed = errors.New("btl: closed")
 // ErrFrame is wrapped when a peer sends bytes that are not a valid frame:
 // the connection cannot be trusted any more and must be closed.
 var ErrFrame = errors.New("btl: malformed frame")
+
+// Host is what package mpi lends a module (mca.Provision) before Listen.
+type Host struct {
+	// Job is the job id (public).
+	Job string
+	// Secret is the job's data-plane secret (mpi.Bootstrap.Secret): the
+	// same for every rank that runs together, known to no one else.
+	Secret []byte
+}
 
 // Endpoint describes one process of a job as the modex saw it.
 type Endpoint struct {

@@ -88,6 +88,8 @@ func TestMPI(t *testing.T) {
 				{"-np", "4", "--hostfile", hosts},
 				{"-np", "4", "--hostfile", hosts, "--map-by", "node"},
 				{"-np", "3", "--host", "n1,n2,n3", "--mca", "btl", "tcp"},
+				// TLS between the ranks (issue 31 item 1): same results.
+				{"-np", "3", "--host", "n1,n2,n3", "--mca", "btl", "tcp", "--mca", "btl_tcp_tls", "1"},
 			} {
 				code, out, errs := start(t, append(append(args, filepath.Join(bin, prog.name)), prog.args...)...).wait()
 				sum, ok := prog.sum(out, args[1])

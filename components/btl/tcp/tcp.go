@@ -1,13 +1,17 @@
 // Package tcp is the BTL component that moves messages over TCP: any peer
 // that published an address is reachable. Sockets run with TCP_NODELAY so
 // small messages leave at once; buffer sizes follow the kernel's
-// autotuning unless btl_tcp_sndbuf/btl_tcp_rcvbuf say otherwise.
+// autotuning unless btl_tcp_sndbuf/btl_tcp_rcvbuf say otherwise. With
+// btl_tcp_tls every connection is TLS 1.3 keyed from the job's data-plane
+// secret (tls.go), which the module takes from its host (btl.Host).
 package tcp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -30,6 +34,7 @@ const (
 	paramSnd    = "btl_tcp_sndbuf"
 	paramRcv    = "btl_tcp_rcvbuf"
 	paramPoll   = "btl_tcp_poll"
+	paramTLS    = "btl_tcp_tls"
 )
 
 // New returns the tcp BTL component.
@@ -46,16 +51,25 @@ func New() mca.Component[btl.Module] {
 				Help: "Socket receive buffer size; 0 leaves the kernel's autotuning on (setting a size turns it off)"},
 			{Name: paramPoll, Type: mca.Duration, Default: "50us", Level: mca.LevelTuner,
 				Help: "How long a read busy-polls for data while the rank waits for a message, before sleeping; 0 never polls (saves CPU, costs latency)"},
+			{Name: paramTLS, Type: mca.Bool, Default: "false", Level: mca.LevelUser,
+				Help: "Wrap every connection between ranks in TLS 1.3 authenticated by the job's data-plane secret (no CA): use it when ranks talk over a network you do not trust, where others could read or alter their messages; it costs latency and bandwidth and turns off busy-polling"},
 		},
 	}, query)
 }
 
 func query(_ context.Context, q mca.Query) (btl.Module, int, error) {
+	log := q.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	stop, cancel := context.WithCancel(context.Background())
 	return &module{
+		log: log, stop: stop, cancel: cancel,
 		listen: q.Values.String(paramListen),
 		sndbuf: int(q.Values.Size(paramSnd)),
 		rcvbuf: int(q.Values.Size(paramRcv)),
 		poll:   q.Values.Duration(paramPoll),
+		useTLS: q.Values.Bool(paramTLS),
 	}, q.Priority, nil
 }
 
@@ -63,12 +77,38 @@ type module struct {
 	listen         string
 	sndbuf, rcvbuf int
 	poll           time.Duration
+	useTLS         bool
+	tls            *tlsConfigs // set by Provision when useTLS
+	log            *slog.Logger
+	// stop ends the TLS handshakes of accepted connections (cancel, at
+	// Close).
+	stop   context.Context
+	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	ln     net.Listener
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	ln       net.Listener
+	closed   bool
+	wg       sync.WaitGroup // the accept loop and its TLS handshakes
+	refusals btl.Refusals   // failed TLS handshakes, by peer address
 }
+
+// Provision takes the job's data-plane secret, from which a module with
+// btl_tcp_tls keys its TLS; without TLS the module needs nothing of it.
+func (m *module) Provision(_ context.Context, h btl.Host) error {
+	if !m.useTLS {
+		return nil
+	}
+	c, err := newTLS(h.Secret, h.Job)
+	if err != nil {
+		return err
+	}
+	m.tls = c
+	return nil
+}
+
+// errNoSecret is returned by Listen and Dial of a module with TLS that was
+// never provisioned: it has no key to prove.
+var errNoSecret = errors.New("btl/tcp: " + paramTLS + " is on but the module has no data-plane secret (not provisioned)")
 
 // listenHost turns btl_tcp_listen_addr into the host to bind and the host
 // to publish.
@@ -117,6 +157,9 @@ func firstIPv4(ifc *net.Interface) string {
 }
 
 func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.Conn)) (string, error) {
+	if m.useTLS && m.tls == nil {
+		return "", errNoSecret
+	}
 	bind, publish, err := listenHost(m.listen)
 	if err != nil {
 		return "", fmt.Errorf("btl/tcp: %s = %q: %w", paramListen, m.listen, err)
@@ -142,7 +185,14 @@ func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.
 			if err != nil {
 				return // closed; a listener error with the module open cannot be retried usefully either
 			}
-			sc, err := m.wrap(c)
+			if m.tls != nil {
+				// Each handshake on a goroutine of its own, so a peer
+				// that stalls its handshake holds up no other accept.
+				m.wg.Add(1)
+				go func() { defer m.wg.Done(); m.acceptTLS(c, accept) }()
+				continue
+			}
+			sc, err := m.wrap(ctx, c, false)
 			if err != nil {
 				c.Close()
 				continue
@@ -154,7 +204,31 @@ func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.
 	return net.JoinHostPort(publish, port), nil
 }
 
-func (m *module) wrap(c net.Conn) (*btl.StreamConn, error) {
+// handshakeBound bounds an accepted connection's TLS handshake, as package
+// mpi bounds its hello.
+const handshakeBound = 30 * time.Second
+
+// acceptTLS runs an accepted connection's TLS handshake and hands the
+// connection on only when the peer proved the job's key; a failed
+// handshake is logged once per peer address.
+func (m *module) acceptTLS(c net.Conn, accept func(btl.Conn)) {
+	ctx, cancel := context.WithTimeout(m.stop, handshakeBound)
+	defer cancel()
+	sc, err := m.wrap(ctx, c, false)
+	if err != nil {
+		c.Close()
+		if m.stop.Err() == nil {
+			m.refusals.Log(m.log, c.RemoteAddr().String(), err)
+		}
+		return
+	}
+	accept(sc)
+}
+
+// wrap sets a new connection's socket options and frames it; with TLS
+// it is a TLS client (dialed) or server (accepted) first, its handshake
+// done here within ctx.
+func (m *module) wrap(ctx context.Context, c net.Conn, dialed bool) (*btl.StreamConn, error) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return nil, fmt.Errorf("btl/tcp: unexpected connection type %T", c)
@@ -172,7 +246,20 @@ func (m *module) wrap(c net.Conn) (*btl.StreamConn, error) {
 			return nil, fmt.Errorf("btl/tcp: %s: %w", paramRcv, err)
 		}
 	}
-	return btl.NewStreamConn(tc, readBuffer, m.poll), nil
+	if m.tls == nil {
+		return btl.NewStreamConn(tc, readBuffer, m.poll), nil
+	}
+	var tc2 *tls.Conn
+	if dialed {
+		tc2 = tls.Client(tc, m.tls.client)
+	} else {
+		tc2 = tls.Server(tc, m.tls.server)
+	}
+	if err := tc2.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("btl/tcp: TLS handshake with %s: %w", c.RemoteAddr(), err)
+	}
+	// A tls.Conn is no syscall.Conn, so StreamConn does not busy-poll it.
+	return btl.NewStreamConn(tc2, readBuffer, m.poll), nil
 }
 
 func (m *module) Reachable(_, peer btl.Endpoint) bool { return peer.Addr != "" }
@@ -184,12 +271,15 @@ func (m *module) Dial(ctx context.Context, _, peer btl.Endpoint) (btl.Conn, erro
 	if closed {
 		return nil, fmt.Errorf("btl/tcp: dial rank %d: %w", peer.Rank, btl.ErrClosed)
 	}
+	if m.useTLS && m.tls == nil {
+		return nil, errNoSecret
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", peer.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("btl/tcp: dial rank %d at %s: %w", peer.Rank, peer.Addr, err)
 	}
-	sc, err := m.wrap(c)
+	sc, err := m.wrap(ctx, c, true)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -203,6 +293,7 @@ func (m *module) Close() error {
 	already := m.closed
 	m.closed = true
 	m.mu.Unlock()
+	m.cancel()
 	if already || ln == nil {
 		return nil
 	}
@@ -215,5 +306,6 @@ func (m *module) Close() error {
 }
 
 var (
-	_ btl.Module = (*module)(nil)
+	_ btl.Module                = (*module)(nil)
+	_ mca.Provisioner[btl.Host] = (*module)(nil)
 )

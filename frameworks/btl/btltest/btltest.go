@@ -127,7 +127,9 @@ func pattern(n int, seed byte) []byte {
 }
 
 // Module returns a fresh module of component c, queried with the
-// component's parameters resolved from settings (defaults otherwise).
+// component's parameters resolved from settings (defaults otherwise) and
+// provisioned as package mpi provisions it, with Host{Job: "btltest",
+// Secret: Secret}.
 func Module(t *testing.T, c mca.Component[btl.Module], settings ...mca.Setting) btl.Module {
 	t.Helper()
 	params := mca.NewParams()
@@ -142,5 +144,11 @@ func Module(t *testing.T, c mca.Component[btl.Module], settings ...mca.Setting) 
 		t.Fatalf("query %s: %v", c.Info().Name, err)
 	}
 	t.Cleanup(func() { m.Close() })
+	if _, err := mca.Provision(context.Background(), m, btl.Host{Job: "btltest", Secret: Secret}); err != nil {
+		t.Fatalf("provision %s: %v", c.Info().Name, err)
+	}
 	return m
 }
+
+// Secret is the data-plane secret Module provisions its modules with.
+var Secret = []byte("btltest data-plane secret, 32 B!")
