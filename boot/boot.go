@@ -31,6 +31,9 @@ type Options struct {
 	Settings []mca.Setting
 	// LogOutput receives log records (default os.Stderr).
 	LogOutput io.Writer
+	// LogAttrs are carried by every record of the process, beside its
+	// role: a rank's rank and node, a daemon's node.
+	LogAttrs []slog.Attr
 	// NoPlugins skips out-of-process components (ranks of a job whose
 	// parameters say none are wanted start faster).
 	NoPlugins bool
@@ -44,8 +47,24 @@ type Process struct {
 	Sources    *mca.Sources // nil when started from Settings
 	Values     *mca.Values
 	Plugins    *plugin.Host // nil with NoPlugins
+	// LogHandler is the process's handler (NewLogHandler, carrying its
+	// role and Options.LogAttrs); it passes every level, each logger
+	// filters its own (FrameworkLogger).
 	LogHandler slog.Handler
 	Log        *slog.Logger
+}
+
+// NewLogHandler returns the one log format of every gompi process:
+// slog's text, key=value, beginning time=, level= and msg=, with attrs on
+// every record. gompirun's, its daemons', their ranks' and the tools'
+// records meet in one stream, where each line then says who wrote it.
+// Every level passes; loggers built on it filter (mca.MinLevel).
+func NewLogHandler(w io.Writer, attrs ...slog.Attr) slog.Handler {
+	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})
+	if len(attrs) == 0 {
+		return h
+	}
+	return h.WithAttrs(attrs)
 }
 
 // Load registers everything, loads plugins, reads the sources and resolves
@@ -65,9 +84,9 @@ func Load(ctx context.Context, opts Options) (p *Process, err error) {
 
 	p = &Process{Role: opts.Role, Params: params, Frameworks: set}
 	started := p // the error returns below nil p; what started must still stop
-	p.LogHandler = slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug})
+	p.LogHandler = NewLogHandler(out, append([]slog.Attr{slog.String("role", opts.Role.String())}, opts.LogAttrs...)...)
 	// Plugins log before values are resolved; until then only warnings pass.
-	p.Log = slog.New(mca.MinLevel(p.LogHandler, slog.LevelWarn)).With("role", opts.Role.String())
+	p.Log = slog.New(mca.MinLevel(p.LogHandler, slog.LevelWarn))
 	defer func() {
 		if err != nil {
 			started.Close()
@@ -111,7 +130,7 @@ func Load(ctx context.Context, opts Options) (p *Process, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Log = slog.New(p.LogHandler).With("role", opts.Role.String())
+	p.Log = slog.New(p.LogHandler)
 	for _, w := range p.Values.Warnings() {
 		p.Log.Warn(w)
 	}

@@ -55,7 +55,8 @@ func WithTerminate(f func() error) Option { return func(c *config) { c.terminate
 // SafePoint returns ErrMigrated after f. In-process tests use it.
 func WithLeave(f func() error) Option { return func(c *config) { c.leave = f } }
 
-// WithLogger sets the logger (default: slog.Default()).
+// WithLogger sets the logger; records add the rank. By default package cr
+// logs through its Proc's logger (mpi.Proc.Logger), in the job's format.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
 var (
@@ -163,10 +164,12 @@ type restartState struct {
 
 func attach(p *mpi.Proc, cfg config) (*Coordinator, error) {
 	if cfg.log == nil {
-		cfg.log = slog.Default()
+		cfg.log = p.Logger()
+	} else {
+		cfg.log = cfg.log.With("rank", p.Rank())
 	}
 	c := &Coordinator{
-		p: p, link: p.AppLink(), cfg: cfg, log: cfg.log.With("rank", p.Rank()),
+		p: p, link: p.AppLink(), cfg: cfg, log: cfg.log,
 		wake: make(chan struct{}), requested: make(chan struct{}),
 	}
 	if c.cfg.terminate == nil {

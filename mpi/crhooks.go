@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"gompi/boot"
 	"gompi/frameworks/sstore/snapshot"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +30,10 @@ func (p *Proc) Bootstrap() Bootstrap { return p.boot }
 // Done is closed when the Proc stops (Finalize, Abort, or its Init
 // context ended).
 func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Logger is the Proc's own logger, whose records name its rank and node
+// (package cr logs through it).
+func (p *Proc) Logger() *slog.Logger { return p.log }
 
 // Finalizing reports whether Finalize has begun.
 func (p *Proc) Finalizing() bool { return p.finalizing.Load() }

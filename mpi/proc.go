@@ -176,11 +176,32 @@ type options struct {
 // WithState restores library state saved by SaveState (a restart).
 func WithState(state []byte) Option { return func(o *options) { o.state = state } }
 
-// WithLogger sets the logger (default: slog.Default()).
+// WithLogger sets the logger; the Proc's records add its rank and node.
+// By default a rank of a job logs through its runtime's handler (a
+// Bootstrap with a LogHandler method, as rankclient's: the job's one
+// format, naming the rank and node already), anything else through
+// slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
+// procLog returns the handler the rank's components log through (each
+// filtered by its framework's verbosity, boot.AssembleApp) and the
+// library's own logger. The runtime's handler passes every level; the
+// library's records pass from Info up, as slog.Default's did.
+func procLog(b Bootstrap, given *slog.Logger) (slog.Handler, *slog.Logger) {
+	ls, ok := b.(interface{ LogHandler() slog.Handler })
+	switch {
+	case given == nil && ok:
+		h := ls.LogHandler()
+		return h, slog.New(mca.MinLevel(h, slog.LevelInfo))
+	case given == nil:
+		given = slog.Default()
+	}
+	h := given.Handler().WithAttrs([]slog.Attr{slog.Int("rank", b.Rank()), slog.String("node", b.Node())})
+	return h, slog.New(h)
+}
+
 // newProc builds a Proc with its world and control communicators and no
-// transports.
+// transports; log is its own logger (procLog).
 func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 	rank, size := b.Rank(), b.Size()
 	if size < 1 || rank < 0 || rank >= size {
@@ -188,7 +209,7 @@ func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 	}
 	p := &Proc{
 		rank: rank, size: size, job: b.Job(), node: b.Node(), boot: b,
-		log:     log.With("rank", rank),
+		log:     log,
 		ctxs:    map[uint64]*ctxState{},
 		comms:   map[uint64]*Comm{},
 		nextCtx: firstUserCtx,
@@ -225,10 +246,8 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.log == nil {
-		o.log = slog.Default()
-	}
-	p, err := newProc(b, o.log)
+	logs, log := procLog(b, o.log)
+	p, err := newProc(b, log)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +278,7 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 			return nil, fmt.Errorf("mpi: init: %w", err)
 		}
 	}
-	p.modset, err = boot.AssembleApp(ctx, boot.AppInput{Set: b.Frameworks(), Values: b.Values(), Size: p.size, Log: p.log.Handler()})
+	p.modset, err = boot.AssembleApp(ctx, boot.AppInput{Set: b.Frameworks(), Values: b.Values(), Size: p.size, Log: logs})
 	if err != nil {
 		return nil, fmt.Errorf("mpi: init: %w", err)
 	}

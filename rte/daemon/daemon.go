@@ -61,6 +61,10 @@ type Options struct {
 	// launcher (gompirun or its ssh) is gone.
 	Stdin io.Reader
 	Log   *slog.Logger
+	// LogOutput receives the records of the daemon's components (its
+	// boot.Process), in the job's format with its node (default
+	// os.Stderr).
+	LogOutput io.Writer
 }
 
 type hnpStream = grpc.BidiStreamingClient[pb.DaemonMessage, pb.HNPMessage]
@@ -112,7 +116,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleDaemon, Settings: control.SettingsFromProto(w.Settings), LogOutput: os.Stderr})
+	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleDaemon, Settings: control.SettingsFromProto(w.Settings),
+		LogOutput: opts.LogOutput, LogAttrs: []slog.Attr{slog.String("node", opts.Node)}})
 	if err != nil {
 		return fmt.Errorf("gompid: job parameters: %w", err)
 	}

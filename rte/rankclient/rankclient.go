@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -111,7 +112,7 @@ func Init(ctx context.Context) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("rankclient: hello to gompid at %s: %w", sock, err)
 	}
-	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Settings: control.SettingsFromProto(hello.Settings)})
+	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Settings: control.SettingsFromProto(hello.Settings), LogAttrs: rankAttrs(rank, hello.Node)})
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("rankclient: job parameters: %w", err)
@@ -153,7 +154,7 @@ func readSecrets() (control.RankSecrets, error) {
 // Singleton returns the client of a program run without gompirun: rank 0
 // of a job of 1 on node "localhost", parameters from opts' sources.
 func Singleton(ctx context.Context, opts mca.SourceOptions) (*Client, error) {
-	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Sources: opts})
+	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Sources: opts, LogAttrs: rankAttrs(0, singletonNode)})
 	if err != nil {
 		return nil, fmt.Errorf("rankclient: %w", err)
 	}
@@ -163,9 +164,22 @@ func Singleton(ctx context.Context, opts mca.SourceOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rankclient: %w", err)
 	}
-	return &Client{rank: 0, size: 1, job: fmt.Sprintf("singleton-%d", os.Getpid()), node: "localhost",
-		rankNodes: []string{"localhost"}, nodeDir: os.TempDir(), proc: p, secret: secret}, nil
+	return &Client{rank: 0, size: 1, job: fmt.Sprintf("singleton-%d", os.Getpid()), node: singletonNode,
+		rankNodes: []string{singletonNode}, nodeDir: os.TempDir(), proc: p, secret: secret}, nil
 }
+
+// singletonNode is the node of a program run without gompirun.
+const singletonNode = "localhost"
+
+// rankAttrs are what every log record of a rank carries, so its lines
+// can be told apart in the job's one stream.
+func rankAttrs(rank int, node string) []slog.Attr {
+	return []slog.Attr{slog.Int("rank", rank), slog.String("node", node)}
+}
+
+// LogHandler is the rank's log handler: the job's format, every record
+// naming the rank and its node (mpi logs through it).
+func (c *Client) LogHandler() slog.Handler { return c.proc.LogHandler }
 
 // Rank is this process's world rank.
 func (c *Client) Rank() int { return c.rank }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"gompi/boot"
 	"gompi/cli"
 	"gompi/mca"
 	"gompi/rte/control"
@@ -56,7 +57,10 @@ kills the node's ranks and exits.`,
 		// not ignored: an ignored SIGPIPE would be inherited by the ranks.)
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 		o.Stdin = os.Stdin
-		o.Log = slog.New(mca.MinLevel(slog.NewTextHandler(c.ErrOrStderr(), nil), mca.VerboseLevel(verbose))).With("role", "gompid")
+		// The job's one log format (boot.NewLogHandler); rte/daemon adds
+		// the node to every record.
+		o.LogOutput = c.ErrOrStderr()
+		o.Log = slog.New(mca.MinLevel(boot.NewLogHandler(o.LogOutput, slog.String("role", mca.RoleDaemon.String())), mca.VerboseLevel(verbose)))
 		if err := daemon.Run(ctx, o); err != nil {
 			if errors.Is(err, daemon.ErrHNPLost) {
 				return &cli.ExitError{Code: 3, Err: err}
