@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"gompi/mca"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -20,14 +21,19 @@ var benchSizes = []struct {
 }{{"8B", 8}, {"1MiB", 1 << 20}}
 
 // benchTransports are the transports the point-to-point benchmarks
-// compare: tcp+tls is tcp with btl_tcp_tls on.
-var benchTransports = append(slices.Clone(transports), "tcp+tls")
+// compare: tcp+tls is tcp with btl_tcp_tls on; tcp+nopoll is tcp with
+// btl_tcp_poll=0, which TLS connections imply (a tls.Conn cannot be
+// busy-polled), so that TLS's own cost can be told from polling's.
+var benchTransports = append(slices.Clone(transports), "tcp+tls", "tcp+nopoll")
 
 // benchJob is a job of two ranks over transport btl (a benchTransports
 // name).
 func benchJob(btl string) mpitest.Config {
-	if btl == "tcp+tls" {
+	switch btl {
+	case "tcp+tls":
 		return tcpTLS(2)
+	case "tcp+nopoll":
+		return mpitest.Config{N: 2, BTL: "tcp", Settings: []mca.Setting{{Name: "btl_tcp_poll", Value: "0"}}}
 	}
 	return mpitest.Config{N: 2, BTL: btl}
 }
