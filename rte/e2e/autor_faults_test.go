@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gompi/components/snapc/full"
+	"gompi/components/sstore/stage"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte"
@@ -270,40 +271,28 @@ func TestAutorKillDuringCheckpoint(t *testing.T) {
 	}
 }
 
-// fetchHold holds a restarting daemon in its fetch of one rank's snapshot:
-// the node's cached snapshot_meta of that rank becomes a named pipe, which
-// the daemon's open blocks on until the test opens its other end. The
-// moment it does is the event the test waits for: the recovery is under
-// way (the daemon attached, its ranks being started) and cannot be over.
+// fetchHold holds a restarting daemon in its fetch of one rank's snapshot
+// with stage's test hook (sstore_stage_test_hold_fetch NODE:RANK:FIFO):
+// the daemon reads a named pipe to its end before it fetches. The moment
+// its open meets the test's is the event the test waits for: the recovery
+// is under way (the daemon attached, its ranks being started) and cannot
+// be over. (The snapshot's own files cannot hold it: they are opened
+// without blocking, and a pipe in their place is refused as damaged.)
 type fetchHold struct {
 	t      *testing.T
-	path   string        // the cached snapshot_meta
-	fifo   string        // a second name of the pipe
-	data   []byte        // the real snapshot_meta
+	fifo   string
 	opened chan *os.File // the pipe's write end once a reader opened it (nil: failed)
 	w      *os.File      // received from opened
 	got    bool
 	once   sync.Once
 }
 
-func holdFetch(t *testing.T, local, node string, ref snapshot.Ref, seq, rank int) *fetchHold {
+// newFetchHold makes the pipe that will hold node's fetch of rank, and
+// returns the options that set the hook for the job.
+func newFetchHold(t *testing.T, node string, rank int) (*fetchHold, []string) {
 	t.Helper()
-	dir, ok := snapshot.StagedCopy(local, node, ref, seq, rank)
-	if !ok {
-		t.Fatalf("node %s has no cached copy of rank %d's snapshot of seq %d (%s)", node, rank, seq, dir)
-	}
-	h := &fetchHold{t: t, path: filepath.Join(dir, snapshot.LocalMetaFile), fifo: filepath.Join(t.TempDir(), "fifo"), opened: make(chan *os.File, 1)}
-	var err error
-	if h.data, err = os.ReadFile(h.path); err != nil {
-		t.Fatal(err)
-	}
+	h := &fetchHold{t: t, fifo: filepath.Join(t.TempDir(), "hold"), opened: make(chan *os.File, 1)}
 	if err := unix.Mkfifo(h.fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Link(h.fifo, h.path+".fifo"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(h.path+".fifo", h.path); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -321,20 +310,19 @@ func holdFetch(t *testing.T, local, node string, ref snapshot.Ref, seq, rank int
 				r.Close()
 			}
 		}
-		h.restore()
-		h.feed()
+		h.release()
 	})
-	return h
+	return h, []string{"--mca", stage.ParamHoldFetch, fmt.Sprintf("%s:%d:%s", node, rank, h.fifo)}
 }
 
-// wait waits until a daemon opened the held snapshot_meta.
+// wait waits until a daemon arrived at the hold.
 func (h *fetchHold) wait(j *job) {
 	h.t.Helper()
 	select {
 	case h.w = <-h.opened:
 		h.got = true
 		if h.w == nil {
-			h.t.Fatal("could not open the held snapshot_meta's pipe")
+			h.t.Fatal("could not open the hold's pipe")
 		}
 	case <-j.done:
 		h.t.Fatalf("the job ended (status %d) before a daemon fetched the held snapshot; stderr:\n%s", j.code, j.errText())
@@ -343,30 +331,16 @@ func (h *fetchHold) wait(j *job) {
 	}
 }
 
-// restore puts the real snapshot_meta back (a reader that has the pipe
-// open keeps reading the pipe).
-func (h *fetchHold) restore() {
+// release ends the hold: the pipe is removed, so the fetches of later
+// recoveries pass, and its write end closed, so a daemon still reading it
+// goes on (one that died meanwhile reads nothing).
+func (h *fetchHold) release() {
 	h.once.Do(func() {
-		tmp := h.path + ".back"
-		if err := os.WriteFile(tmp, h.data, 0o644); err != nil {
-			h.t.Error(err)
-			return
-		}
-		if err := os.Rename(tmp, h.path); err != nil {
-			h.t.Error(err)
+		os.Remove(h.fifo)
+		if h.w != nil {
+			h.w.Close()
 		}
 	})
-}
-
-// feed gives the daemon waiting on the pipe the real snapshot_meta; a
-// daemon that died meanwhile gets nothing (EPIPE).
-func (h *fetchHold) feed() {
-	if h.w == nil {
-		return
-	}
-	h.w.Write(h.data)
-	h.w.Close()
-	h.w = nil
 }
 
 // newRankPID finds the process of rank of a restarted run of the job
@@ -393,10 +367,10 @@ func newRankPID(t *testing.T, mark string, rank int) int {
 //     fault, so the recovery waits for n1's ranks to end; once gompirun
 //     reports the recovery, the daemon is killed: n1 is lost while the
 //     recovery is under way, and joins it.
-//   - new-daemon: n2's cached copy of rank 3 is held (fetchHold): once
-//     the new run's daemon of n2 blocks fetching it, that daemon is killed.
-//   - new-rank: n1's cached copy of rank 1 is held: n1's new daemon has
-//     started rank 0 and blocks fetching rank 1; rank 0 is killed.
+//   - new-daemon: n2's fetch of rank 3 is held (fetchHold): once the new
+//     run's daemon of n2 waits there, that daemon is killed.
+//   - new-rank: n1's fetch of rank 1 is held: n1's new daemon has started
+//     rank 0 and waits before fetching rank 1; rank 0 is killed.
 func TestAutorFaultDuringRecovery(t *testing.T) {
 	want := heatWant(t)
 	for _, c := range []struct {
@@ -438,7 +412,18 @@ func TestAutorFaultDuringRecovery(t *testing.T) {
 		}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			j := startAutor(t, twoNodes, c.extra...)
+			var h *fetchHold
+			extra := c.extra
+			if c.name == "new-daemon" || c.name == "new-rank" {
+				node, rank := "n2", 3
+				if c.name == "new-rank" {
+					node, rank = "n1", 1
+				}
+				var opts []string
+				h, opts = newFetchHold(t, node, rank)
+				extra = append(extra, opts...)
+			}
+			j := startAutor(t, twoNodes, extra...)
 			victim := j.waitPID(2, "")
 			j.waitConnected()
 			j.checkpoint(0)
@@ -465,21 +450,15 @@ func TestAutorFaultDuringRecovery(t *testing.T) {
 				kill(t, "the daemon of n1", d1)
 				stopped = false
 			case "new-daemon", "new-rank":
-				node, rank := "n2", 3
-				if c.name == "new-rank" {
-					node, rank = "n1", 1
-				}
-				h := holdFetch(t, j.local, node, ref, 0, rank)
 				kill(t, "rank 2", victim)
 				h.wait(j.job)
-				h.restore()
 				j.waitErr("gompirun: recovery 1: restarting")
 				if c.name == "new-daemon" {
 					kill(t, "the new daemon of n2", rankOrDaemonPID(t, j.job, -1, "n2"))
 				} else {
 					kill(t, "the new rank 0", newRankPID(t, j.mark, 0))
 				}
-				h.feed()
+				h.release()
 			}
 			errs := j.finish(want, c.reports...)
 			if strings.Contains(errs, "recovery 1: every rank runs again") != strings.HasPrefix(c.name, "old-daemon") {

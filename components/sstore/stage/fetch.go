@@ -35,6 +35,7 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	if err != nil {
 		return "", err
 	}
+	m.cfg.hold.wait(env.Node, rank)
 	dir := snapshot.StageLocalDir(nodeDir, ref, seq, rank)
 	switch err := checkCopy(dir, rank); {
 	case err == nil:

@@ -58,23 +58,30 @@ const (
 )
 
 // New returns the stage SStore component.
-func New() mca.Component[sstore.Module] {
+func New() mca.Component[sstore.Module] { return newComponent(testHooks) }
+
+func newComponent(hooks bool) mca.Component[sstore.Module] {
+	params := []mca.ParamSpec{
+		{Name: ParamLocalDir, Type: mca.String, Level: mca.LevelUser,
+			Help: "Node-local folder for staged snapshots (an absolute path; each node uses <dir>/<node>); empty: $TMPDIR/gompi-stage-<uid> (/tmp when TMPDIR is unset)"},
+		{Name: ParamMaxInflight, Type: mca.Int, Default: "10", Level: mca.LevelTuner,
+			Help: "Files a node compresses and moves to global storage at the same time (at least 1)"},
+		{Name: ParamCompress, Type: mca.String, Default: compress.None, Choices: compress.Algorithms, Level: mca.LevelUser,
+			Help: "Compression of snapshot files on their way to global storage: " + strings.Join(compress.Algorithms, ", ") + "; restart decompresses and verifies them"},
+		{Name: ParamCompressLevel, Type: mca.Int, Default: "0", Level: mca.LevelTuner,
+			Help: "Compression level (0 = the algorithm's default; zstd 1-22, s2 1-3, gzip 1-9)"},
+		{Name: ParamCache, Type: mca.Int, Default: "2", Level: mca.LevelUser,
+			Help: "Sequences of a snapshot reference each node keeps locally once drained, so a restart on the same node reads them instead of global storage (0 = none)"},
+	}
+	if hooks {
+		params = append(params, mca.ParamSpec{Name: ParamHoldFetch, Type: mca.String, Level: mca.LevelDev + 2,
+			Help: "Test hook, not a feature: NODE:RANK:FIFO holds NODE's fetch of RANK's snapshot until the test closes the named pipe"})
+	}
 	return mca.NewComponent(mca.ComponentInfo{Framework: sstore.Name, Name: Name,
 		Description: "Local snapshots written to node-local storage, then compressed and moved to the global snapshot folder by each node's daemon while the job runs; the last sequences stay on the nodes as a cache for restart",
 		Version:     "1.0.0",
 		Priority:    Priority,
-		Params: []mca.ParamSpec{
-			{Name: ParamLocalDir, Type: mca.String, Level: mca.LevelUser,
-				Help: "Node-local folder for staged snapshots (an absolute path; each node uses <dir>/<node>); empty: $TMPDIR/gompi-stage-<uid> (/tmp when TMPDIR is unset)"},
-			{Name: ParamMaxInflight, Type: mca.Int, Default: "10", Level: mca.LevelTuner,
-				Help: "Files a node compresses and moves to global storage at the same time (at least 1)"},
-			{Name: ParamCompress, Type: mca.String, Default: compress.None, Choices: compress.Algorithms, Level: mca.LevelUser,
-				Help: "Compression of snapshot files on their way to global storage: " + strings.Join(compress.Algorithms, ", ") + "; restart decompresses and verifies them"},
-			{Name: ParamCompressLevel, Type: mca.Int, Default: "0", Level: mca.LevelTuner,
-				Help: "Compression level (0 = the algorithm's default; zstd 1-22, s2 1-3, gzip 1-9)"},
-			{Name: ParamCache, Type: mca.Int, Default: "2", Level: mca.LevelUser,
-				Help: "Sequences of a snapshot reference each node keeps locally once drained, so a restart on the same node reads them instead of global storage (0 = none)"},
-		},
+		Params:      params,
 	}, query)
 }
 
@@ -85,7 +92,8 @@ type config struct {
 	alg         string
 	level       int
 	cache       int
-	groupRead   bool // sstore_base_group_readable
+	groupRead   bool       // sstore_base_group_readable
+	hold        *fetchHold // ParamHoldFetch, in a build with the test hooks
 }
 
 // query answers when checkpoint/restart is on (ft_cr_enabled) or when
@@ -117,6 +125,11 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %q: %w", ParamCompress, c.alg, err))
 	} else if err := compress.Check(c.alg, c.level); err != nil {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: %w", ParamCompressLevel, c.level, err))
+	}
+	if v.Has(ParamHoldFetch) && v.String(ParamHoldFetch) != "" {
+		h, err := parseHoldFetch(v.String(ParamHoldFetch))
+		errs = append(errs, err)
+		c.hold = h
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, 0, err
