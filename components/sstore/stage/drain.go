@@ -366,10 +366,7 @@ func worthCompressing(ctx context.Context, src string, size int64, alg string, l
 // copy or the drain's temporary, both inside owner-only folders, so
 // giving it the group's read access here exposes nothing on this node.
 func (m *module) put(ctx context.Context, fm filem.Module, ref snapshot.Ref, src string, dst filem.Remote) error {
-	fileMode, dirMode := snapshot.OwnerFileMode, snapshot.OwnerDirMode
-	if m.cfg.groupRead {
-		fileMode, dirMode = snapshot.GroupFileMode, snapshot.GroupDirMode
-	}
+	dirMode, fileMode := snapshot.Modes(m.cfg.groupRead)
 	if err := os.Chmod(src, fileMode); err != nil {
 		return err
 	}

@@ -22,6 +22,16 @@ const (
 	GroupFileMode fs.FileMode = 0o640
 )
 
+// Modes are the folder and file modes of a reference created with or
+// without the group's read access (sstore_base_group_readable), for
+// writers that cannot look at the folder they write into (a remote one).
+func Modes(groupRead bool) (dir, file fs.FileMode) {
+	if groupRead {
+		return GroupDirMode, GroupFileMode
+	}
+	return OwnerDirMode, OwnerFileMode
+}
+
 // DirMode is the mode of a folder created inside parent: group-readable
 // only when parent is.
 func DirMode(parent string) fs.FileMode {
@@ -49,10 +59,7 @@ func groupReadable(dir string) bool {
 // or 0750 when groupRead (sstore_base_group_readable). An existing folder
 // keeps its mode: its owner chose it.
 func MkdirRef(ref Ref, groupRead bool) error {
-	mode := OwnerDirMode
-	if groupRead {
-		mode = GroupDirMode
-	}
+	mode, _ := Modes(groupRead)
 	if err := os.MkdirAll(ref.Dir, OwnerDirMode); err != nil {
 		return fmt.Errorf("sstore: create the global snapshot folder %s: %w", ref.Dir, err)
 	}

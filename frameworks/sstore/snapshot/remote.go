@@ -118,10 +118,7 @@ func (m remoteMeta) WriteGlobal(ctx context.Context, ref Ref, g *GlobalMeta) err
 	if err := WriteGlobal(local, g); err != nil {
 		return err
 	}
-	dirMode := OwnerDirMode
-	if m.groupRead {
-		dirMode = GroupDirMode
-	}
+	dirMode, _ := Modes(m.groupRead)
 	if err := m.fm.Put(ctx, []filem.Transfer{{Local: filepath.Join(local.Path(), GlobalMetaFile), Remote: dst, DirMode: dirMode}}); err != nil {
 		return fmt.Errorf("sstore: write %s: %w", dst, err)
 	}
