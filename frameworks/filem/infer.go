@@ -32,7 +32,7 @@ func Infer(l Location, vals *mca.Values) ([]mca.Setting, error) {
 	}
 	var out []mca.Setting
 	chosen := vals.Get(Name)
-	if explicit(chosen) {
+	if chosen.Origin.Source.Explicit() {
 		if chosen.Value != SFTP {
 			return nil, nil
 		}
@@ -41,7 +41,7 @@ func Infer(l Location, vals *mca.Values) ([]mca.Setting, error) {
 	}
 	conflict := func(param, what, inURL string) error {
 		s := vals.Get(param)
-		if !explicit(s) || inURL == "" || s.Value == inURL {
+		if !s.Origin.Source.Explicit() || inURL == "" || s.Value == inURL {
 			return nil
 		}
 		return fmt.Errorf("filem: %s names %s %s, but %s = %s (from %s): drop one of them", l, what, inURL, param, s.Value, s.Origin)
@@ -59,4 +59,3 @@ func Infer(l Location, vals *mca.Values) ([]mca.Setting, error) {
 	return out, nil
 }
 
-func explicit(s mca.Setting) bool { return s.Origin.Source.Explicit() }
