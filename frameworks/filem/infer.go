@@ -58,4 +58,3 @@ func Infer(l Location, vals *mca.Values) ([]mca.Setting, error) {
 	}
 	return out, nil
 }
-
