@@ -217,6 +217,15 @@ func TestUserProgramsLinkNoDaemonOrCommands(t *testing.T) {
 		})
 }
 
+// examples/plainheat is the program with no C/R code that transparent
+// checkpoints are tested on: it must not reach package cr, even through
+// the solver it shares with heat.
+func TestPlainProgramHasNoCRCode(t *testing.T) {
+	forbidDeps(t, "examples/plainheat has no checkpoint/restart code (no package cr)",
+		func(p string) bool { return p == examples+"/plainheat" || p == examples+"/heat/solver" },
+		func(d string) bool { return d == cr || under(d, cr) })
+}
+
 // componentOf returns the component a package belongs to
 // (gompi/components/sstore/stage for .../stage/x), or "".
 func componentOf(p string) string {
