@@ -74,14 +74,37 @@ func (c *Client) Requests() <-chan snapc.AppRequest {
 }
 
 func (c *Client) openRequests() {
-	c.reqCh = make(chan snapc.AppRequest, 16)
 	c.mu.Lock()
+	c.reqCh = make(chan snapc.AppRequest, 16)
 	rpc, finalized := c.rpc, c.finalized
 	c.mu.Unlock()
 	if rpc == nil || finalized {
-		close(c.reqCh)
+		c.closeRequests()
 		return
 	}
+	if err := c.streamRequests(); err != nil {
+		c.closeRequests()
+		fmt.Fprintf(os.Stderr, "rank %d: rankclient: register the checkpoint coordinator with gompid: %v\n", c.rank, err)
+	}
+}
+
+// closeRequests closes the requests channel for good.
+func (c *Client) closeRequests() {
+	c.mu.Lock()
+	c.reqClosed = true
+	c.mu.Unlock()
+	close(c.reqCh)
+}
+
+// streamRequests registers the rank's coordinator with gompid and starts
+// the goroutine that feeds the stream's requests into reqCh. The
+// goroutine's owner is the client: stopRequests ends it (Finalize, Close,
+// Detach); it also ends when gompid goes away. It closes reqCh as it ends
+// unless the client is detached, when Reattach streams into it again.
+func (c *Client) streamRequests() error {
+	c.mu.Lock()
+	rpc := c.rpc
+	c.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	stream, err := rpc.Requests(ctx, &pb.AppRequestsRequest{Rank: int32(c.rank)}, grpc.WaitForReady(true))
 	if err == nil {
@@ -94,17 +117,22 @@ func (c *Client) openRequests() {
 	}
 	if err != nil {
 		cancel()
-		close(c.reqCh)
-		fmt.Fprintf(os.Stderr, "rank %d: rankclient: register the checkpoint coordinator with gompid: %v\n", c.rank, err)
-		return
+		return err
 	}
-	c.reqDone = make(chan struct{})
+	done := make(chan struct{})
 	c.mu.Lock()
-	c.reqCancel = cancel
+	c.reqCancel, c.reqDone = cancel, done
 	c.mu.Unlock()
 	go func() {
-		defer close(c.reqDone)
-		defer close(c.reqCh)
+		defer close(done)
+		defer func() {
+			c.mu.Lock()
+			keep := c.detached
+			c.mu.Unlock()
+			if !keep {
+				c.closeRequests()
+			}
+		}()
 		for {
 			m, err := stream.Recv()
 			if err != nil {
@@ -122,6 +150,7 @@ func (c *Client) openRequests() {
 			}
 		}
 	}()
+	return nil
 }
 
 // stopRequests ends the requests stream and waits for its goroutine.
@@ -172,6 +201,8 @@ func (c *Client) daemon(what string) (pb.DaemonClient, error) {
 	switch {
 	case c.finalized:
 		return nil, fmt.Errorf("rankclient: %s: %w", what, ErrFinalized)
+	case c.detached:
+		return nil, fmt.Errorf("rankclient: %s: %w", what, ErrDetached)
 	case c.rpc == nil || c.conn == nil:
 		return nil, fmt.Errorf("rankclient: %s: this process has no gompid (a singleton, or closed): run it with gompirun -am ft-enable-cr to checkpoint it", what)
 	}

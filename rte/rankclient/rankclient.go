@@ -48,11 +48,14 @@ type Client struct {
 	job, node  string
 	nodeDir    string
 	rankNodes  []string
-	// secret is the data-plane secret of the rank's launch generation,
-	// which rank processes prove to each other (mpi hello); the job's
-	// control secret is held only by conn, for its calls to gompid.
-	secret control.Secret
-	proc   *boot.Process
+	// secrets are the job's control secret, which the rank proves to
+	// gompid (Init and Reattach), and the data-plane secret of its launch
+	// generation, which rank processes prove to each other (mpi hello).
+	// daemonSock is gompid's socket. Reattach changes all three after a
+	// restore (link.go), so they are read under mu.
+	secrets    control.RankSecrets
+	daemonSock string
+	proc       *boot.Process
 	conn   *grpc.ClientConn // nil for a singleton
 	rpc    pb.DaemonClient
 
@@ -63,9 +66,11 @@ type Client struct {
 	mu        sync.Mutex
 	seq       uint64
 	finalized bool
+	detached  bool // between Detach and Reattach (link.go)
 
 	reqOnce   sync.Once
 	reqCh     chan snapc.AppRequest
+	reqClosed bool // reqCh is closed: the stream ended for good
 	reqCancel context.CancelFunc // ends the requests stream
 	reqDone   chan struct{}      // closed when its goroutine is gone
 
@@ -120,7 +125,7 @@ func Init(ctx context.Context) (*Client, error) {
 	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
 		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting, migrated: migrated,
-		secret: secrets.Data,
+		secrets: secrets, daemonSock: sock,
 	}
 	c.startEvents()
 	return c, nil
@@ -165,7 +170,7 @@ func Singleton(ctx context.Context, opts mca.SourceOptions) (*Client, error) {
 		return nil, fmt.Errorf("rankclient: %w", err)
 	}
 	return &Client{rank: 0, size: 1, job: fmt.Sprintf("singleton-%d", os.Getpid()), node: singletonNode,
-		rankNodes: []string{singletonNode}, nodeDir: os.TempDir(), proc: p, secret: secret}, nil
+		rankNodes: []string{singletonNode}, nodeDir: os.TempDir(), proc: p, secrets: control.RankSecrets{Data: secret}}, nil
 }
 
 // singletonNode is the node of a program run without gompirun.
@@ -194,14 +199,24 @@ func (c *Client) Job() string { return c.job }
 // ranks prove to each other that they know when they connect
 // (mpi.Bootstrap): new for each launch and each recovery of the job, the
 // current one for ranks a migration moves.
-func (c *Client) Secret() []byte { return c.secret.Bytes() }
+func (c *Client) Secret() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.secrets.Data.Bytes()
+}
 
 // Node is the name of the node the rank runs on; ranks with equal node
 // names share a machine (and a node directory).
-func (c *Client) Node() string { return c.node }
+func (c *Client) Node() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node
+}
 
 // NodeOf returns the node of any rank of the job.
 func (c *Client) NodeOf(rank int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if rank < 0 || rank >= len(c.rankNodes) {
 		return ""
 	}
@@ -210,7 +225,11 @@ func (c *Client) NodeOf(rank int) string {
 
 // NodeDir is the node-local directory of the job, shared by the node's
 // ranks and removed by gompid when the job ends.
-func (c *Client) NodeDir() string { return c.nodeDir }
+func (c *Client) NodeDir() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodeDir
+}
 
 // Values are the job's parameters, resolved once by gompirun.
 func (c *Client) Values() *mca.Values { return c.proc.Values }
@@ -232,10 +251,14 @@ func (c *Client) fence(ctx context.Context, data map[string]string) ([]map[strin
 	c.seq++
 	seq := c.seq
 	c.mu.Unlock()
-	if c.rpc == nil {
+	rpc, err := c.live()
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: fence %d: %w", seq, err)
+	}
+	if rpc == nil {
 		return []map[string]string{clone(data)}, nil
 	}
-	resp, err := c.rpc.Fence(ctx, &pb.FenceRequest{Rank: int32(c.rank), Seq: seq, Data: data})
+	resp, err := rpc.Fence(ctx, &pb.FenceRequest{Rank: int32(c.rank), Seq: seq, Data: data})
 	if err != nil {
 		return nil, fmt.Errorf("rankclient: fence %d: %w", seq, err)
 	}
