@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc"
 
 	"gompi/rte/control"
-	"gompi/rte/lifeline"
 	pb "gompi/rte/control/proto"
+	"gompi/rte/lifeline"
 )
 
 // A transparent checkpoint (a CRS that dumps the rank from outside, such

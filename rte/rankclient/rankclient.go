@@ -56,8 +56,8 @@ type Client struct {
 	secrets    control.RankSecrets
 	daemonSock string
 	proc       *boot.Process
-	conn   *grpc.ClientConn // nil for a singleton
-	rpc    pb.DaemonClient
+	conn       *grpc.ClientConn // nil for a singleton
+	rpc        pb.DaemonClient
 
 	restart    snapc.RestartInfo
 	restarting bool
@@ -70,7 +70,7 @@ type Client struct {
 
 	reqOnce   sync.Once
 	reqCh     chan snapc.AppRequest
-	reqClosed bool // reqCh is closed: the stream ended for good
+	reqClosed bool               // reqCh is closed: the stream ended for good
 	reqCancel context.CancelFunc // ends the requests stream
 	reqDone   chan struct{}      // closed when its goroutine is gone
 
