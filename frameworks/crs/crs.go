@@ -12,12 +12,29 @@
 // again (gompid relaunches its Launch and package cr restores it), so
 // Module.Restart is exercised by the conformance kit (crstest) and the
 // plugin bridge until a transparent, system-level CRS restarts through it.
+//
+// Restart comes in two forms, and a daemon bringing a rank back asks for
+// the second when the module has it:
+//
+//   - Module.Restart returns a Launch: the daemon starts the process
+//     itself, as it starts a fresh rank (self: the program, run again,
+//     restores itself).
+//   - Restorer.Restore (an optional interface, checked with a type
+//     assertion on the selected module) brings the process back itself
+//     and returns it running, as a Process the daemon waits on
+//     (criu: CRIU restores the image). The daemon hands in the write ends
+//     of the pipes it reads the rank's output from and the descriptors
+//     the rank inherits from 3 on, as it would give them to a fresh rank;
+//     the restored process finds them where the original had them. Such
+//     a module's Restart refuses (it has no Launch to give) unless the
+//     directory holds none of its snapshots (ErrNoSnapshot).
 package crs
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 )
 
 // Name of the framework, and of its selection parameter.
@@ -104,6 +121,41 @@ type Module interface {
 	// snapshot in req.Dir; ErrNoSnapshot when the directory holds none of
 	// this component's.
 	Restart(ctx context.Context, req RestartRequest) (Launch, error)
+}
+
+// RestoreRequest asks a Restorer to bring a saved process back. The
+// files are the caller's: Restore hands the process its own copies and
+// closes none of them.
+type RestoreRequest struct {
+	// Rank is the job rank the process is, for messages and logs.
+	Rank int
+	// Dir, Meta and Launch are as in RestartRequest: the snapshot's
+	// directory, the Meta its Checkpoint returned, the original launch.
+	Dir    string
+	Meta   map[string]string
+	Launch Launch
+	// Stdin is the read end of the rank's standard input, nil for none;
+	// Stdout and Stderr are the write ends of the pipes the daemon reads
+	// the rank's output from (nil: the restored process's output is
+	// discarded). They take the place of what the original had as
+	// descriptors 0, 1 and 2.
+	Stdin, Stdout, Stderr *os.File
+	// Files take the place of the original's descriptors from 3 on, in
+	// order (as exec.Cmd.ExtraFiles): the rank's lifeline pipe and
+	// whatever else the daemon gave the original.
+	Files []*os.File
+}
+
+// Restorer is a Module that restores a process itself rather than
+// returning a Launch for the daemon to start (a transparent CRS: the
+// process's image is brought back, not its program run again).
+type Restorer interface {
+	// Restore brings back the process saved in req.Dir and returns it
+	// running. The Process is the caller's to wait on: Wait reports its
+	// exit status or the signal that ended it, as for a child the
+	// caller started. ErrNoSnapshot when the directory holds none of
+	// this component's snapshots.
+	Restore(ctx context.Context, req RestoreRequest) (Process, error)
 }
 
 var (

@@ -3,7 +3,6 @@ package crs
 import (
 	"context"
 	"log/slog"
-	"os"
 	"syscall"
 )
 
@@ -16,9 +15,9 @@ import (
 //     rank's registered state (Rank);
 //   - in gompid, or in a plugin child of gompid, saving and restoring the
 //     node's ranks from outside (a transparent CRS such as criu, dumping
-//     and restoring through CRIU's RPC): gompid provisions it with what a
-//     restored rank needs from the daemon and a way to hand the daemon
-//     back the processes it restored (Daemon).
+//     and restoring through CRIU's RPC): gompid provisions it with the
+//     node it serves (Daemon), and restores ranks through Restorer.Restore,
+//     handing each restored rank its descriptors in the call.
 //
 // A module that cannot work where it is provisioned returns an error
 // wrapping ErrNotCheckpointable (self in gompid, criu in a rank), so the
@@ -27,14 +26,13 @@ import (
 // connection to the checkpointing service.
 //
 // Across the plugin bridge the host is all that crosses besides the
-// module's calls: Rank.Save and Daemon.Restored are called back over the
-// bridge, Daemon.Files travel as descriptors (SCM_RIGHTS on the plugin's
+// module's calls: Rank.Save is called back over the bridge. A Restore's
+// descriptors travel as descriptors (SCM_RIGHTS on the plugin's
 // descriptor socket), and a process a plugin's CRS restored stays the
-// plugin's child: the plugin waits on it, and the daemon's Process.Wait is
-// a call to the plugin. A process restored by a service that is not the
-// daemon's descendant (CRIU's) can only be waited on by gompid as a child
-// subreaper (PR_SET_CHILD_SUBREAPER); that is the criu component's to set
-// up, when it first provisions a CRS with a DaemonHost.
+// plugin's: the plugin waits on it, and the daemon's Process.Wait is a
+// call to the plugin. Whoever runs the CRS must be able to wait on what it
+// restores: criu restores the process tree as a child of the process that
+// runs it (CRIU's restore-sibling mode).
 type Host struct {
 	Rank   *RankHost
 	Daemon *DaemonHost
@@ -54,15 +52,6 @@ type RankHost struct {
 type DaemonHost struct {
 	// Node is the node the daemon serves.
 	Node string
-	// Files are descriptors every restored rank inherits, in order from
-	// descriptor 3 (as exec.Cmd.ExtraFiles): the lifeline pipe by which a
-	// rank notices its daemon's death, its control connection. A restored
-	// image finds them where the original process had them.
-	Files []*os.File
-	// Restored hands the daemon a rank the CRS brought back itself (rather
-	// than returning a Launch for the daemon to start): the daemon waits on
-	// it as on the ranks it started. It must not block.
-	Restored func(rank int, p Process)
 }
 
 // Process is a rank a CRS restored, for the daemon to wait on.

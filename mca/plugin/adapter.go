@@ -25,6 +25,10 @@ type adapter struct {
 	// interface: its Host's Provisioner (crs, sstore, errmgr) or
 	// snapc.Coordinator; nil when the framework has none.
 	extended func(m any) bool
+	// optional names further optional interfaces a module may implement
+	// (crs.Restorer), each with its test; a proxy module implements those
+	// its module does.
+	optional map[string]func(m any) bool
 	// carrier makes the host's proxies of the framework's components.
 	carrier
 }
@@ -86,7 +90,7 @@ func (c *proxy[M]) Query(ctx context.Context, q mca.Query) (M, int, error) {
 	if err != nil {
 		return zero, 0, err
 	}
-	r := &remote{p: c.p, ref: c.ref, handle: id}
+	r := &remote{p: c.p, ref: c.ref, handle: id, impl: impl}
 	return c.wrap(r, slices.Contains(impl, implExtended)), prio, nil
 }
 

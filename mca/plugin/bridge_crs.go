@@ -2,6 +2,10 @@ package plugin
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
 
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
@@ -11,10 +15,14 @@ import (
 // The CRS framework over the bridge. Checkpoint and Restart pass paths,
 // PIDs, options and metadata; the snapshot's bytes stay on disk. Its Host
 // crosses as crs.Host says: a rank's Save is lent to the module (its
-// calls come back to the rank), a daemon's Files are passed as
-// descriptors on the plugin's descriptor socket (fds.go) and its Restored
-// is lent, the restored processes staying the plugin's children, held by
-// handle, their Wait a call bounded by its context only.
+// calls come back to the rank), a daemon's node is passed. A Restorer's
+// Restore passes its request's descriptors on the plugin's descriptor
+// socket (fds.go), one batch per call that the plugin closes once the
+// module has returned; the restored process stays the plugin's, held by
+// handle, its Wait a call bounded by its context only.
+
+// implRestorer in a QueryResponse says the module is a crs.Restorer.
+const implRestorer = "crs.Restorer"
 
 var crsAdapter = adapter{
 	methods: crsMethods,
@@ -22,28 +30,48 @@ var crsAdapter = adapter{
 		_, ok := m.(mca.Provisioner[crs.Host])
 		return ok
 	},
+	optional: map[string]func(m any) bool{implRestorer: func(m any) bool {
+		_, ok := m.(crs.Restorer)
+		return ok
+	}},
 	carrier: carry(func(s *frameworks.Set) *mca.Framework[crs.Module] { return s.CRS },
 		func(r *remote, extended bool) crs.Module {
-			if extended {
+			restorer := slices.Contains(r.impl, implRestorer)
+			switch {
+			case extended && restorer:
+				return &crsProvisionedRestorer{crsProvisioned{crsModule: crsModule{r}}}
+			case extended:
 				return &crsProvisioned{crsModule: crsModule{r}}
+			case restorer:
+				return crsRestorer{crsModule{r}}
 			}
 			return crsModule{r}
 		}),
 }
 
-// crsHost is crs.Host with its functions lent and its files passed.
+// crsHost is crs.Host with its functions lent.
 type crsHost struct {
-	Rank     bool
-	Save     uint64 // RankHost.Save, lent
-	Daemon   bool
-	Node     string
-	Files    uint64 // the batch of DaemonHost.Files on the descriptor socket
-	NFiles   int
-	Restored uint64 // DaemonHost.Restored, lent
+	Rank   bool
+	Save   uint64 // RankHost.Save, lent
+	Daemon bool
+	Node   string
 }
 
-type crsRestored struct {
+// crsRestore is a crs.RestoreRequest with its descriptors in a batch on
+// the descriptor socket: first those of Stdin, Stdout and Stderr that Std
+// says are there, then Files.
+type crsRestore struct {
 	Rank   int
+	Dir    string
+	Meta   map[string]string
+	Launch crs.Launch
+	Std    [3]bool
+	Batch  uint64
+	NFiles int // in the batch, the standard ones included
+}
+
+// crsRestored is the process a Restore brought back.
+type crsRestored struct {
 	Handle uint64 // the process, held by the plugin
 	PID    int
 }
@@ -55,8 +83,9 @@ var crsMethods = methods{
 	"Restart": fn(func(ctx context.Context, m crs.Module, a crs.RestartRequest, _ *scope) (crs.Launch, error) {
 		return m.Restart(ctx, a)
 	}),
+	"Restore": fn(restoreInPlugin),
 	"Provision": fn(func(ctx context.Context, m crs.Module, a crsHost, sc *scope) (none, error) {
-		host, err := crsHostOf(ctx, a, sc)
+		host, err := crsHostOf(a, sc)
 		if err != nil {
 			return none{}, err
 		}
@@ -65,8 +94,35 @@ var crsMethods = methods{
 	}),
 }
 
+// restoreInPlugin takes the call's descriptors, restores through the
+// module and holds the process it returns for the host's Wait.
+func restoreInPlugin(ctx context.Context, m crs.Module, a crsRestore, sc *scope) (crsRestored, error) {
+	files, err := sc.srv.fds.take(ctx, a.Batch, a.NFiles)
+	if err != nil {
+		return crsRestored{}, err
+	}
+	// The restored process has its own copies; the plugin's are the call's.
+	defer closeFiles(files)
+	r, ok := m.(crs.Restorer)
+	if !ok {
+		return crsRestored{}, fmt.Errorf("plugin: crs module %T restores nothing itself (not a crs.Restorer)", m)
+	}
+	req := crs.RestoreRequest{Rank: a.Rank, Dir: a.Dir, Meta: a.Meta, Launch: a.Launch}
+	for i, std := range []**os.File{&req.Stdin, &req.Stdout, &req.Stderr} {
+		if a.Std[i] && len(files) > 0 {
+			*std, files = files[0], files[1:]
+		}
+	}
+	req.Files = files
+	p, err := r.Restore(ctx, req)
+	if err != nil {
+		return crsRestored{}, err
+	}
+	return crsRestored{Handle: sc.hold(p, processMethods), PID: p.PID()}, nil
+}
+
 // crsHostOf rebuilds the host's crs.Host in the plugin.
-func crsHostOf(ctx context.Context, a crsHost, sc *scope) (crs.Host, error) {
+func crsHostOf(a crsHost, sc *scope) (crs.Host, error) {
 	host := crs.Host{Log: sc.srv.log.With("framework", sc.comp.framework, "component", sc.comp.name)}
 	if a.Rank {
 		save, err := sc.host(a.Save)
@@ -81,28 +137,8 @@ func crsHostOf(ctx context.Context, a crsHost, sc *scope) (crs.Host, error) {
 			}
 		}
 	}
-	if !a.Daemon {
-		return host, nil
-	}
-	// Taken first, so they are the module's (closed with it) whatever
-	// fails next.
-	files, err := sc.srv.fds.take(ctx, a.Files, a.NFiles)
-	if err != nil {
-		return host, err
-	}
-	sc.srv.own(sc.handle, files)
-	restored, err := sc.host(a.Restored)
-	if err != nil {
-		return host, err
-	}
-	host.Daemon = &crs.DaemonHost{Node: a.Node, Files: files}
-	if restored != nil {
-		host.Daemon.Restored = func(rank int, p crs.Process) {
-			id := sc.hold(p, processMethods)
-			if err := restored.call(context.Background(), control, "Restored", crsRestored{Rank: rank, Handle: id, PID: p.PID()}, nil); err != nil {
-				host.Log.Warn("crs: hand a restored rank to the daemon", "rank", rank, "pid", p.PID(), "err", err)
-			}
-		}
+	if a.Daemon {
+		host.Daemon = &crs.DaemonHost{Node: a.Node}
 	}
 	return host, nil
 }
@@ -110,13 +146,6 @@ func crsHostOf(ctx context.Context, a crsHost, sc *scope) (crs.Host, error) {
 var saveMethods = methods{
 	"Save": fn(func(ctx context.Context, save func(context.Context, string) ([]string, error), dir string, _ *scope) ([]string, error) {
 		return save(ctx, dir)
-	}),
-}
-
-var restoredMethods = methods{
-	"Restored": fn(func(_ context.Context, f func(crsRestored), a crsRestored, _ *scope) (none, error) {
-		f(a)
-		return none{}, nil
 	}),
 }
 
@@ -139,6 +168,40 @@ func (m crsModule) Restart(ctx context.Context, req crs.RestartRequest) (crs.Lau
 	return l, err
 }
 
+// restore sends req's descriptors as one batch and asks the plugin's
+// module to restore with them.
+func (m crsModule) restore(ctx context.Context, req crs.RestoreRequest) (crs.Process, error) {
+	a := crsRestore{Rank: req.Rank, Dir: req.Dir, Meta: req.Meta, Launch: req.Launch}
+	var files []*os.File
+	for i, f := range []*os.File{req.Stdin, req.Stdout, req.Stderr} {
+		if f != nil {
+			a.Std[i] = true
+			files = append(files, f)
+		}
+	}
+	if slices.Contains(req.Files, nil) {
+		return nil, errors.New("plugin: crs restore: a nil file in RestoreRequest.Files (each descriptor from 3 on must be given)")
+	}
+	files = append(files, req.Files...)
+	var err error
+	a.NFiles = len(files)
+	if a.Batch, err = m.p.fds.send(files); err != nil {
+		return nil, err
+	}
+	var r crsRestored
+	if err := m.call(ctx, dataIO, "Restore", a, &r); err != nil {
+		return nil, err
+	}
+	return &processProxy{r: m.child(r.Handle), pid: r.PID}, nil
+}
+
+// crsRestorer is a plugin's CRS module that restores processes itself.
+type crsRestorer struct{ crsModule }
+
+func (m crsRestorer) Restore(ctx context.Context, req crs.RestoreRequest) (crs.Process, error) {
+	return m.restore(ctx, req)
+}
+
 // crsProvisioned is a plugin's CRS module that takes a Host.
 type crsProvisioned struct {
 	crsModule
@@ -148,36 +211,29 @@ type crsProvisioned struct {
 func (m *crsProvisioned) Provision(ctx context.Context, h crs.Host) error {
 	m.unlend(m.lent...)
 	m.lent = nil
-	lend := func(v any, ms methods) uint64 {
-		id := m.lend(v, ms)
-		m.lent = append(m.lent, id)
-		return id
-	}
 	var a crsHost
 	if h.Rank != nil {
 		a.Rank = true
 		if h.Rank.Save != nil {
-			a.Save = lend(h.Rank.Save, saveMethods)
+			a.Save = m.lend(h.Rank.Save, saveMethods)
+			m.lent = append(m.lent, a.Save)
 		}
 	}
 	if d := h.Daemon; d != nil {
-		a.Daemon, a.Node, a.NFiles = true, d.Node, len(d.Files)
-		var err error
-		if a.Files, err = m.p.fds.send(d.Files); err != nil {
-			return err
-		}
-		if d.Restored != nil {
-			r := m.remote
-			a.Restored = lend(func(x crsRestored) {
-				d.Restored(x.Rank, &processProxy{r: r.child(x.Handle), pid: x.PID})
-			}, restoredMethods)
-		}
+		a.Daemon, a.Node = true, d.Node
 	}
 	return m.call(ctx, control, "Provision", a, nil)
 }
 
-// processProxy is a rank a plugin's CRS restored; it is the plugin's
-// child, so the plugin waits on it.
+// crsProvisionedRestorer takes a Host and restores processes itself.
+type crsProvisionedRestorer struct{ crsProvisioned }
+
+func (m *crsProvisionedRestorer) Restore(ctx context.Context, req crs.RestoreRequest) (crs.Process, error) {
+	return m.restore(ctx, req)
+}
+
+// processProxy is a process a plugin's CRS restored; the plugin waits on
+// it.
 type processProxy struct {
 	r   *remote
 	pid int
@@ -193,6 +249,9 @@ func (p *processProxy) Wait(ctx context.Context) (crs.Exit, error) {
 
 var (
 	_ crs.Module                = crsModule{}
+	_ crs.Restorer              = crsRestorer{}
 	_ mca.Provisioner[crs.Host] = (*crsProvisioned)(nil)
+	_ mca.Provisioner[crs.Host] = (*crsProvisionedRestorer)(nil)
+	_ crs.Restorer              = (*crsProvisionedRestorer)(nil)
 	_ crs.Process               = (*processProxy)(nil)
 )

@@ -268,7 +268,6 @@ func (s pluginServer) Call(ctx context.Context, req *pb.CallRequest) (*pb.CallRe
 				resp.Error = detailOf(err)
 			}
 		}
-		s.disown(req.GetHandle())
 		return resp, nil
 	}
 	return dispatch(ctx, o.methods, o.v, req, &scope{srv: s.server, comp: k, handle: req.GetHandle(), cbID: req.GetCallbacks()})
@@ -310,6 +309,7 @@ type remote struct {
 	p      *proc
 	ref    *pb.ComponentRef
 	handle uint64
+	impl   []string // optional interfaces the module implements (QueryResponse.implements)
 
 	mu     sync.Mutex
 	lent   []uint64 // host objects handed to the module, released on Close

@@ -12,12 +12,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// File descriptors cannot cross gRPC: a module's host that holds some
-// (crs.DaemonHost.Files) sends them on a unix socket pair the host makes
-// when it starts the plugin, whose plugin end is the plugin's descriptor
-// fdSocket (exec.Cmd.ExtraFiles) and named by envFDs. Each batch is one
-// message: its id (8 bytes, big-endian) and count (4 bytes), with the
-// descriptors as SCM_RIGHTS; the call that hands the host over names the
+// File descriptors cannot cross gRPC: a call that passes some (a CRS's
+// Restore: crs.RestoreRequest's pipes and Files) sends them on a unix
+// socket pair the host makes when it starts the plugin, whose plugin end
+// is the plugin's descriptor fdSocket (exec.Cmd.ExtraFiles) and named by
+// envFDs. Each batch is one message: its id (8 bytes, big-endian) and
+// count (4 bytes), with the descriptors as SCM_RIGHTS; the call names the
 // batch by id, and the plugin waits for it (the socket and the gRPC
 // connection are not ordered with each other).
 

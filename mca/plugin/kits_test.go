@@ -1,8 +1,8 @@
 package plugin
 
 import (
-	"bufio"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,50 +166,47 @@ func TestErrMgrJobCrosses(t *testing.T) {
 }
 
 // TestCRSHostCrosses extended a plugin's CRS as gompid and as a rank
-// would: a daemon's descriptor reaches the process the CRS restores (it
-// writes into the host's pipe), the restored process comes back through
-// Restored and its Wait says how it ended; a rank's Save is called back
+// would: a Restore's descriptors reach the process the CRS restores (it
+// writes into the host's pipes, standard ones and from descriptor 3), the
+// proxy is a crs.Restorer because the plugin's module is, and the
+// restored process's Wait says how it ended; a rank's Save is called back
 // by the CRS's Checkpoint.
 func TestCRSHostCrosses(t *testing.T) {
 	l := loadBuiltins(t)
 	choose := mca.Setting{Name: crs.Name, Value: "restorer"}
 	t.Run("daemon", func(t *testing.T) {
 		m := selectWith(t, l, l.set.CRS, mca.RoleDaemon, choose)
-		rd, wr, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rd.Close()
-		got := make(chan crs.Process, 1)
-		host := crs.Host{Daemon: &crs.DaemonHost{Node: "n7", Files: []*os.File{wr},
-			Restored: func(rank int, p crs.Process) {
-				if rank != 0 {
-					t.Errorf("restored rank %d, want 0", rank)
-				}
-				got <- p
-			}}}
-		ok, err := mca.Provision(t.Context(), m, host)
-		wr.Close() // the restored process has its own copy
-		if !ok || err != nil {
+		if ok, err := mca.Provision(t.Context(), m, crs.Host{Daemon: &crs.DaemonHost{Node: "n7"}}); !ok || err != nil {
 			t.Fatalf("provision: %v, %v; want a module that takes the Host", ok, err)
 		}
-		var p crs.Process
-		select {
-		case p = <-got:
-		case <-time.After(time.Minute):
-			t.Fatal("no process restored a minute after Provision")
+		r, ok := m.(crs.Restorer)
+		if !ok {
+			t.Fatalf("proxy %T is not a crs.Restorer, though the plugin's module is", m)
 		}
-		// The plugin keeps its copy of the descriptor until the module is
-		// closed: read the line, not to the end.
-		lines := make(chan string, 1)
-		go func() { line, _ := bufio.NewReader(rd).ReadString('\n'); lines <- line }()
-		select {
-		case line := <-lines:
-			if line != "restored on n7\n" {
-				t.Errorf("the restored process wrote %q to its inherited descriptor, want %q", line, "restored on n7\n")
+		pipes := make([][2]*os.File, 3) // stdout, stderr, descriptor 3
+		for i := range pipes {
+			rd, wr, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
 			}
-		case <-time.After(time.Minute):
-			t.Error("the restored process wrote nothing to its inherited descriptor in a minute")
+			defer rd.Close()
+			pipes[i] = [2]*os.File{rd, wr}
+		}
+		p, err := r.Restore(t.Context(), crs.RestoreRequest{Rank: 3, Dir: t.TempDir(),
+			Stdout: pipes[0][1], Stderr: pipes[1][1], Files: []*os.File{pipes[2][1]}})
+		for _, pp := range pipes {
+			pp[1].Close() // the restored process has its own copies, the plugin closed its
+		}
+		if err != nil {
+			t.Fatalf("restore: %v", err)
+		}
+		// Read to the end: once the process has exited, no copy of the
+		// write ends is left open anywhere.
+		for i, want := range []string{"out\n", "err\n", "restored rank 3 on n7\n"} {
+			b, err := io.ReadAll(pipes[i][0])
+			if err != nil || string(b) != want {
+				t.Errorf("pipe %d: the restored process wrote %q (%v), want %q", i, b, err, want)
+			}
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()

@@ -22,12 +22,13 @@
 //
 //   - filem: Put, Get, Remove.
 //
-//   - crs: Checkpoint, Restart; its Host crosses as crs.Host says: a
-//     rank's Save is lent; a daemon's Files are passed as descriptors
-//     (SCM_RIGHTS on a unix socket pair the host makes at the plugin's
-//     start, the plugin's end its descriptor 3) and its Restored is lent,
-//     the restored processes staying the plugin's children, held by
-//     handle, Wait a call on them bounded by its context.
+//   - crs: Checkpoint, Restart, and Restore when the module is a
+//     crs.Restorer (the proxy then is one too); its Host crosses as
+//     crs.Host says: a rank's Save is lent, a daemon's node passed. A
+//     Restore's descriptors are passed as descriptors (SCM_RIGHTS on a
+//     unix socket pair the host makes at the plugin's start, the plugin's
+//     end its descriptor 3); the restored processes stay the plugin's,
+//     held by handle, Wait a call on them bounded by its context.
 //
 //   - sstore: LocalDir, Sync, Fetch, Remove; its Host crosses as the node's
 //     name and the host's FileM, lent to the module (the module's FileM

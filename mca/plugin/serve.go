@@ -133,17 +133,15 @@ type server struct {
 	dialMu   sync.Mutex
 	hostConn *grpc.ClientConn
 
-	// fds receives the descriptors the host passes; owned holds those
-	// given to a module, by its handle, closed with it.
-	fds   *fdReceiver
-	ownMu sync.Mutex
-	owned map[uint64][]*os.File
+	// fds receives the descriptors the host passes with a call (a CRS's
+	// Restore); the call takes and closes them.
+	fds *fdReceiver
 }
 
 func newServer(log *slog.Logger, components []Served) (*server, error) {
 	params := mca.NewParams()
 	set := frameworks.New(params)
-	s := &server{params: params, log: log, comps: map[compKey]Served{}, fds: newFDReceiver(), owned: map[uint64][]*os.File{}}
+	s := &server{params: params, log: log, comps: map[compKey]Served{}, fds: newFDReceiver()}
 	for _, c := range components {
 		if c.add == nil {
 			return nil, errors.New("plugin: a zero Served; make each with its framework's function (plugin.FileM, plugin.SStore, ...)")
@@ -217,23 +215,12 @@ func (s pluginServer) Query(ctx context.Context, req *pb.QueryRequest) (*pb.Quer
 	if c.adapter.extended != nil && c.adapter.extended(m) {
 		impl = append(impl, implExtended)
 	}
+	for name, ok := range c.adapter.optional {
+		if ok(m) {
+			impl = append(impl, name)
+		}
+	}
 	return &pb.QueryResponse{Priority: int32(prio), Module: id, Implements: impl}, nil
 }
 
 var _ pb.PluginServer = pluginServer{}
-
-// own keeps files the module of handle was given, to close with it.
-func (s *server) own(handle uint64, files []*os.File) {
-	s.ownMu.Lock()
-	defer s.ownMu.Unlock()
-	s.owned[handle] = append(s.owned[handle], files...)
-}
-
-// disown closes the files the module of handle was given.
-func (s *server) disown(handle uint64) {
-	s.ownMu.Lock()
-	files := s.owned[handle]
-	delete(s.owned, handle)
-	s.ownMu.Unlock()
-	closeFiles(files)
-}

@@ -5,9 +5,10 @@
 // host's FileM, lent back over the bridge), errmgr autor (whose job is a
 // Recoverer) and sustain, plm local and snapc full (its coordinators held
 // in the plugin, the job's links lent back); and the test fixtures CRS
-// restorer, which takes a crs.Host (a rank's Save, a daemon's descriptors
-// and Restored), and SStore reporter, whose Sync reports progress. Its names clash with the built-ins, so it is only loaded
-// where no built-in is registered.
+// restorer, which takes a crs.Host (a rank's Save, a daemon's node) and
+// is a crs.Restorer (a Restore's descriptors cross), and SStore reporter,
+// whose Sync reports progress. Its names clash with the built-ins, so it
+// is only loaded where no built-in is registered.
 package main
 
 import (
