@@ -1,7 +1,9 @@
 // Package daemon is gompid, the per-node daemon of a job. It dials back
 // to gompirun (the HNP), receives the job, starts the node's ranks (each
-// in its own process group, with a parent-death signal), reaps them with
-// wait, forwards their output and exit statuses, serves the ranks' control
+// in its own process group, with a parent-death signal; under the rank
+// init, in a PID namespace of its own, when the job's CRS is criu:
+// shape.go), reaps them with wait, forwards their output and exit
+// statuses, serves the ranks' control
 // calls (hello, fence, finalize, abort, the checkpoint calls of their
 // application coordinators, and a stream of failure notices: ranks
 // gompirun declared failed while the job runs on, which fences then no
@@ -303,6 +305,11 @@ type daemon struct {
 	settings                 []*pb.Setting
 	ports                    ports
 	cr                       *crState
+	// underInit: the job's ranks run under the rank init (shape.go),
+	// initPath being the init's binary, or cannot start, for initErr.
+	underInit bool
+	initPath  string
+	initErr   error
 
 	mu       sync.Mutex
 	state    daemonState
@@ -320,7 +327,9 @@ type daemon struct {
 }
 
 func newDaemon(opts Options, log *slog.Logger, nodeDir string, secret control.Secret, vals *mca.Values, settings []*pb.Setting, cr *crState, p ports) *daemon {
+	underInit, initPath, initErr := rankShape(vals)
 	return &daemon{
+		underInit: underInit, initPath: initPath, initErr: initErr,
 		job: opts.Job, node: opts.Node, nodeDir: nodeDir, secret: secret,
 		log: log, vals: vals, settings: settings, cr: cr, ports: procPorts(p),
 		ranks:  map[int]*rank{},

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"gompi/frameworks/crs"
 	"gompi/frameworks/plm"
 	"gompi/mca"
 	"gompi/rte/control"
@@ -40,11 +41,20 @@ type signalled struct {
 	sig syscall.Signal
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessCRS(t, "") }
+
+// newHarnessCRS is a harness whose job's settings name crsName as the
+// job's CRS ("" for none).
+func newHarnessCRS(t *testing.T, crsName string) *harness {
 	t.Helper()
 	params := mca.NewParams()
 	plm.NewFramework(params)
-	vals, err := params.ResolveSettings(nil)
+	mca.NewFramework[crs.Module](params, crs.Name, "the job's CRS, as gompirun chose it")
+	var settings []mca.Setting
+	if crsName != "" {
+		settings = append(settings, mca.Setting{Name: crs.Name, Value: crsName})
+	}
+	vals, err := params.ResolveSettings(settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,118 +176,120 @@ func (h *harness) state() daemonState {
 // Ranks that end by themselves are reported with their status, after
 // their start; a second Launch starts nothing.
 func TestHarnessLaunchAndExit(t *testing.T) {
-	h := newHarness(t)
-	if s := h.state(); s != awaitingLaunch {
-		t.Fatalf("state %v before the launch", s)
-	}
-	h.launch(2, "exit 3", 0, 1)
-	if s := h.state(); s != running {
-		t.Errorf("state %v after the launch, want running", s)
-	}
-	ex := h.exits(2)
-	for r := range int32(2) {
-		e := ex[r]
-		if e == nil || e.ExitCode != 3 || e.Signal != 0 || e.Connected || e.Finalized || e.Killed {
-			t.Errorf("rank %d exit %+v, want status 3, never connected, not killed", r, e)
+	forEachShape(t, func(t *testing.T, h *harness) {
+		if s := h.state(); s != awaitingLaunch {
+			t.Fatalf("state %v before the launch", s)
 		}
-	}
-	h.d.handle(t.Context(), &pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
-		Program: "/bin/sh", Args: []string{"-c", "exit 0"}, Size: 2, Ranks: []int32{0, 1}}}})
-	if n := len(h.sentNow(isStarted)); n != 2 {
-		t.Errorf("%d Started after a second launch, want 2", n)
-	}
-	// Every report of a rank comes after its start.
-	h.mu.Lock()
-	seen := map[int32]bool{}
-	for _, m := range h.sent {
-		if s := m.GetStarted(); s != nil {
-			seen[s.Rank] = true
+		h.launch(2, "exit 3", 0, 1)
+		if s := h.state(); s != running {
+			t.Errorf("state %v after the launch, want running", s)
 		}
-		if e := m.GetExited(); e != nil && !seen[e.Rank] {
-			t.Errorf("rank %d's exit before its start", e.Rank)
+		ex := h.exits(2)
+		for r := range int32(2) {
+			e := ex[r]
+			if e == nil || e.ExitCode != 3 || e.Signal != 0 || e.Connected || e.Finalized || e.Killed {
+				t.Errorf("rank %d exit %+v, want status 3, never connected, not killed", r, e)
+			}
 		}
-	}
-	h.mu.Unlock()
+		h.d.handle(t.Context(), &pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
+			Program: "/bin/sh", Args: []string{"-c", "exit 0"}, Size: 2, Ranks: []int32{0, 1}}}})
+		if n := len(h.sentNow(isStarted)); n != 2 {
+			t.Errorf("%d Started after a second launch, want 2", n)
+		}
+		// Every report of a rank comes after its start.
+		h.mu.Lock()
+		seen := map[int32]bool{}
+		for _, m := range h.sent {
+			if s := m.GetStarted(); s != nil {
+				seen[s.Rank] = true
+			}
+			if e := m.GetExited(); e != nil && !seen[e.Rank] {
+				t.Errorf("rank %d's exit before its start", e.Rank)
+			}
+		}
+		h.mu.Unlock()
+	})
 }
 
 // The ranks' calls become phases, a fence contribution and an abort; a
 // Kill ends them with SIGTERM, and their exits say what they reached.
 func TestHarnessControlCallsAndKill(t *testing.T) {
-	h := newHarness(t)
-	pids := h.launch(2, "exec sleep 60", 0, 1)
-	ctx := t.Context()
-	for range 2 { // a second hello is not a new phase
-		resp, err := h.svc.Hello(ctx, &pb.HelloRequest{Rank: 0})
-		if err != nil || resp.Job != "feed0001" || resp.Size != 2 || resp.Node != "n1" {
-			t.Fatalf("hello: %+v, %v", resp, err)
+	forEachShape(t, func(t *testing.T, h *harness) {
+		pids := h.launch(2, "exec sleep 60", 0, 1)
+		ctx := t.Context()
+		for range 2 { // a second hello is not a new phase
+			resp, err := h.svc.Hello(ctx, &pb.HelloRequest{Rank: 0})
+			if err != nil || resp.Job != "feed0001" || resp.Size != 2 || resp.Node != "n1" {
+				t.Fatalf("hello: %+v, %v", resp, err)
+			}
 		}
-	}
-	if _, err := h.svc.Hello(ctx, &pb.HelloRequest{Rank: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.svc.Hello(ctx, &pb.HelloRequest{Rank: 5}); status.Code(err) != codes.NotFound {
-		t.Errorf("hello of a rank not on the node: %v", err)
-	}
-	if got := h.waitSent(2, "connected phases", isPhase(pb.Phase_PHASE_CONNECTED)); len(got) != 2 {
-		t.Errorf("%d connected phases, want one per rank", len(got))
-	}
+		if _, err := h.svc.Hello(ctx, &pb.HelloRequest{Rank: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.Hello(ctx, &pb.HelloRequest{Rank: 5}); status.Code(err) != codes.NotFound {
+			t.Errorf("hello of a rank not on the node: %v", err)
+		}
+		if got := h.waitSent(2, "connected phases", isPhase(pb.Phase_PHASE_CONNECTED)); len(got) != 2 {
+			t.Errorf("%d connected phases, want one per rank", len(got))
+		}
 
-	// The fence: the node's contribution goes once both ranks joined;
-	// gompirun's answer reaches both.
-	answers := make(chan *pb.FenceResponse, 2)
-	join := func(r int32) {
-		resp, err := h.svc.Fence(ctx, &pb.FenceRequest{Rank: r, Seq: 1, Data: map[string]string{"ep": string('a' + rune(r))}})
-		if err != nil {
-			t.Error(err)
+		// The fence: the node's contribution goes once both ranks joined;
+		// gompirun's answer reaches both.
+		answers := make(chan *pb.FenceResponse, 2)
+		join := func(r int32) {
+			resp, err := h.svc.Fence(ctx, &pb.FenceRequest{Rank: r, Seq: 1, Data: map[string]string{"ep": string('a' + rune(r))}})
+			if err != nil {
+				t.Error(err)
+			}
+			answers <- resp
 		}
-		answers <- resp
-	}
-	go join(0)
-	time.Sleep(20 * time.Millisecond)
-	if n := len(h.sentNow(isFence)); n != 0 {
-		t.Fatalf("contribution sent with one of two ranks in the fence")
-	}
-	go join(1)
-	c := h.waitSent(1, "fence contributions", isFence)[0].GetFence()
-	if c.Seq != 1 || len(c.Entries) != 2 || c.Entries[0].Rank != 0 || c.Entries[1].Rank != 1 || c.Entries[1].Data["ep"] != "b" {
-		t.Errorf("contribution %v", c)
-	}
-	h.d.handle(ctx, &pb.HNPMessage{Body: &pb.HNPMessage_Fence{Fence: &pb.FenceComplete{Seq: 1, Entries: c.Entries}}})
-	for range 2 {
-		if resp := <-answers; resp == nil || !proto.Equal(resp, &pb.FenceResponse{Entries: c.Entries}) {
-			t.Errorf("fence answer %v", resp)
+		go join(0)
+		time.Sleep(20 * time.Millisecond)
+		if n := len(h.sentNow(isFence)); n != 0 {
+			t.Fatalf("contribution sent with one of two ranks in the fence")
 		}
-	}
+		go join(1)
+		c := h.waitSent(1, "fence contributions", isFence)[0].GetFence()
+		if c.Seq != 1 || len(c.Entries) != 2 || c.Entries[0].Rank != 0 || c.Entries[1].Rank != 1 || c.Entries[1].Data["ep"] != "b" {
+			t.Errorf("contribution %v", c)
+		}
+		h.d.handle(ctx, &pb.HNPMessage{Body: &pb.HNPMessage_Fence{Fence: &pb.FenceComplete{Seq: 1, Entries: c.Entries}}})
+		for range 2 {
+			if resp := <-answers; resp == nil || !proto.Equal(resp, &pb.FenceResponse{Entries: c.Entries}) {
+				t.Errorf("fence answer %v", resp)
+			}
+		}
 
-	if _, err := h.svc.Finalize(ctx, &pb.FinalizeRequest{Rank: 1}); err != nil {
-		t.Fatal(err)
-	}
-	h.waitSent(1, "finalizing phases", isPhase(pb.Phase_PHASE_FINALIZING))
-	if _, err := h.svc.Abort(ctx, &pb.AbortRequest{Rank: 0, Code: 7, Message: "bye"}); err != nil {
-		t.Fatal(err)
-	}
-	ab := h.waitSent(1, "aborts", func(m *pb.DaemonMessage) bool { return m.GetAbort() != nil })[0].GetAbort()
-	if ab.Rank != 0 || ab.Code != 7 || ab.Message != "bye" {
-		t.Errorf("abort %v", ab)
-	}
+		if _, err := h.svc.Finalize(ctx, &pb.FinalizeRequest{Rank: 1}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitSent(1, "finalizing phases", isPhase(pb.Phase_PHASE_FINALIZING))
+		if _, err := h.svc.Abort(ctx, &pb.AbortRequest{Rank: 0, Code: 7, Message: "bye"}); err != nil {
+			t.Fatal(err)
+		}
+		ab := h.waitSent(1, "aborts", func(m *pb.DaemonMessage) bool { return m.GetAbort() != nil })[0].GetAbort()
+		if ab.Rank != 0 || ab.Code != 7 || ab.Message != "bye" {
+			t.Errorf("abort %v", ab)
+		}
 
-	h.d.handle(ctx, &pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
-	if s := h.state(); s != ending {
-		t.Errorf("state %v after Kill, want ending", s)
-	}
-	ex := h.exits(2)
-	for r, e := range ex {
-		if e.Signal != int32(syscall.SIGTERM) || !e.Killed || !e.Connected || e.Finalized != (r == 1) {
-			t.Errorf("rank %d exit %+v, want SIGTERM, killed, connected, finalized only rank 1", r, e)
+		h.d.handle(ctx, &pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{}}})
+		if s := h.state(); s != ending {
+			t.Errorf("state %v after Kill, want ending", s)
 		}
-	}
-	h.mu.Lock()
-	for _, pid := range pids {
-		if !slices.Contains(h.signals, signalled{int(pid), syscall.SIGTERM}) {
-			t.Errorf("no SIGTERM to the group of pid %d: %v", pid, h.signals)
+		ex := h.exits(2)
+		for r, e := range ex {
+			if e.Signal != int32(syscall.SIGTERM) || !e.Killed || !e.Connected || e.Finalized != (r == 1) {
+				t.Errorf("rank %d exit %+v, want SIGTERM, killed, connected, finalized only rank 1", r, e)
+			}
 		}
-	}
-	h.mu.Unlock()
+		h.mu.Lock()
+		for _, pid := range pids {
+			if !slices.Contains(h.signals, signalled{int(pid), syscall.SIGTERM}) {
+				t.Errorf("no SIGTERM to the group of pid %d: %v", pid, h.signals)
+			}
+		}
+		h.mu.Unlock()
+	})
 }
 
 // A rank gompirun declares failed no longer holds up the fence: its
@@ -315,16 +327,30 @@ func TestHarnessProcFailedCompletesFence(t *testing.T) {
 
 // Shutdown ends the daemon's loop and its ranks.
 func TestHarnessShutdown(t *testing.T) {
-	h := newHarness(t)
-	h.launch(1, "exec sleep 60", 0)
-	if !h.d.handle(t.Context(), &pb.HNPMessage{Body: &pb.HNPMessage_Shutdown{Shutdown: &pb.Shutdown{}}}) {
-		t.Fatal("Shutdown did not end the daemon's loop")
-	}
-	if e := h.exits(1)[0]; e.Signal != int32(syscall.SIGTERM) || !e.Killed {
-		t.Errorf("exit after Shutdown %+v", e)
-	}
-	// Unknown messages (a newer gompirun's) are logged, not fatal.
-	if h.d.handle(context.Background(), &pb.HNPMessage{}) {
-		t.Error("an empty message ended the daemon")
-	}
+	forEachShape(t, func(t *testing.T, h *harness) {
+		h.launch(1, "exec sleep 60", 0)
+		if !h.d.handle(t.Context(), &pb.HNPMessage{Body: &pb.HNPMessage_Shutdown{Shutdown: &pb.Shutdown{}}}) {
+			t.Fatal("Shutdown did not end the daemon's loop")
+		}
+		if e := h.exits(1)[0]; e.Signal != int32(syscall.SIGTERM) || !e.Killed {
+			t.Errorf("exit after Shutdown %+v", e)
+		}
+		// Unknown messages (a newer gompirun's) are logged, not fatal.
+		if h.d.handle(context.Background(), &pb.HNPMessage{}) {
+			t.Error("an empty message ended the daemon")
+		}
+	})
+}
+
+// forEachShape runs a harness test for both shapes of rank: started
+// directly, and under the rank init (the job's CRS is criu).
+func forEachShape(t *testing.T, test func(t *testing.T, h *harness)) {
+	t.Run("plain", func(t *testing.T) { test(t, newHarness(t)) })
+	t.Run("init", func(t *testing.T) {
+		h := newHarnessCRS(t, criuCRS)
+		if !h.d.underInit || h.d.initErr != nil {
+			t.Fatalf("crs=%s: under init %v, %v", criuCRS, h.d.underInit, h.d.initErr)
+		}
+		test(t, h)
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
+	"gompi/rte/rankinit"
 )
 
 // The node's ranks as processes: started in process groups of their own,
@@ -31,6 +32,11 @@ func (d *daemon) start(ctx context.Context, l *pb.Launch) {
 	}
 	d.launch, d.state = l, running
 	d.mu.Unlock()
+	if d.underInit && d.initErr == nil {
+		if err := becomeSubreaper(); err != nil {
+			d.log.Error("restored ranks will not be waited on", "err", err)
+		}
+	}
 	if err := d.startLocal(l); err != nil {
 		d.log.Error("no local snapshot coordinator; checkpoints of this job will fail", "err", err)
 	}
@@ -99,89 +105,192 @@ func (d *daemon) rankSecrets(l *pb.Launch) (control.RankSecrets, error) {
 	return control.RankSecrets{Control: d.secret, Data: data}, nil
 }
 
-func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []string) {
-	fail := func(err error) {
-		d.log.Error("could not start rank", "rank", r, "err", err)
-		d.mu.Lock()
-		d.ranks[r] = &rank{rank: r, phase: rankExited}
-		d.mu.Unlock()
-		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Error: err.Error()}}})
-	}
-	restart, err := d.restartEnv(ctx, l.Restart, r)
-	if err != nil {
-		fail(err)
-		return
-	}
+// rankIO is a rank's descriptors while it is being started: the pipes of
+// its standard output and error (the daemon's read ends are forwarded,
+// the write ends go to the rank), its extra descriptors from 3 (the
+// secret pipe, rte.SecretFD) and, for a rank under the rank init, the
+// init's status pipe. A fresh start and a restore share it.
+type rankIO struct {
+	outR, outW, errR, errW *os.File
+	files                  []*os.File // the rank's descriptors from 3
+	statusR, statusW       *os.File   // the init's status; nil when not under it
+}
+
+// openRankIO makes rank r's descriptors for launch l.
+func (d *daemon) openRankIO(l *pb.Launch, underInit bool) (_ *rankIO, err error) {
 	secrets, err := d.rankSecrets(l)
 	if err != nil {
-		fail(err)
-		return
+		return nil, err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		fail(err)
-		return
+	io := &rankIO{}
+	defer func() {
+		if err != nil {
+			io.closeAll()
+		}
+	}()
+	if io.outR, io.outW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("output pipe: %w", err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		fail(err)
-		return
+	if io.errR, io.errW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("error pipe: %w", err)
 	}
 	secR, err := secretPipe(secrets)
 	if err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
-		fail(err)
+		return nil, err
+	}
+	io.files = []*os.File{secR} // descriptor rte.SecretFD
+	if underInit {
+		if io.statusR, io.statusW, err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("rank init status pipe: %w", err)
+		}
+	}
+	return io, nil
+}
+
+// closeChild closes the rank's ends once it holds them (or failed to
+// start).
+func (io *rankIO) closeChild() {
+	closeFiles(append([]*os.File{io.outW, io.errW, io.statusW}, io.files...))
+}
+
+// closeAll closes every descriptor: the rank never started.
+func (io *rankIO) closeAll() {
+	io.closeChild()
+	closeFiles([]*os.File{io.outR, io.errR, io.statusR})
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// startFailed records that rank r could not be started and tells gompirun.
+func (d *daemon) startFailed(r int, err error) {
+	d.log.Error("could not start rank", "rank", r, "err", err)
+	d.mu.Lock()
+	d.ranks[r] = &rank{rank: r, phase: rankExited}
+	d.mu.Unlock()
+	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Error: err.Error()}}})
+}
+
+func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []string) {
+	restart, err := d.restartEnv(ctx, l.Restart, r)
+	if err != nil {
+		d.startFailed(r, err)
+		return
+	}
+	if d.underInit && d.initErr != nil {
+		d.startFailed(r, d.initErr)
+		return
+	}
+	io, err := d.openRankIO(l, d.underInit)
+	if err != nil {
+		d.startFailed(r, err)
 		return
 	}
 	cmd := newCommand(l.Program, l.Args, l.Cwd)
 	cmd.Env = append(append(env[:len(env):len(env)], restart...), rte.EnvRank+"="+fmt.Sprint(r))
-	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.ExtraFiles = []*os.File{secR} // descriptor rte.SecretFD
+	cmd.Stdout, cmd.Stderr = io.outW, io.errW
+	cmd.ExtraFiles = io.files
+	var status *rankinit.Status
+	if d.underInit {
+		rankinit.Wrap(cmd, d.initPath, io.statusW)
+		status = rankinit.NewStatus(io.statusR)
+	}
 	// The lock is held across the start so a rank's first call cannot
 	// overtake its record.
 	d.mu.Lock()
 	err = d.ports.start(cmd)
-	outW.Close()
-	errW.Close()
-	secR.Close()
+	io.closeChild()
+	if err == nil && status != nil {
+		err = d.initStarted(cmd, io.statusR, status)
+	}
 	if err != nil {
 		d.mu.Unlock()
-		outR.Close()
-		errR.Close()
-		fail(err)
+		io.closeAll()
+		d.startFailed(r, err)
 		return
 	}
-	pid := cmd.Process.Pid
+	rk := d.recordLocked(r, cmd.Process.Pid)
+	d.mu.Unlock()
+	wait := func() (int, syscall.Signal) { return d.waitCmd(rk.pid, cmd, status) }
+	d.started(rk, io, wait)
+}
+
+// initStarted waits, boundedly, for the rank init to say it started the
+// rank; when it did not, the init is ended and reaped.
+func (d *daemon) initStarted(cmd *exec.Cmd, r *os.File, status *rankinit.Status) error {
+	_ = r.SetReadDeadline(time.Now().Add(initStartBound))
+	err := status.Started()
+	_ = r.SetReadDeadline(time.Time{})
+	if err != nil {
+		_ = d.ports.signal(cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+	return err
+}
+
+// initStartBound bounds the rank init's start of its rank: a fork and an
+// exec, on a machine that may be loaded.
+const initStartBound = time.Minute
+
+// recordLocked records rank r's process, under d.mu, and counts its
+// waiter in d.running.
+func (d *daemon) recordLocked(r, pid int) *rank {
 	rk := &rank{rank: r, pid: pid, phase: rankStarted}
 	d.ranks[r] = rk
 	d.running.Add(1)
-	d.mu.Unlock()
-	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Pid: int32(pid)}}})
-
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDOUT, outR) }()
-	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDERR, errR) }()
-	go d.reap(rk, cmd, &readers)
+	return rk
 }
 
-// reap waits for a rank's end and reports it, after its output: the
-// daemon's third kind of event.
-func (d *daemon) reap(rk *rank, cmd *exec.Cmd, readers *sync.WaitGroup) {
-	defer d.running.Done()
-	r, pid := rk.rank, rk.pid
+// started reports rk's start and forwards its output until it ends; wait
+// returns once its process ended, with how (the caller counted it in
+// d.running).
+func (d *daemon) started(rk *rank, io *rankIO, wait func() (int, syscall.Signal)) {
+	r := rk.rank
+	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Pid: int32(rk.pid)}}})
+	var readers sync.WaitGroup
+	readers.Add(2)
+	// The forwarders end at the end of file of the rank's output (its
+	// process tree gone); reap waits for them.
+	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDOUT, io.outR) }()
+	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDERR, io.errR) }()
+	go func() {
+		if io.statusR != nil {
+			defer io.statusR.Close()
+		}
+		d.reap(rk, wait, &readers)
+	}()
+}
+
+// waitCmd waits for a process the daemon started and reaps it: the
+// rank's code or signal. For a rank under the rank init, that is what
+// the init reported, else the init's own end (it was killed).
+func (d *daemon) waitCmd(pid int, cmd *exec.Cmd, status *rankinit.Status) (int, syscall.Signal) {
 	if err := d.ports.wait(pid); err != nil {
-		d.log.Error("wait for rank", "rank", r, "err", err)
+		d.log.Error("wait for rank", "pid", pid, "err", err)
 	}
 	// Whatever the rank left in its process group goes with it.
 	_ = d.ports.signal(pid, syscall.SIGKILL)
 	_ = cmd.Wait()
 	code, sig := proc.Status(cmd.ProcessState)
+	if status != nil {
+		if ex, ok := status.Exit(); ok {
+			code, sig = ex.Code, ex.Signal
+		}
+	}
+	return code, sig
+}
+
+// reap waits for a rank's end and reports it, after its output: the
+// daemon's third kind of event.
+func (d *daemon) reap(rk *rank, wait func() (int, syscall.Signal), readers *sync.WaitGroup) {
+	defer d.running.Done()
+	r := rk.rank
+	code, sig := wait()
 	readers.Wait()
 	d.mu.Lock()
 	ex := &pb.RankExited{Rank: int32(r), ExitCode: int32(code), Signal: int32(sig),

@@ -47,9 +47,10 @@ func checkSecrets(t *testing.T, out string, want control.RankSecrets) {
 // control secret and the data-plane secret its Launch carried, and finds
 // neither in its environment.
 func TestHarnessRankSecrets(t *testing.T) {
-	h := newHarness(t)
-	h.launch(1, secretScript, 0)
-	checkSecrets(t, h.rankOutput(0), control.RankSecrets{Control: h.d.secret, Data: h.data})
+	forEachShape(t, func(t *testing.T, h *harness) {
+		h.launch(1, secretScript, 0)
+		checkSecrets(t, h.rankOutput(0), control.RankSecrets{Control: h.d.secret, Data: h.data})
+	})
 }
 
 // TestHarnessLaunchWithoutDataSecret: a Launch without a data-plane

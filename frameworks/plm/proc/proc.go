@@ -17,6 +17,7 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -48,7 +49,9 @@ func launcher() {
 
 // Start starts cmd in a new process group with deathSig as its
 // parent-death signal. Any SysProcAttr already set on cmd is kept, with
-// Setpgid and Pdeathsig added.
+// Setpgid and Pdeathsig added; Setpgid only when Setsid is not set, since
+// a session's leader leads a process group of its own already (and
+// setpgid fails for it).
 func Start(cmd *exec.Cmd, deathSig syscall.Signal) error {
 	once.Do(func() {
 		reqs = make(chan startReq)
@@ -57,7 +60,7 @@ func Start(cmd *exec.Cmd, deathSig syscall.Signal) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Setpgid = !cmd.SysProcAttr.Setsid
 	cmd.SysProcAttr.Pdeathsig = deathSig
 	r := startReq{cmd: cmd, done: make(chan error, 1)}
 	reqs <- r
@@ -122,4 +125,41 @@ func Alive(pid int) bool {
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// WaitAdopted waits for the end of pid, a child of this process that it
+// did not start (one reparented to it as a child subreaper, such as a
+// process CRIU restored), reaps it, and returns how it ended as Status
+// does: os/exec cannot wait for such a child, wait4 on its PID can. It
+// never reaps another child. ctx's end stops the wait, not the goroutine
+// that waits: that one ends when the process does.
+func WaitAdopted(ctx context.Context, pid int) (code int, sig syscall.Signal, err error) {
+	type result struct {
+		ws  unix.WaitStatus
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		for {
+			var ws unix.WaitStatus
+			_, err := unix.Wait4(pid, &ws, 0, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			done <- result{ws, err}
+			return
+		}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return -1, 0, fmt.Errorf("proc: wait for adopted process %d: %w", pid, r.err)
+		}
+		if r.ws.Signaled() {
+			return 0, r.ws.Signal(), nil
+		}
+		return r.ws.ExitStatus(), 0, nil
+	case <-ctx.Done():
+		return -1, 0, ctx.Err()
+	}
 }
