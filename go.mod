@@ -3,6 +3,7 @@ module gompi
 go 1.26.0
 
 require (
+	github.com/checkpoint-restore/go-criu/v8 v8.3.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/klauspost/compress v1.20.3
@@ -18,6 +19,7 @@ require (
 )
 
 require (
+	github.com/aperturerobotics/protobuf-go-lite v0.14.0 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect

@@ -7,10 +7,7 @@ package crsnone
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"golang.org/x/sys/unix"
 
 	"gompi/frameworks/crs"
 	"gompi/mca"
@@ -34,7 +31,7 @@ func (module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs.Ch
 	if err := ctx.Err(); err != nil {
 		return crs.CheckpointResult{}, fmt.Errorf("crs/none: checkpoint pid %d: %w", req.PID, err)
 	}
-	if err := alive(req.PID); err != nil {
+	if err := crs.Alive(req.PID); err != nil {
 		return crs.CheckpointResult{}, fmt.Errorf("crs/none: checkpoint pid %d: %w", req.PID, err)
 	}
 	return crs.CheckpointResult{}, fmt.Errorf("crs/none: checkpoint pid %d: %w: checkpoint/restart is off for this process; select crs=self and register state with cr.Protect, or run with -am ft-enable-cr",
@@ -47,22 +44,6 @@ func (module) Restart(ctx context.Context, req crs.RestartRequest) (crs.Launch, 
 	}
 	return crs.Launch{}, fmt.Errorf("crs/none: restart from %s: %w: the none component never writes snapshots; restart from a snapshot taken with crs=self or another checkpointing CRS",
 		req.Dir, crs.ErrNoSnapshot)
-}
-
-// alive reports crs.ErrNoProcess when pid names no process.
-func alive(pid int) error {
-	if pid <= 0 {
-		return fmt.Errorf("%w: %d is not a process id", crs.ErrNoProcess, pid)
-	}
-	err := unix.Kill(pid, 0)
-	switch {
-	case err == nil, errors.Is(err, unix.EPERM): // EPERM: it exists but belongs to someone else
-		return nil
-	case errors.Is(err, unix.ESRCH):
-		return fmt.Errorf("%w: pid %d has exited", crs.ErrNoProcess, pid)
-	default:
-		return fmt.Errorf("probe pid %d: %w", pid, err)
-	}
 }
 
 var (

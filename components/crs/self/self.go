@@ -25,8 +25,6 @@ import (
 	"strconv"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"gompi/frameworks/crs"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
@@ -95,7 +93,7 @@ func (m *Module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	if err := alive(req.PID); err != nil {
+	if err := crs.Alive(req.PID); err != nil {
 		return fail(err)
 	}
 	if req.PID != os.Getpid() {
@@ -142,22 +140,6 @@ func (m *Module) Restart(ctx context.Context, req crs.RestartRequest) (crs.Launc
 		return crs.Launch{}, fmt.Errorf("crs/self: restart from %s: no original launch to re-run (empty argv)", req.Dir)
 	}
 	return req.Launch, nil
-}
-
-// alive reports crs.ErrNoProcess when pid names no process.
-func alive(pid int) error {
-	if pid <= 0 {
-		return fmt.Errorf("%w: %d is not a process id", crs.ErrNoProcess, pid)
-	}
-	err := unix.Kill(pid, 0)
-	switch {
-	case err == nil, errors.Is(err, unix.EPERM):
-		return nil
-	case errors.Is(err, unix.ESRCH):
-		return fmt.Errorf("%w: pid %d has exited", crs.ErrNoProcess, pid)
-	default:
-		return fmt.Errorf("probe pid %d: %w", pid, err)
-	}
 }
 
 var (

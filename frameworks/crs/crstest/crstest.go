@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,9 +28,16 @@ type Options struct {
 	// Target is the argv of the process to checkpoint; default
 	// {"sleep", "1000"}. It must run until it is killed.
 	Target []string
+	// Isolate starts the target as a transparent CRS needs it, as gompid
+	// starts a rank for one: the init of its own PID namespace and its
+	// session's leader (StartIsolated).
+	Isolate bool
 }
 
 // Run runs the kit. newModule returns a fresh module for each subtest.
+// A module that is a crs.Restorer is also restored from its checkpoint
+// (the restored process must run until killed, and its Wait say so), and
+// its Restart must refuse a directory that holds a snapshot.
 func Run(t *testing.T, newModule func(t *testing.T) crs.Module, opts Options) {
 	t.Helper()
 	if len(opts.Target) == 0 {
@@ -49,8 +57,29 @@ func Run(t *testing.T, newModule func(t *testing.T) crs.Module, opts Options) {
 // cleanup, and returns it.
 func StartTarget(t *testing.T, argv []string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = t.TempDir()
+	return start(t, exec.Command(argv[0], argv[1:]...))
+}
+
+// StartIsolated starts cmd (unstarted) as StartTarget does, as the init
+// of a new PID namespace and its session's leader (as `unshare --pid
+// --fork setsid`, without a new mount namespace): how a transparent CRS
+// needs a process tree to dump and restore it. It needs root.
+func StartIsolated(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID
+	cmd.SysProcAttr.Setsid = true
+	return start(t, cmd)
+}
+
+func start(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	argv := cmd.Args
+	if cmd.Dir == "" {
+		cmd.Dir = t.TempDir()
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start target %v: %v", argv, err)
 	}
@@ -143,8 +172,17 @@ func emptyDir(t *testing.T, dir string) {
 	}
 }
 
+// startTarget starts the kit's target as opts say.
+func startTarget(t *testing.T, opts Options) *exec.Cmd {
+	t.Helper()
+	if opts.Isolate {
+		return StartIsolated(t, exec.Command(opts.Target[0], opts.Target[1:]...))
+	}
+	return StartTarget(t, opts.Target)
+}
+
 func testCheckpoint(t *testing.T, m crs.Module, opts Options) {
-	target := StartTarget(t, opts.Target)
+	target := startTarget(t, opts)
 	parent, dir := snapDir(t)
 	res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: target.Process.Pid, Dir: dir})
 	if err != nil {
@@ -170,6 +208,11 @@ func testCheckpoint(t *testing.T, m crs.Module, opts Options) {
 	if !running(target.Process.Pid) {
 		t.Errorf("target pid %d stopped running after a checkpoint without Term or Stop", target.Process.Pid)
 	}
+	if r, ok := m.(crs.Restorer); ok {
+		testRestore(t, m, r, dir, res, target)
+		onlySnapDir(t, parent)
+		return
+	}
 
 	l, err := m.Restart(t.Context(), crs.RestartRequest{Dir: dir, Meta: res.Meta,
 		Launch: crs.Launch{Argv: target.Args, Dir: target.Dir}})
@@ -182,17 +225,49 @@ func testCheckpoint(t *testing.T, m crs.Module, opts Options) {
 	onlySnapDir(t, parent)
 }
 
+// testRestore restores a Restorer's checkpoint of target (which it then
+// kills) and checks the restored process runs until killed.
+func testRestore(t *testing.T, m crs.Module, r crs.Restorer, dir string, res crs.CheckpointResult, target *exec.Cmd) {
+	launch := crs.Launch{Argv: target.Args, Dir: target.Dir}
+	if l, err := m.Restart(t.Context(), crs.RestartRequest{Dir: dir, Meta: res.Meta, Launch: launch}); err == nil {
+		t.Errorf("a crs.Restorer's Restart gave launch %q; want a refusal (it restores the process itself)", l.Argv)
+	}
+	_ = target.Process.Kill()
+	_ = target.Wait()
+	p, err := r.Restore(t.Context(), crs.RestoreRequest{Dir: dir, Meta: res.Meta, Launch: launch})
+	if err != nil {
+		t.Fatalf("restore from %s: %v", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if p.PID() <= 0 || !running(p.PID()) {
+		t.Errorf("restored pid %d is not running", p.PID())
+	}
+	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
+		t.Errorf("kill restored pid %d: %v", p.PID(), err)
+	}
+	exit, err := p.Wait(ctx)
+	if err != nil || exit.Signal != syscall.SIGKILL {
+		t.Errorf("restored pid %d killed: Wait = %+v, %v; want killed by SIGKILL", p.PID(), exit, err)
+	}
+}
+
 func testRestartEmpty(t *testing.T, m crs.Module) {
 	_, dir := snapDir(t)
 	_, err := m.Restart(t.Context(), crs.RestartRequest{Dir: dir, Launch: crs.Launch{Argv: []string{"sleep", "1000"}}})
 	if !errors.Is(err, crs.ErrNoSnapshot) {
 		t.Fatalf("restart from an empty directory: %v, want crs.ErrNoSnapshot", err)
 	}
+	if r, ok := m.(crs.Restorer); ok {
+		if _, err := r.Restore(t.Context(), crs.RestoreRequest{Dir: dir}); !errors.Is(err, crs.ErrNoSnapshot) {
+			t.Errorf("restore from an empty directory: %v, want crs.ErrNoSnapshot", err)
+		}
+	}
 	emptyDir(t, dir)
 }
 
 func testRefuses(t *testing.T, m crs.Module, opts Options) {
-	target := StartTarget(t, opts.Target)
+	target := startTarget(t, opts)
 	parent, dir := snapDir(t)
 	_, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: target.Process.Pid, Dir: dir})
 	if !errors.Is(err, crs.ErrNotCheckpointable) {
@@ -218,7 +293,7 @@ func testDeadPID(t *testing.T, m crs.Module) {
 }
 
 func testCancelled(t *testing.T, m crs.Module, opts Options) {
-	target := StartTarget(t, opts.Target)
+	target := startTarget(t, opts)
 	parent, dir := snapDir(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -231,5 +306,10 @@ func testCancelled(t *testing.T, m crs.Module, opts Options) {
 	_, err = m.Restart(ctx, crs.RestartRequest{Dir: dir, Launch: crs.Launch{Argv: target.Args}})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("restart with a cancelled context: %v, want context.Canceled", err)
+	}
+	if r, ok := m.(crs.Restorer); ok {
+		if _, err := r.Restore(ctx, crs.RestoreRequest{Dir: dir}); !errors.Is(err, context.Canceled) {
+			t.Errorf("restore with a cancelled context: %v, want context.Canceled", err)
+		}
 	}
 }
