@@ -55,6 +55,7 @@ var Roles = map[mca.Role][]Part{
 		{Framework: sstore.Name, Select: "one", Host: "sstore.Host (node, FileM), by the assembly"},
 		{Framework: filem.Name, Select: "one, when the sstore module takes a host"},
 		{Framework: snapc.Name, Select: "one", Host: "a coordinating module starts the node's local coordinator per launch (snapc.Coordinator.NewLocal)"},
+		{Framework: crs.Name, Select: "one (the job's, from its settings, as a rank selects it), kept with why when none", Host: "crs.Host with the node (crs.DaemonHost), by the assembly, when the module restores processes itself (crs.Restorer)"},
 	},
 	mca.RoleApp: {
 		{Framework: btl.Name, Select: "stack, in a job of more than one rank"},
@@ -163,6 +164,13 @@ type Daemon struct {
 	// snapc.Coordinator, each launch starts the node's local coordinator
 	// from it.
 	SnapC mca.Candidate[snapc.Module]
+	// CRS is the job's CRS, through which the daemon restarts its ranks:
+	// a crs.Restorer brings a rank back itself (provisioned with the
+	// node), any other module's Restart says what to launch. CRSErr says
+	// why there is none (the daemon then cannot restart a rank); it does
+	// not stop the daemon, whose job may never restart.
+	CRS    mca.Candidate[crs.Module]
+	CRSErr error
 
 	closers mca.Closers
 }
@@ -199,8 +207,34 @@ func AssembleDaemon(ctx context.Context, p *Process, node string) (d *Daemon, er
 		return nil, fmt.Errorf("gompid: choose the snapshot coordinator: %w", err)
 	}
 	d.closers.Module("snapc/"+d.SnapC.Info.Name, d.SnapC.Module)
+	d.CRS, d.CRSErr = daemonCRS(ctx, r, p, node)
+	if d.CRSErr == nil {
+		d.closers.Module("crs/"+d.CRS.Info.Name, d.CRS.Module)
+	}
 	r.done()
 	return d, nil
+}
+
+// daemonCRS selects the job's CRS in gompid. It is selected as a rank
+// selects it (mca.RoleApp): the job's settings name the one gompirun
+// chose for its ranks, and the daemon restarts them through the same.
+// A module that restores processes itself is provisioned with the node;
+// the others run in the rank and are not provisioned here.
+func daemonCRS(ctx context.Context, r *recorder, p *Process, node string) (mca.Candidate[crs.Module], error) {
+	r.add(crs.Name)
+	fw := p.Frameworks.CRS
+	c, err := fw.SelectOne(ctx, p.Values, mca.RoleApp, p.FrameworkLogger(crs.Name))
+	if err != nil {
+		return c, fmt.Errorf("gompid: choose the job's CRS: %w", err)
+	}
+	if _, ok := c.Module.(crs.Restorer); ok {
+		host := crs.Host{Daemon: &crs.DaemonHost{Node: node}, Log: p.FrameworkLogger(crs.Name)}
+		if _, err := mca.Provision(ctx, c.Module, host); err != nil {
+			_ = mca.Close(c.Module)
+			return mca.Candidate[crs.Module]{}, fmt.Errorf("gompid: crs %s: %w", c.Info.Name, err)
+		}
+	}
+	return c, nil
 }
 
 // Close closes every module gompid selected.

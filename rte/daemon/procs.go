@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"gompi/frameworks/crs"
 	"gompi/frameworks/plm"
 	"gompi/frameworks/plm/proc"
 	"gompi/mca"
@@ -176,37 +177,55 @@ func (d *daemon) startFailed(r int, err error) {
 	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Error: err.Error()}}})
 }
 
+// startRank starts rank r of launch l with env (the job's): a fresh rank,
+// or, in a restarted job, a rank brought back through the job's CRS
+// (restart.go).
 func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []string) {
-	restart, err := d.restartEnv(ctx, l.Restart, r)
-	if err != nil {
-		d.startFailed(r, err)
-		return
-	}
 	if d.underInit && d.initErr != nil {
 		d.startFailed(r, d.initErr)
 		return
 	}
+	rs, err := d.restartOf(ctx, l.Restart, r)
+	if err != nil {
+		d.startFailed(r, err)
+		return
+	}
+	if rs != nil {
+		if rest, ok := d.cr.crs.(crs.Restorer); ok {
+			d.restoreRank(ctx, l, r, rs, rest)
+			return
+		}
+		if l, env, err = d.relaunch(ctx, l, r, rs, env); err != nil {
+			d.startFailed(r, err)
+			return
+		}
+	}
+	d.spawnRank(l, r, env)
+}
+
+// spawnRank starts rank r's process: l's program with env, under the
+// rank init when the job's CRS is criu.
+func (d *daemon) spawnRank(l *pb.Launch, r int, env []string) {
 	io, err := d.openRankIO(l, d.underInit)
 	if err != nil {
 		d.startFailed(r, err)
 		return
 	}
 	cmd := newCommand(l.Program, l.Args, l.Cwd)
-	cmd.Env = append(append(env[:len(env):len(env)], restart...), rte.EnvRank+"="+fmt.Sprint(r))
+	cmd.Env = append(env[:len(env):len(env)], rte.EnvRank+"="+fmt.Sprint(r))
 	cmd.Stdout, cmd.Stderr = io.outW, io.errW
 	cmd.ExtraFiles = io.files
-	var status *rankinit.Status
 	if d.underInit {
 		rankinit.Wrap(cmd, d.initPath, io.statusW)
-		status = rankinit.NewStatus(io.statusR)
 	}
+	status := newInitStatus(io.statusR)
 	// The lock is held across the start so a rank's first call cannot
 	// overtake its record.
 	d.mu.Lock()
 	err = d.ports.start(cmd)
 	io.closeChild()
 	if err == nil && status != nil {
-		err = d.initStarted(cmd, io.statusR, status)
+		err = d.initStarted(cmd, status)
 	}
 	if err != nil {
 		d.mu.Unlock()
@@ -222,10 +241,10 @@ func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []strin
 
 // initStarted waits, boundedly, for the rank init to say it started the
 // rank; when it did not, the init is ended and reaped.
-func (d *daemon) initStarted(cmd *exec.Cmd, r *os.File, status *rankinit.Status) error {
-	_ = r.SetReadDeadline(time.Now().Add(initStartBound))
+func (d *daemon) initStarted(cmd *exec.Cmd, status *initStatus) error {
+	_ = status.f.SetReadDeadline(time.Now().Add(initStartBound))
 	err := status.Started()
-	_ = r.SetReadDeadline(time.Time{})
+	_ = status.f.SetReadDeadline(time.Time{})
 	if err != nil {
 		_ = d.ports.signal(cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
@@ -269,7 +288,7 @@ func (d *daemon) started(rk *rank, io *rankIO, wait func() (int, syscall.Signal)
 // waitCmd waits for a process the daemon started and reaps it: the
 // rank's code or signal. For a rank under the rank init, that is what
 // the init reported, else the init's own end (it was killed).
-func (d *daemon) waitCmd(pid int, cmd *exec.Cmd, status *rankinit.Status) (int, syscall.Signal) {
+func (d *daemon) waitCmd(pid int, cmd *exec.Cmd, status *initStatus) (int, syscall.Signal) {
 	if err := d.ports.wait(pid); err != nil {
 		d.log.Error("wait for rank", "pid", pid, "err", err)
 	}
@@ -278,7 +297,7 @@ func (d *daemon) waitCmd(pid int, cmd *exec.Cmd, status *rankinit.Status) (int, 
 	_ = cmd.Wait()
 	code, sig := proc.Status(cmd.ProcessState)
 	if status != nil {
-		if ex, ok := status.Exit(); ok {
+		if ex, ok := status.report(); ok {
 			code, sig = ex.Code, ex.Signal
 		}
 	}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -12,11 +11,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"gompi/boot"
+	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
-	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca/queue"
-	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 )
@@ -25,13 +23,18 @@ import (
 // coordinator (when the job's SnapC component coordinates), is its AppPort
 // to the ranks' application coordinators (one Requests stream per rank),
 // forwards the ranks' own checkpoint requests to gompirun, and starts the
-// ranks of a restarted job with their local snapshots (SStore Fetch).
+// ranks of a restarted job from their local snapshots (SStore Fetch)
+// through the job's CRS (restart.go).
 
 // crState is the daemon's checkpoint state.
 type crState struct {
 	log   *slog.Logger // the snapc framework's
 	store sstore.Module
 	coord snapc.Coordinator // nil: the job's SnapC does not coordinate
+	// crs is the job's CRS, which restarts the node's ranks (restart.go);
+	// nil, for crsErr, when there is none.
+	crs    crs.Module
+	crsErr error
 
 	mu       sync.Mutex
 	local    snapc.Local
@@ -45,6 +48,10 @@ type crState struct {
 func newCRState(p *boot.Process, mods *boot.Daemon) *crState {
 	cr := &crState{log: p.FrameworkLogger(snapc.Name), store: mods.SStore.Module, apps: map[int]*appConn{}, pending: map[uint64]chan *pb.RankCheckpointDone{}}
 	cr.coord, _ = mods.SnapC.Module.(snapc.Coordinator)
+	cr.crsErr = mods.CRSErr
+	if mods.CRSErr == nil {
+		cr.crs = mods.CRS.Module
+	}
 	return cr
 }
 
@@ -232,20 +239,4 @@ func (s *rankService) Checkpoint(ctx context.Context, m *pb.RankCheckpointReques
 	case <-d.ports.gone:
 		return nil, status.Error(codes.Unavailable, "gompid: lost contact with gompirun")
 	}
-}
-
-// restartEnv returns the restart variables of rank in a restarted job.
-func (d *daemon) restartEnv(ctx context.Context, spec *pb.RestartSpec, rank int) ([]string, error) {
-	if spec == nil {
-		return nil, nil
-	}
-	ref := snapshot.Ref{Dir: spec.RefDir, Name: spec.RefName}
-	dir, err := d.cr.store.Fetch(ctx, ref, int(spec.Seq), rank)
-	if err != nil {
-		if errors.Is(err, sstore.ErrDisabled) {
-			return nil, fmt.Errorf("restart of rank %d: %w (restart with -am ft-enable-cr)", rank, err)
-		}
-		return nil, fmt.Errorf("restart of rank %d: %w", rank, err)
-	}
-	return []string{rte.EnvRestartRef + "=" + ref.String(), rte.EnvRestartSeq + "=" + fmt.Sprint(spec.Seq), rte.EnvRestartDir + "=" + dir}, nil
 }
