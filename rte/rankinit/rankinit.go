@@ -154,8 +154,9 @@ func parse(args []string) (n int, path string, argv []string, err error) {
 }
 
 // forward sends the init's signals to the rank's process group (to the
-// rank alone once it left that group) until done is closed. SIGCHLD is
-// the init's own business, SIGURG the Go runtime's.
+// rank alone once it left that group) until done is closed. SIGCHLD and
+// SIGPIPE (a write to a status pipe nobody reads) are the init's own
+// business, SIGURG the Go runtime's.
 func forward(sigs <-chan os.Signal, pid int, done <-chan struct{}) {
 	for {
 		select {
@@ -163,7 +164,7 @@ func forward(sigs <-chan os.Signal, pid int, done <-chan struct{}) {
 			return
 		case s := <-sigs:
 			sig, ok := s.(syscall.Signal)
-			if !ok || sig == syscall.SIGCHLD || sig == syscall.SIGURG {
+			if !ok || sig == syscall.SIGCHLD || sig == syscall.SIGPIPE || sig == syscall.SIGURG {
 				continue
 			}
 			if err := unix.Kill(-pid, sig); errors.Is(err, unix.ESRCH) {
