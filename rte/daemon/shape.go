@@ -32,10 +32,15 @@ const criuCRS = "criu"
 // (gompid itself), or why they cannot be started (not root: a new PID
 // namespace needs CAP_SYS_ADMIN).
 func rankShape(vals *mca.Values) (underInit bool, self string, err error) {
+	return rankShapeAs(vals, os.Geteuid())
+}
+
+// rankShapeAs is rankShape for a gompid running as euid.
+func rankShapeAs(vals *mca.Values, uid int) (underInit bool, self string, err error) {
 	if vals == nil || vals.String(crs.Name) != criuCRS {
 		return false, "", nil
 	}
-	if uid := os.Geteuid(); uid != 0 {
+	if uid != 0 {
 		return true, "", fmt.Errorf("the job's CRS is %s: its ranks run in PID namespaces of their own, which needs root, and gompid runs as uid %d", criuCRS, uid)
 	}
 	self, err = os.Executable()

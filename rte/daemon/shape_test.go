@@ -133,3 +133,23 @@ func parentOf(t *testing.T, pid int) int {
 	}
 	return ppid
 }
+
+// A gompid that is not root cannot start ranks in PID namespaces: with
+// crs=criu its ranks fail to start, saying why; other jobs are not
+// concerned.
+func TestRankShapeNotRoot(t *testing.T) {
+	h := newHarnessCRS(t, criuCRS)
+	under, _, err := rankShapeAs(h.d.vals, 1000)
+	if !under || err == nil || !strings.Contains(err.Error(), "needs root") || !strings.Contains(err.Error(), "uid 1000") {
+		t.Errorf("crs=criu as uid 1000: under init %v, %v", under, err)
+	}
+	if under, _, err := rankShapeAs(newHarness(t).d.vals, 1000); under || err != nil {
+		t.Errorf("no CRS as uid 1000: under init %v, %v", under, err)
+	}
+	h.d.initErr = err
+	h.d.handle(t.Context(), &pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
+		Program: "/bin/sh", Args: []string{"-c", "exit 0"}, Size: 1, Ranks: []int32{0}, DataSecret: h.data.Bytes()}}})
+	if s := h.waitSent(1, "Started", isStarted)[0].GetStarted(); s.Pid != 0 || !strings.Contains(s.Error, "needs root") {
+		t.Errorf("start as not root with crs=criu: %+v", s)
+	}
+}
