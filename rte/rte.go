@@ -2,9 +2,10 @@
 // on: the environment a rank is started with, where each process keeps its
 // sockets and node-local files, and the record a running gompirun leaves
 // for tools. The parts themselves are in the subpackages: hnp (gompirun),
-// daemon (gompid), rankclient (a rank's side), control (the authenticated
-// control plane), hostfile and mapping (where ranks go), and jobs (finding
-// running jobs). Starting children that never outlive their parent is the
+// daemon (gompid), rankinit (the init a rank runs under when its job's CRS
+// is criu), rankclient (a rank's side), control (the authenticated control
+// plane), hostfile and mapping (where ranks go), and jobs (finding running
+// jobs). Starting children that never outlive their parent is the
 // launch framework's base, frameworks/plm/proc.
 package rte
 

@@ -277,6 +277,8 @@ func (d *daemon) started(rk *rank, io *rankIO, wait func() (int, syscall.Signal)
 	// process tree gone); reap waits for them.
 	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDOUT, io.outR) }()
 	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDERR, io.errR) }()
+	// The reaper, counted in d.running (waitRanks waits for it), ends
+	// once the rank's process ended and its output was forwarded.
 	go func() {
 		if io.statusR != nil {
 			defer io.statusR.Close()
