@@ -260,11 +260,13 @@ func TestRuntimeImportsNoApplicationAPIOrTools(t *testing.T) {
 }
 
 // The binaries are thin: each main package only hands over to the tools'
-// logic, the runtime, start-up or the shared command-line plumbing.
+// logic, the runtime, start-up or the shared command-line plumbing. A
+// plugin binary (pluginCommands) serves its components over the bridge
+// instead.
 func TestCommandsAreThin(t *testing.T) {
 	g, _ := loadGraph(t)
-	forbidImports(t, "cmd/ is thin: it imports only tools/, rte/, boot, cli, cobra and the standard library",
-		func(p string) bool { return under(p, cmdDir) },
+	forbidImports(t, "cmd/ is thin: it imports only tools/, rte/, boot, cli, cobra and the standard library (a plugin binary: mca/plugin and its components)",
+		func(p string) bool { return under(p, cmdDir) && pluginCommands[p] == nil },
 		func(_, imp string) bool {
 			if q := g[imp]; q != nil && q.Standard {
 				return false
@@ -278,6 +280,37 @@ func TestToolsImportedOnlyByCommands(t *testing.T) {
 	forbidImports(t, "only cmd/ imports tools/ (and a tool none of the others)",
 		func(p string) bool { return !under(p, cmdDir) },
 		func(from, imp string) bool { return under(imp, tools) && !under(from, imp) })
+}
+
+// pluginCommands are the plugin binaries under cmd/ and the components
+// each serves: a component whose dependencies no rank may link (go-criu)
+// reaches gompid and gompirun this way.
+var pluginCommands = map[string][]string{
+	cmdDir + "/gompi-plugin-criu": {components + "/crs/criu"},
+}
+
+// A plugin binary imports the bridge and the components it serves.
+func TestPluginCommandsServeTheirComponents(t *testing.T) {
+	g, _ := loadGraph(t)
+	forbidImports(t, "a plugin binary imports only mca/plugin, its components (pluginCommands) and the standard library",
+		func(p string) bool { return pluginCommands[p] != nil },
+		func(from, imp string) bool {
+			if q := g[imp]; q != nil && q.Standard {
+				return false
+			}
+			return imp != mca+"/plugin" && !slices.Contains(pluginCommands[from], imp)
+		})
+}
+
+// go-criu (CRIU's RPC client) is linked by the criu component and its
+// plugin binary only: never by a rank (mpi, cr, examples), start-up,
+// the built-in list, the runtime or the other commands.
+func TestOnlyTheCRIUPluginLinksGoCRIU(t *testing.T) {
+	forbidDeps(t, "only components/crs/criu and cmd/gompi-plugin-criu link go-criu",
+		func(p string) bool {
+			return p != components+"/crs/criu" && p != cmdDir+"/gompi-plugin-criu" && under(p, module)
+		},
+		func(d string) bool { return under(d, "github.com/checkpoint-restore/go-criu/v8") })
 }
 
 // componentImporters is every package outside components/ that may import
@@ -295,6 +328,8 @@ var componentImporters = map[string][]string{
 	// and registers the two components a rank's C/R path runs (self saves
 	// the rank, bkmrk quiesces its channels) into the test's own sets.
 	cr + "/crtest": {components + "/crcp/bkmrk", components + "/crs/self"},
+	// The plugin binaries (pluginCommands).
+	cmdDir + "/gompi-plugin-criu": {components + "/crs/criu"},
 }
 
 // Components are chosen at one place: outside components/, only boot

@@ -136,9 +136,10 @@ type RestoreRequest struct {
 	Launch Launch
 	// Stdin is the read end of the rank's standard input, nil for none;
 	// Stdout and Stderr are the write ends of the pipes the daemon reads
-	// the rank's output from (nil: the restored process's output is
-	// discarded). They take the place of what the original had as
-	// descriptors 0, 1 and 2.
+	// the rank's output from. They take the place of what the original
+	// had as descriptors 0, 1 and 2; a Restorer may refuse a nil one where
+	// the original had a pipe (criu does: the restored process would
+	// write into a pipe nobody reads).
 	Stdin, Stdout, Stderr *os.File
 	// Files take the place of the original's descriptors from 3 on, in
 	// order (as exec.Cmd.ExtraFiles): the rank's lifeline pipe and

@@ -25,10 +25,13 @@
 // running the module, which waits on it (Process.Wait). The request's
 // Stdin, Stdout, Stderr and Files take the place of the root's
 // descriptors 0, 1, 2 and 3 on that were pipes (CRIU's inherit-fd, keyed
-// by the pipe's inode recorded in Meta); a descriptor that was a pipe and
-// is given no replacement is refused, since the restored process would
-// write into a pipe nobody reads. Restart refuses: there is no program to
-// relaunch (crs.ErrNoSnapshot when Dir holds no CRIU images).
+// by the pipe's inode recorded in Meta); a descriptor the request covers
+// that was a pipe and is given nil is refused, since the restored process
+// would use a pipe nobody holds the other end of. A pipe beyond the
+// descriptors the request covers (one the rank inherited from elsewhere)
+// is restored by CRIU with no other end, with a warning. Restart refuses:
+// there is no program to relaunch (crs.ErrNoSnapshot when Dir holds no
+// CRIU images).
 //
 // The component is offered only where CRIU works (Query): the process is
 // root, a CRIU binary is found (crs_criu_binary, else criu on PATH, else
@@ -84,10 +87,15 @@ func New() mca.Component[crs.Module] {
 }
 
 // query offers the component where CRIU works and checkpoint/restart is
-// on (or crs names it).
+// on (or crs names it). A rank (and gompirun choosing the job's CRS as a
+// rank would) considers it only when crs names it: a rank never runs it,
+// and every rank of a C/R job would otherwise pay for a `criu check`.
 func query(ctx context.Context, q mca.Query) (crs.Module, int, error) {
 	if err := q.SkipUnlessCR(crs.Name, Name); err != nil {
 		return nil, 0, err
+	}
+	if q.Role == mca.RoleApp && !mca.Names(q.Values, crs.Name, Name) {
+		return nil, 0, fmt.Errorf("%s/%s: not named (--mca %s %s): a rank is dumped by its daemon, never runs crs=criu itself: %w", crs.Name, Name, crs.Name, Name, mca.ErrSkip)
 	}
 	b, err := available(ctx, os.Geteuid(), q.Values.String(ParamBinary))
 	if err != nil {

@@ -1,11 +1,9 @@
 package crscriu
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -14,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
@@ -57,162 +54,28 @@ func TestConformance(t *testing.T) {
 	crstest.Run(t, newModule, crstest.Options{CanCheckpoint: true, Isolate: true})
 }
 
-// counter is a process tree as gompid runs a rank: a shell, init of its
-// own PID namespace and its session's leader, writing 1, 2, 3, ... to
-// its standard output (a pipe the test reads) every 20 ms, and holding a
-// pipe as descriptor 3 (a lifeline) into which it writes "alive" once.
-type counter struct {
-	cmd   *exec.Cmd
-	lines *bufio.Reader
-	life  *os.File // read end of descriptor 3's pipe
-}
-
-const counterScript = `echo alive >&3; i=0; while :; do i=$((i+1)); echo $i; sleep 0.02; done`
-
-func startCounter(t *testing.T) *counter {
-	t.Helper()
-	out, life := pipe(t), pipe(t)
-	cmd := exec.Command("/bin/sh", "-c", counterScript)
-	cmd.Stdout, cmd.ExtraFiles = out[1], []*os.File{life[1]}
-	crstest.StartIsolated(t, cmd)
-	out[1].Close()
-	life[1].Close()
-	c := &counter{cmd: cmd, lines: bufio.NewReader(out[0]), life: life[0]}
-	if line := readLine(t, bufio.NewReader(c.life)); line != "alive" {
-		t.Fatalf("descriptor 3 carried %q, want alive", line)
-	}
-	return c
-}
-
-// pipe returns a pipe's read and write ends, closed at the test's end.
-func pipe(t *testing.T) [2]*os.File {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return [2]*os.File{r, w}
-}
-
-// readLine reads one line within a minute.
-func readLine(t *testing.T, r *bufio.Reader) string {
-	t.Helper()
-	got := make(chan string, 1)
-	go func() { // ends with the read: the pipe closes at the test's end at the latest
-		line, err := r.ReadString('\n')
-		if err != nil {
-			line = "error: " + err.Error()
-		}
-		got <- strings.TrimSuffix(line, "\n")
-	}()
-	select {
-	case line := <-got:
-		return line
-	case <-time.After(time.Minute):
-		t.Fatal("no line in a minute")
-		return ""
-	}
-}
-
-// count reads the counter's next number.
-func count(t *testing.T, r *bufio.Reader) int {
-	t.Helper()
-	line := readLine(t, r)
-	n, err := strconv.Atoi(line)
-	if err != nil {
-		t.Fatalf("counter wrote %q, want a number", line)
-	}
-	return n
-}
-
-// TestDumpAndRestore: a counting tree dumped with leave-running goes on
-// counting; killed and restored with new pipes in place of its standard
-// output and descriptor 3, it counts on from where the dump caught it,
-// into the new pipe; its Wait says how it ended.
-func TestDumpAndRestore(t *testing.T) {
+// TestCheckpointMeta: Meta records the root's standard output and
+// descriptor 3 as two pipes, and CRIU's log stays out of the snapshot.
+func TestCheckpointMeta(t *testing.T) {
 	m := newModule(t)
-	c := startCounter(t)
-	n0 := count(t, c.lines)
+	c := crstest.StartCounter(t)
 	dir := t.TempDir()
-	res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: c.cmd.Process.Pid, Dir: dir})
+	res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: c.Cmd.Process.Pid, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != crs.StateContinue || res.Meta[metaFD(1)] == "" || res.Meta[metaFD(3)] == "" || res.Meta[metaFD(1)] == res.Meta[metaFD(3)] {
-		t.Fatalf("checkpoint: state %v, meta %v; want continue and descriptors 1 and 3 recorded as two pipes", res.State, res.Meta)
+	out, life := res.Meta[metaFD(1)], res.Meta[metaFD(3)]
+	if !strings.HasPrefix(out, "pipe:[") || !strings.HasPrefix(life, "pipe:[") || out == life || res.Meta[metaFD(0)] != "" {
+		t.Errorf("meta %v: want descriptors 1 and 3 recorded as two pipes, 0 (/dev/null) not", res.Meta)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "dump.log")); err == nil {
-		t.Error("CRIU's log is in the snapshot folder")
+	if n, _ := strconv.Atoi(res.Meta[metaTree]); res.Meta[metaPID] != strconv.Itoa(c.Cmd.Process.Pid) || n < 1 || res.Meta[metaVersion] == "" {
+		t.Errorf("meta %v: want the root's pid, the number of processes and the version", res.Meta)
 	}
-	// Still counting after the dump; the dump caught it between n0 and n1.
-	n1 := count(t, c.lines)
-	if n1 <= n0 {
-		t.Fatalf("counted %d after %d", n1, n0)
-	}
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-	// The last number the original wrote: the dump caught it before that.
-	rest, err := io.ReadAll(c.lines)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := n1
-	if f := strings.Fields(string(rest)); len(f) > 0 {
-		if last, err = strconv.Atoi(f[len(f)-1]); err != nil {
-			t.Fatalf("counter wrote %q", rest)
+	for _, f := range res.Files {
+		if strings.HasSuffix(f, ".log") {
+			t.Errorf("CRIU's log %s is in the snapshot", f)
 		}
 	}
-
-	out, life := pipe(t), pipe(t)
-	p, err := m.(crs.Restorer).Restore(t.Context(), crs.RestoreRequest{Rank: 2, Dir: dir, Meta: res.Meta,
-		Stdout: out[1], Files: []*os.File{life[1]}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out[1].Close()
-	life[1].Close()
-	killOnCleanup(t, p)
-	r := bufio.NewReader(out[0])
-	first := count(t, r)
-	if first <= n0 || first > last+1 {
-		t.Errorf("restored counter starts at %d; the dump was taken after it wrote %d and before it wrote %d", first, n0, last)
-	}
-	if next := count(t, r); next != first+1 {
-		t.Errorf("restored counter wrote %d after %d", next, first)
-	}
-	// Descriptor 3 is the new pipe: its read end sees EOF once the
-	// restored tree, the only writer, is gone.
-	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	exit := wait(t, p)
-	if exit.Signal != syscall.SIGKILL {
-		t.Errorf("restored counter killed: %+v, want SIGKILL", exit)
-	}
-	if b, err := io.ReadAll(life[0]); err != nil || len(b) != 0 {
-		t.Errorf("descriptor 3 after the restored tree ended: %q, %v; want EOF", b, err)
-	}
-}
-
-func killOnCleanup(t *testing.T, p crs.Process) {
-	t.Cleanup(func() {
-		_ = syscall.Kill(p.PID(), syscall.SIGKILL)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _ = p.Wait(ctx)
-	})
-}
-
-func wait(t *testing.T, p crs.Process) crs.Exit {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	exit, err := p.Wait(ctx)
-	if err != nil {
-		t.Fatalf("wait for restored pid %d: %v", p.PID(), err)
-	}
-	return exit
 }
 
 // procState is pid's state letter in /proc/PID/stat.
@@ -233,22 +96,22 @@ func procState(pid int) byte {
 func TestTermAndStop(t *testing.T) {
 	m := newModule(t)
 	t.Run("term", func(t *testing.T) {
-		c := startCounter(t)
-		count(t, c.lines)
-		res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: c.cmd.Process.Pid, Dir: t.TempDir(), Options: crs.Options{Term: true}})
+		c := crstest.StartCounter(t)
+		crstest.Count(t, c.Lines)
+		res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: c.Cmd.Process.Pid, Dir: t.TempDir(), Options: crs.Options{Term: true}})
 		if err != nil || res.State != crs.StateTerm {
 			t.Fatalf("checkpoint with Term: %v, %v; want StateTerm", res.State, err)
 		}
-		err = c.cmd.Wait()
+		err = c.Cmd.Wait()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 			t.Errorf("the dumped tree ended with %v, want killed by CRIU", err)
 		}
 	})
 	t.Run("stop", func(t *testing.T) {
-		c := startCounter(t)
-		count(t, c.lines)
-		pid := c.cmd.Process.Pid
+		c := crstest.StartCounter(t)
+		crstest.Count(t, c.Lines)
+		pid := c.Cmd.Process.Pid
 		res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: pid, Dir: t.TempDir(), Options: crs.Options{Stop: true}})
 		if err != nil || res.State != crs.StateContinue {
 			t.Fatalf("checkpoint with Stop: %v, %v; want StateContinue", res.State, err)
@@ -261,8 +124,8 @@ func TestTermAndStop(t *testing.T) {
 		}
 		// What it wrote before the dump may still be in the pipe: read
 		// until two numbers in a row, which only a running counter writes.
-		prev := count(t, c.lines)
-		for n := count(t, c.lines); n != prev+1; n = count(t, c.lines) {
+		prev := crstest.Count(t, c.Lines)
+		for n := crstest.Count(t, c.Lines); n != prev+1; n = crstest.Count(t, c.Lines) {
 			prev = n
 		}
 	})
@@ -338,23 +201,26 @@ func TestCRIURefusal(t *testing.T) {
 }
 
 // TestRestoreNeedsPipes: a restore that gives nothing in place of a pipe
-// the dumped root held is refused before CRIU runs.
+// the dumped root held at a descriptor the request covers is refused
+// before CRIU runs.
 func TestRestoreNeedsPipes(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, inventory), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := pipe(t)
+	out := crstest.Pipe(t)
 	meta := map[string]string{metaFD(1): "pipe:[10]", metaFD(2): "pipe:[10]", metaFD(3): "pipe:[11]"}
 	m := NewModule("/nonexistent/criu", "4.2.1")
-	_, err := m.Restore(t.Context(), crs.RestoreRequest{Dir: dir, Meta: meta, Stdout: out[1]})
-	if err == nil || !strings.Contains(err.Error(), "pipe:[11]) as descriptor 3") {
-		t.Errorf("restore without descriptor 3's pipe: %v; want a refusal naming it", err)
+	_, err := m.Restore(t.Context(), crs.RestoreRequest{Dir: dir, Meta: meta, Files: []*os.File{out[1]}})
+	if err == nil || !strings.Contains(err.Error(), "pipe:[10]) as descriptor 1") {
+		t.Errorf("restore without standard output's pipe: %v; want a refusal naming it", err)
 	}
-	// Stdout and stderr on one pipe take stdout's replacement.
-	got, err := inheritFiles(crs.RestoreRequest{Meta: meta, Stdout: out[1], Files: []*os.File{out[0]}})
-	if err != nil || len(got) != 2 || got["pipe:[10]"] != out[1] || got["pipe:[11]"] != out[0] {
-		t.Errorf("inherit-fd files %v, %v; want pipe:[10] from Stdout and pipe:[11] from Files[0]", got, err)
+	// Stdout and stderr on one pipe take stdout's replacement; a pipe
+	// beyond the descriptors given is CRIU's to restore.
+	meta[metaFD(251)] = "pipe:[12]"
+	got, stray, err := inheritFiles(crs.RestoreRequest{Meta: meta, Stdout: out[1], Files: []*os.File{out[0]}})
+	if err != nil || len(got) != 2 || got["pipe:[10]"] != out[1] || got["pipe:[11]"] != out[0] || len(stray) != 1 || stray[0] != 251 {
+		t.Errorf("inherit-fd files %v, stray %v, %v; want pipe:[10] from Stdout and pipe:[11] from Files[0], 251 stray", got, stray, err)
 	}
 }
 
@@ -432,5 +298,32 @@ func TestSearchOrder(t *testing.T) {
 		t.Errorf("find with only an old criu: %+v, %v; want its reason", b, err)
 	case len(cands) > 1 && err == nil && b.Path == old:
 		t.Errorf("find chose the old criu on PATH over %q", cands[1:])
+	}
+}
+
+// TestQuerySkips: where the component is not offered whatever the host.
+func TestQuerySkips(t *testing.T) {
+	on := mca.Setting{Name: mca.ParamCREnabled, Value: "1"}
+	for _, tt := range []struct {
+		name     string
+		role     mca.Role
+		settings []mca.Setting
+		why      string
+	}{
+		{"c/r off", mca.RoleDaemon, nil, "checkpoint/restart is off"},
+		{"rank, not named", mca.RoleApp, []mca.Setting{on}, "not named (--mca crs criu)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			params := mca.NewParams()
+			frameworks.New(params).CRS.Register(New())
+			vals, err := params.ResolveSettings(tt.settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = New().Query(t.Context(), mca.Query{Values: vals, Role: tt.role, Logger: slog.New(slog.DiscardHandler)})
+			if !errors.Is(err, mca.ErrSkip) || !strings.Contains(err.Error(), tt.why) {
+				t.Errorf("query: %v; want a skip saying %q", err, tt.why)
+			}
+		})
 	}
 }

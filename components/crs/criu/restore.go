@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,9 +30,12 @@ func (m *Module) Restore(ctx context.Context, req crs.RestoreRequest) (crs.Proce
 	if err := hasImages(req.Dir); err != nil {
 		return fail(err)
 	}
-	inherit, err := inheritFiles(req)
+	inherit, stray, err := inheritFiles(req)
 	if err != nil {
 		return fail(err)
+	}
+	if len(stray) > 0 {
+		m.logger().Warn("crs/criu: restoring pipes the daemon gave no replacement for, with no other end", "rank", req.Rank, "descriptors", stray)
 	}
 	start := time.Now()
 	pid, err := m.restore(ctx, req.Dir, inherit)
@@ -47,39 +52,44 @@ func (m *Module) Restore(ctx context.Context, req crs.RestoreRequest) (crs.Proce
 
 // inheritFiles maps each pipe the dumped root held (Meta's criu_fd_N) to
 // the file req gives for descriptor N: CRIU's inherit-fd keys. Several
-// descriptors on one pipe (2>&1) take the lowest one's file.
-func inheritFiles(req crs.RestoreRequest) (map[string]*os.File, error) {
-	given := map[int]*os.File{}
-	for n, f := range []*os.File{req.Stdin, req.Stdout, req.Stderr} {
-		if f != nil {
-			given[n] = f
-		}
-	}
-	for i, f := range req.Files {
-		if f != nil {
-			given[3+i] = f
-		}
-	}
-	var fds []int
-	for n := 0; n < 3+len(req.Files) || req.Meta[metaFD(n)] != ""; n++ {
-		if req.Meta[metaFD(n)] != "" {
-			fds = append(fds, n)
-		}
-	}
-	sort.Ints(fds)
-	out := map[string]*os.File{}
-	for _, n := range fds {
+// descriptors on one pipe (2>&1) take the lowest one's file. A pipe at a
+// descriptor req gives a place for (0, 1, 2 and 3 up to its last Files)
+// must be given one; a pipe beyond those (one the rank inherited from
+// elsewhere, unknown to the daemon) is restored by CRIU with no other end,
+// and listed in stray.
+func inheritFiles(req crs.RestoreRequest) (out map[string]*os.File, stray []int, err error) {
+	given := []*os.File{req.Stdin, req.Stdout, req.Stderr}
+	given = append(given, req.Files...)
+	out = map[string]*os.File{}
+	for _, n := range pipeFDs(req.Meta) {
 		key := req.Meta[metaFD(n)]
 		if _, done := out[key]; done {
 			continue
 		}
-		f, ok := given[n]
-		if !ok {
-			return nil, fmt.Errorf("the dumped process had a pipe (%s) as descriptor %d and the request gives nothing in its place: the restored process would use a pipe nobody holds the other end of", key, n)
+		switch {
+		case n >= len(given):
+			stray = append(stray, n)
+		case given[n] == nil:
+			return nil, nil, fmt.Errorf("the dumped process had a pipe (%s) as descriptor %d and the request gives nothing in its place: the restored process would use a pipe nobody holds the other end of", key, n)
+		default:
+			out[key] = given[n]
 		}
-		out[key] = f
 	}
-	return out, nil
+	return out, stray, nil
+}
+
+// pipeFDs are the descriptors Meta records as pipes, in order.
+func pipeFDs(meta map[string]string) []int {
+	var fds []int
+	for k := range meta {
+		if s, ok := strings.CutPrefix(k, metaFDPrefix); ok {
+			if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+				fds = append(fds, n)
+			}
+		}
+	}
+	sort.Ints(fds)
+	return fds
 }
 
 // restore runs CRIU's restore and returns the restored root's PID.

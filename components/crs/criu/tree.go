@@ -24,7 +24,9 @@ import (
 
 // metaFD is the Meta key recording what the root held as descriptor n
 // when it was a pipe ("pipe:[inode]", CRIU's inherit-fd key for it).
-func metaFD(n int) string { return "criu_fd_" + strconv.Itoa(n) }
+func metaFD(n int) string { return metaFDPrefix + strconv.Itoa(n) }
+
+const metaFDPrefix = "criu_fd_"
 
 // Meta keys besides metaFD's.
 const (

@@ -36,8 +36,10 @@ type Options struct {
 
 // Run runs the kit. newModule returns a fresh module for each subtest.
 // A module that is a crs.Restorer is also restored from its checkpoint
-// (the restored process must run until killed, and its Wait say so), and
-// its Restart must refuse a directory that holds a snapshot.
+// (the restored process must run until killed, and its Wait say so), its
+// Restart must refuse a directory that holds a snapshot, and a Counter it
+// restores with new pipes must count on into them (restore-with-pipes:
+// needs Isolate).
 func Run(t *testing.T, newModule func(t *testing.T) crs.Module, opts Options) {
 	t.Helper()
 	if len(opts.Target) == 0 {
@@ -46,6 +48,17 @@ func Run(t *testing.T, newModule func(t *testing.T) crs.Module, opts Options) {
 	if opts.CanCheckpoint {
 		t.Run("checkpoint-and-restart", func(t *testing.T) { testCheckpoint(t, newModule(t), opts) })
 		t.Run("restart-empty-dir", func(t *testing.T) { testRestartEmpty(t, newModule(t)) })
+		t.Run("restore-with-pipes", func(t *testing.T) {
+			m := newModule(t)
+			r, ok := m.(crs.Restorer)
+			if !ok {
+				t.Skip("not a crs.Restorer: the daemon relaunches what Restart returns")
+			}
+			if !opts.Isolate {
+				t.Fatal("a crs.Restorer restores process trees as gompid starts them: run the kit with Options.Isolate")
+			}
+			testRestorePipes(t, m, r)
+		})
 	} else {
 		t.Run("not-checkpointable", func(t *testing.T) { testRefuses(t, newModule(t), opts) })
 	}
