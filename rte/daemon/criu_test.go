@@ -14,7 +14,8 @@ import (
 	pb "gompi/rte/control/proto"
 )
 
-// criuModule selects crs criu as gompid does (C/R on) and provisions it
+// criuModule selects crs criu as gompid does (C/R on, the job's CRS
+// criu, selected as a rank would: boot.AssembleDaemon) and provisions it
 // with the node. As root a missing or broken CRIU fails the test: CI,
 // root with CRIU installed, runs it.
 func criuModule(t *testing.T) crs.Module {
@@ -25,7 +26,8 @@ func criuModule(t *testing.T) crs.Module {
 	params := mca.NewParams()
 	set := frameworks.New(params)
 	set.CRS.Register(crscriu.New())
-	vals, err := params.ResolveSettings([]mca.Setting{{Name: mca.ParamCREnabled, Value: "1"}})
+	// The job's settings name criu, as gompirun sends them.
+	vals, err := params.ResolveSettings([]mca.Setting{{Name: mca.ParamCREnabled, Value: "1"}, {Name: crs.Name, Value: crscriu.Name}})
 	if err != nil {
 		t.Fatal(err)
 	}
