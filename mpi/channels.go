@@ -27,7 +27,7 @@ func (ch channels) Size() int { return ch.p.size }
 // instead.
 func (ch channels) Exchange(ctx context.Context, sentTo []uint64) ([]uint64, error) {
 	c := ch.p.control
-	return ch.p.exchange(ctx, c.co, c.nextTag(), sentTo, false)
+	return ch.p.exchange(ctx, c.co, c.nextTag(), sentTo, -1)
 }
 
 // ChannelsAt returns the channels of one checkpoint (or quiesce), epoch
@@ -58,21 +58,23 @@ func (ch *epochChannels) Exchange(ctx context.Context, sentTo []uint64) ([]uint6
 		return nil, fmt.Errorf("mpi: exchange: %w: exchange %d of epoch %d is beyond the %d an epoch has", ErrArg, n, ch.epoch, exchangesPerEpoch)
 	}
 	p := ch.p
-	return p.exchange(ctx, p.control.pt, int(ch.epoch)*exchangesPerEpoch+n, sentTo, true)
+	return p.exchange(ctx, p.control.pt, int(ch.epoch)*exchangesPerEpoch+n, sentTo, 0)
 }
 
 // exchange sends sentTo[r] to every rank r and receives theirs, on cs
-// with tag. purge first drops the leftovers of exchanges with lower tags.
+// with tag. With purgeFrom >= 0 it first drops the leftovers of exchanges
+// with tags from purgeFrom up to tag (those of checkpoints or suspensions
+// given up half-way).
 // When it fails (ctx ended, a peer failed) its receives are withdrawn, so
 // nothing stays posted.
-func (p *Proc) exchange(ctx context.Context, cs *ctxState, tag int, sentTo []uint64, purge bool) ([]uint64, error) {
+func (p *Proc) exchange(ctx context.Context, cs *ctxState, tag int, sentTo []uint64, purgeFrom int) ([]uint64, error) {
 	if len(sentTo) != p.size {
 		return nil, fmt.Errorf("mpi: exchange: %w: %d counts for %d ranks", ErrArg, len(sentTo), p.size)
 	}
-	if purge {
+	if purgeFrom >= 0 {
 		p.mu.Lock()
 		cs.unexp = slices.DeleteFunc(cs.unexp, func(m *message) bool {
-			if m.tag < tag {
+			if m.tag >= purgeFrom && m.tag < tag {
 				putMsg(m)
 				return true
 			}

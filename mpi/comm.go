@@ -94,7 +94,9 @@ func (c *Comm) check() error {
 	if c.freed.Load() {
 		return fmt.Errorf("mpi: %w: communicator %d was freed", ErrArg, c.handle)
 	}
-	return nil
+	// Every public call on a communicator checks it first: during a
+	// suspension new calls wait here, holding nothing.
+	return c.p.pass()
 }
 
 func (c *Comm) peerRank(r int, what string) (int, error) {

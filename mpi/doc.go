@@ -84,6 +84,56 @@
 // Init: communicators are rebuilt from the log with the same handles and
 // the saved messages are received first, in their order.
 //
+// # Suspending: quiet for a dump from outside
+//
+// Proc.Suspend(ctx, epoch) and Proc.Resume(ctx) let a program with no C/R
+// code be dumped by CRIU from outside. The runtime's link calls Suspend
+// on a goroutine of its own, on every rank, with the same epoch (larger
+// than any earlier one), whatever the application's goroutines are doing:
+// computing, blocked in Recv or Wait, inside a blocking or non-blocking
+// collective, with requests outstanding. The rank closes a gate that every
+// communicator call passes (Comm methods and the collectives check their
+// communicator first) and that every message of the application or a
+// collective enters on its way out; calls already past it run on until
+// they wait for a message, which holds nothing. Once the sends that passed
+// have reached the transport (queued ones too), the ranks exchange their
+// per-peer message counts on the library's control context (bkmrk's
+// bookmarks: every context the library sends on, collectives' included),
+// and each waits until it has taken off its connections what every peer
+// counted; the reader goroutines put it in the unexpected queue or a
+// posted receive. Then the rank closes every listener (the uds socket file
+// goes) and connection it owns and waits for its readers to end: Suspend
+// returns once this rank is quiet, with its totals (Quiet). A peer closes
+// its connections after its own count, the last frame it sent: a
+// connection ending just after that count is no failure of the peer, as a
+// migration's moving ranks are none (migrate.go).
+//
+// Resume listens again (tcp picks a new port), exchanges the new addresses
+// through the runtime (a Bootstrap that implements Rejoiner: Remodex once
+// per epoch), points every peer at its new endpoint as PeersMoved does and
+// opens the gate. Connections are dialed again on the next send, with the
+// hello. Communicators, requests and sequence numbers go on: blocked
+// receives and outstanding requests complete normally, each message once
+// and in order. A process restored from a dump of a suspended one (same
+// memory, in a new process, its sockets already closed) resumes with the
+// same call.
+//
+// Limits: a Proc of more than one rank suspends only over a runtime that
+// implements Rejoiner (package mpitest's does; the rank client does not
+// yet, and Suspend says so with errors.ErrUnsupported) and transports that
+// listen again (btl.Relistener: tcp and uds). A Suspend given up (its ctx
+// ended, a peer failed) before every rank's counts arrived leaves this rank
+// running; when some ranks completed and others gave up, the completed
+// ones must be resumed, which needs every rank's Remodex: the coordinator
+// gives up a suspension on every rank or on none. Suspend refuses a rank
+// that is finalizing or stopped, or a job with a failed or finalized rank.
+// The node name and the data-plane secret stay those of Init, so a
+// restored rank resumes on its node and launch generation; the runtime's
+// own connection (the rank client's) is the runtime's to close and reopen.
+// Shrink's agreement and cr's bookmark exchanges travel on the control
+// context, which the gate does not hold: they must not run during a
+// suspension.
+//
 // When the Bootstrap is also a snapc.AppLink (the runtime's rank client),
 // the library answers the job's checkpoint coordinator until package cr
 // takes the requests over (HandleApp): a query is told the program has no

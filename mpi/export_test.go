@@ -3,6 +3,7 @@ package mpi
 import (
 	"errors"
 	"net"
+	"time"
 
 	"gompi/frameworks/btl"
 )
@@ -92,4 +93,42 @@ func ModexEntry(p *Proc, peer int) map[string]string {
 		}
 	}
 	return e
+}
+
+// Sockets counts the connections p holds (dialed, accepted, in their
+// hello) and the reader goroutines still running: none once Suspend
+// returned.
+func Sockets(p *Proc) (conns int, readers bool) {
+	p.inMu.Lock()
+	for _, c := range p.inFrom {
+		if c != nil {
+			conns++
+		}
+	}
+	conns += len(p.pending)
+	p.inMu.Unlock()
+	for _, pe := range p.peers {
+		pe.mu.Lock()
+		if pe.out != nil {
+			conns++
+		}
+		pe.mu.Unlock()
+	}
+	// Suspend waited for them: they are done at once, or still running.
+	select {
+	case <-ReadersDone(p):
+	case <-time.After(10 * time.Second):
+		readers = true
+	}
+	return conns, readers
+}
+
+// Listening returns the address each of p's transports published, by
+// component name.
+func Listening(p *Proc) map[string]string {
+	out := map[string]string{}
+	for i, ep := range p.selfEP {
+		out[p.modName[i]] = ep.Addr
+	}
+	return out
 }

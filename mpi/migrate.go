@@ -78,13 +78,7 @@ func (p *Proc) PeersMoved(entries map[int]map[string]string) error {
 			errs = append(errs, err)
 			continue
 		}
-		pe.mu.Lock()
-		out := pe.out
-		pe.out = nil
-		pe.mu.Unlock()
-		if out != nil {
-			out.Close()
-		}
+		pe.dropOut()
 		p.inMu.Lock()
 		in := pe.oldIn
 		pe.oldIn = nil

@@ -92,6 +92,9 @@ type Proc struct {
 	stopCtx    func() bool
 	finalizing atomic.Bool
 	leaving    atomic.Bool // this rank is migrating: peers drop their connections to this process (migrate.go)
+
+	gate gate       // library entries wait here during a suspension (suspend.go)
+	susp suspension // Suspend and Resume
 }
 
 // hookBox holds the active coordination protocol; a nil box means none, and
@@ -217,6 +220,7 @@ func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 		pending: map[btl.Conn]struct{}{},
 		done:    make(chan struct{}),
 	}
+	p.gate.init()
 	key, err := helloKey(b.Secret(), p.job)
 	if err != nil {
 		return nil, fmt.Errorf("mpi: init: %w", err)
@@ -462,6 +466,14 @@ func (p *Proc) isStopped() bool {
 // collectives and the library's control traffic. Blocking sends (req nil)
 // return once the message is handed to the transport.
 func (p *Proc) send(cs *ctxState, dst, tag int, data []byte, req *Request) error {
+	if cs.ctx>>1 != ctxControl>>1 {
+		// A suspension's own exchange travels on the control context:
+		// everything else waits while it runs.
+		if err := p.enter(); err != nil {
+			return err
+		}
+		defer p.leave()
+	}
 	pe := p.peers[dst]
 	if err := pe.goneOrFailed(); err != nil {
 		return err
@@ -557,6 +569,9 @@ func (p *Proc) writer(pe *peer) {
 
 // transmit writes one frame; the caller holds pe's writer token.
 func (p *Proc) transmit(pe *peer, kind uint8, ctx uint64, tag int, seq uint64, data []byte) error {
+	if kind == kindFlush {
+		return nil
+	}
 	if err := pe.failure(); err != nil {
 		return err
 	}
@@ -674,17 +689,17 @@ func (p *Proc) read(c btl.Conn) {
 	delete(p.pending, c)
 	p.inMu.Unlock()
 	if err != nil {
-		if !p.finalizing.Load() && !p.isStopped() {
+		if !p.finalizing.Load() && !p.isStopped() && !p.susp.closing.Load() {
 			p.refusals.Log(p.log, peerAddr(c), err)
 		}
 		c.Close()
 		return
 	}
 	pe := p.peers[src]
+	var h header // the last frame's, when the connection ends
 	for {
 		hn, pn, err := c.ReadHeader(hb)
 		if err == nil {
-			var h header
 			if h, err = parseHeader(hb[:hn]); err == nil {
 				switch {
 				case int(h.src) != src:
@@ -705,7 +720,7 @@ func (p *Proc) read(c btl.Conn) {
 		if errors.Is(err, io.EOF) && pe.gone.Load() != nil {
 			return
 		}
-		if p.isStopped() {
+		if p.isStopped() || p.quietEnd(src, c, &h) {
 			return
 		}
 		if p.retired(src, c) {

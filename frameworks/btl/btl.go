@@ -83,6 +83,18 @@ type Module interface {
 	Close() error
 }
 
+// Relistener is implemented by a module that can stop listening and
+// listen again: package mpi's Suspend closes every socket the rank owns
+// so the process can be dumped from outside, and its Resume listens anew.
+// Unlisten closes the listener and removes what Listen created, as Close
+// does, waits until accept is called no more, and leaves the module open:
+// a later Listen starts a new listener (at a new address where the
+// transport picks one). Connections already handed out stay open until
+// closed by their owner. Without a listener it does nothing.
+type Relistener interface {
+	Unlisten() error
+}
+
 // Conn is a framed, ordered, reliable connection. A frame is a header and a
 // payload, both opaque byte strings. Writes may not be concurrent with
 // other writes, nor reads with reads; a write may run concurrently with a

@@ -171,6 +171,15 @@ type job struct {
 	cancel context.CancelFunc
 	abort  error
 	secret []byte // the job's, shared by its ranks
+	// rounds are the modex rounds after suspensions, by epoch.
+	rounds map[uint64]*round
+}
+
+// round is one modex: every rank's entries, complete when ready closes.
+type round struct {
+	modex []map[string]string
+	got   int
+	ready chan struct{}
 }
 
 // newSecret returns a fresh random job secret.
@@ -222,6 +231,44 @@ func (b *boot) Modex(ctx context.Context, mine map[string]string) ([]map[string]
 	return out, nil
 }
 
+// Remodex implements mpi.Rejoiner: the modex again, once per suspension
+// epoch, after the ranks listened anew.
+func (b *boot) Remodex(ctx context.Context, epoch uint64, mine map[string]string) ([]map[string]string, error) {
+	j := b.job
+	j.mu.Lock()
+	if j.rounds == nil {
+		j.rounds = map[uint64]*round{}
+	}
+	rd := j.rounds[epoch]
+	if rd == nil {
+		rd = &round{modex: make([]map[string]string, j.n), ready: make(chan struct{})}
+		j.rounds[epoch] = rd
+	}
+	// A rank whose earlier call gave up (its context ended) calls again:
+	// it is counted once, and its entries are replaced until the round
+	// is complete.
+	if rd.modex[b.rank] == nil {
+		rd.got++
+		rd.modex[b.rank] = maps.Clone(mine)
+		if rd.got == j.n {
+			close(rd.ready)
+		}
+	} else if rd.got < j.n {
+		rd.modex[b.rank] = maps.Clone(mine)
+	}
+	j.mu.Unlock()
+	select {
+	case <-rd.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("mpitest: modex of epoch %d: %w", epoch, ctx.Err())
+	}
+	out := make([]map[string]string, j.n)
+	for i, m := range rd.modex {
+		out[i] = maps.Clone(m)
+	}
+	return out, nil
+}
+
 func (b *boot) Abort(code int, msg string) {
 	j := b.job
 	j.mu.Lock()
@@ -232,4 +279,7 @@ func (b *boot) Abort(code int, msg string) {
 	j.cancel()
 }
 
-var _ mpi.Bootstrap = (*boot)(nil)
+var (
+	_ mpi.Bootstrap = (*boot)(nil)
+	_ mpi.Rejoiner  = (*boot)(nil)
+)

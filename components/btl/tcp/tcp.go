@@ -87,6 +87,7 @@ type module struct {
 
 	mu       sync.Mutex
 	ln       net.Listener
+	lnStop   context.CancelFunc // ends the listener's TLS handshakes (Unlisten)
 	closed   bool
 	wg       sync.WaitGroup // the accept loop and its TLS handshakes
 	refusals btl.Refusals   // failed TLS handshakes, by peer address
@@ -176,6 +177,10 @@ func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.
 		return "", fmt.Errorf("btl/tcp: listen: %w or already listening", btl.ErrClosed)
 	}
 	m.ln = ln
+	// The handshakes of this listener end with it (Unlisten) or with the
+	// module (Close).
+	stop, cancel := context.WithCancel(m.stop)
+	m.lnStop = cancel
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
@@ -189,7 +194,7 @@ func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.
 				// Each handshake on a goroutine of its own, so a peer
 				// that stalls its handshake holds up no other accept.
 				m.wg.Add(1)
-				go func() { defer m.wg.Done(); m.acceptTLS(c, accept) }()
+				go func() { defer m.wg.Done(); m.acceptTLS(stop, c, accept) }()
 				continue
 			}
 			sc, err := m.wrap(ctx, c, false)
@@ -211,13 +216,13 @@ const handshakeBound = 30 * time.Second
 // acceptTLS runs an accepted connection's TLS handshake and hands the
 // connection on only when the peer proved the job's key; a failed
 // handshake is logged once per peer address.
-func (m *module) acceptTLS(c net.Conn, accept func(btl.Conn)) {
-	ctx, cancel := context.WithTimeout(m.stop, handshakeBound)
+func (m *module) acceptTLS(stop context.Context, c net.Conn, accept func(btl.Conn)) {
+	ctx, cancel := context.WithTimeout(stop, handshakeBound)
 	defer cancel()
 	sc, err := m.wrap(ctx, c, false)
 	if err != nil {
 		c.Close()
-		if m.stop.Err() == nil {
+		if stop.Err() == nil {
 			m.refusals.Log(m.log, c.RemoteAddr().String(), err)
 		}
 		return
@@ -287,17 +292,18 @@ func (m *module) Dial(ctx context.Context, _, peer btl.Endpoint) (btl.Conn, erro
 	return sc, nil
 }
 
-func (m *module) Close() error {
+// Unlisten implements btl.Relistener: the listener closes (its port is
+// free), handshakes in progress end, and a later Listen binds a new port.
+func (m *module) Unlisten() error {
 	m.mu.Lock()
-	ln := m.ln
-	already := m.closed
-	m.closed = true
+	ln, stop := m.ln, m.lnStop
+	m.ln, m.lnStop = nil, nil
 	m.mu.Unlock()
-	m.cancel()
-	if already || ln == nil {
+	if ln == nil {
 		return nil
 	}
 	err := ln.Close()
+	stop()
 	m.wg.Wait()
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("btl/tcp: close listener: %w", err)
@@ -305,7 +311,20 @@ func (m *module) Close() error {
 	return nil
 }
 
+func (m *module) Close() error {
+	m.mu.Lock()
+	already := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	if already {
+		return nil
+	}
+	return m.Unlisten()
+}
+
 var (
 	_ btl.Module                = (*module)(nil)
+	_ btl.Relistener            = (*module)(nil)
 	_ mca.Provisioner[btl.Host] = (*module)(nil)
 )

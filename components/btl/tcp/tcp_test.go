@@ -39,3 +39,7 @@ func TestBadListenAddr(t *testing.T) {
 		t.Fatal("listening on an address of no interface succeeded")
 	}
 }
+
+func TestRelisten(t *testing.T) {
+	btltest.Relisten(t, "tcp-relisten", func(t *testing.T) btl.Module { return btltest.Module(t, New()) })
+}

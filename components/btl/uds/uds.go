@@ -257,13 +257,15 @@ func (m *module) wrap(c *net.UnixConn) *btl.StreamConn {
 	return btl.NewStreamConn(c, readBuffer, m.poll)
 }
 
-func (m *module) Close() error {
+// Unlisten implements btl.Relistener: the listener closes, its socket
+// file goes (and the job's folder when no other rank's socket is left in
+// it), and a later Listen makes them again.
+func (m *module) Unlisten() error {
 	m.mu.Lock()
 	ln, dir := m.ln, m.dir
-	already := m.closed
-	m.closed = true
+	m.ln = nil
 	m.mu.Unlock()
-	if already || ln == nil {
+	if ln == nil {
 		return nil
 	}
 	err := ln.Close() // removes the socket file
@@ -277,6 +279,18 @@ func (m *module) Close() error {
 	return nil
 }
 
+func (m *module) Close() error {
+	m.mu.Lock()
+	already := m.closed
+	m.closed = true
+	m.mu.Unlock()
+	if already {
+		return nil
+	}
+	return m.Unlisten()
+}
+
 var (
-	_ btl.Module = (*module)(nil)
+	_ btl.Module     = (*module)(nil)
+	_ btl.Relistener = (*module)(nil)
 )

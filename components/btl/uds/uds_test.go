@@ -69,3 +69,7 @@ func TestRefusesOpenFolder(t *testing.T) {
 		t.Fatal("listening in a folder others can write succeeded")
 	}
 }
+
+func TestRelisten(t *testing.T) {
+	btltest.Relisten(t, "uds-relisten-"+filepath.Base(t.TempDir()), func(t *testing.T) btl.Module { return btltest.Module(t, New()) })
+}

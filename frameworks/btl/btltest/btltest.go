@@ -152,3 +152,59 @@ func Module(t *testing.T, c mca.Component[btl.Module], settings ...mca.Setting) 
 
 // Secret is the data-plane secret Module provisions its modules with.
 var Secret = []byte("btltest data-plane secret, 32 B!")
+
+// Relisten checks a component whose modules implement btl.Relistener: a
+// module that stopped listening (Unlisten) accepts no connection at its
+// old address, listens again, and is reached at the new one, where a
+// frame crosses.
+func Relisten(t *testing.T, job string, newModule func(t *testing.T) btl.Module) {
+	t.Helper()
+	ctx := context.Background()
+	a, b := newModule(t), newModule(t)
+	defer a.Close()
+	defer b.Close()
+	rb, ok := b.(btl.Relistener)
+	if !ok {
+		t.Fatalf("%T is no btl.Relistener", b)
+	}
+	accepted := make(chan btl.Conn, 4)
+	epA := btl.Endpoint{Job: job, Rank: 0, Node: "n0"}
+	epB := btl.Endpoint{Job: job, Rank: 1, Node: "n0"}
+	var err error
+	if epB.Addr, err = b.Listen(ctx, epB, func(c btl.Conn) { accepted <- c }); err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	for round := 0; round < 2; round++ {
+		out, err := a.Dial(ctx, epA, epB)
+		if err != nil {
+			t.Fatalf("round %d: dial: %v", round, err)
+		}
+		in := <-accepted
+		if err := out.WriteFrame([]byte("h"), pattern(100, byte(round))); err != nil {
+			t.Fatalf("round %d: write: %v", round, err)
+		}
+		hdr := make([]byte, btl.MaxHeader)
+		if _, pn, err := in.ReadHeader(hdr); err != nil || pn != 100 {
+			t.Fatalf("round %d: read header: %d bytes, %v", round, pn, err)
+		}
+		got := make([]byte, 100)
+		if err := in.ReadPayload(got); err != nil || !bytes.Equal(got, pattern(100, byte(round))) {
+			t.Fatalf("round %d: payload differs (%v)", round, err)
+		}
+		in.Close()
+		out.Close()
+		if err := rb.Unlisten(); err != nil {
+			t.Fatalf("round %d: unlisten: %v", round, err)
+		}
+		if err := rb.Unlisten(); err != nil {
+			t.Fatalf("round %d: a second unlisten: %v", round, err)
+		}
+		if c, err := a.Dial(ctx, epA, epB); err == nil {
+			c.Close()
+			t.Fatalf("round %d: dial after unlisten succeeded", round)
+		}
+		if epB.Addr, err = b.Listen(ctx, epB, func(c btl.Conn) { accepted <- c }); err != nil {
+			t.Fatalf("round %d: listen again: %v", round, err)
+		}
+	}
+}
