@@ -117,7 +117,8 @@ type rankIO struct {
 	statusR, statusW       *os.File   // the init's status; nil when not under it
 }
 
-// openRankIO makes rank r's descriptors for launch l.
+// openRankIO makes a rank's descriptors for launch l (whose secrets it
+// is handed), with the rank init's status pipe when underInit.
 func (d *daemon) openRankIO(l *pb.Launch, underInit bool) (_ *rankIO, err error) {
 	secrets, err := d.rankSecrets(l)
 	if err != nil {
