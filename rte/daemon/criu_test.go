@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,6 +86,14 @@ func TestHarnessCRIURoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dump of the rank under its init: %v", err)
 	}
+	var bytes int64
+	for _, f := range res.Files {
+		if st, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			bytes += st.Size()
+		}
+	}
+	// What the init adds to a rank's images (the rank here is a shell).
+	t.Logf("images of the init (the test binary) and its shell rank: %d files, %d bytes", len(res.Files), bytes)
 	if err := snapshot.WriteLocal(dir, &snapshot.LocalMeta{Rank: 0, PID: int(pids[0]), Node: "n1", CRS: crscriu.Name, CRSMeta: res.Meta}); err != nil {
 		t.Fatal(err)
 	}
