@@ -153,9 +153,10 @@ func (p *Proc) settle(ctx context.Context) error {
 type suspension struct {
 	mu        sync.Mutex
 	suspended bool
-	epoch     uint64 // the last epoch begun
-	begun     bool   // a Suspend ever began (epoch is meaningful)
-	listening bool   // Resume listens again: done, before the remodex
+	quiet     atomic.Bool // suspended, for Suspended without waiting for mu
+	epoch     uint64      // the last epoch begun
+	begun     bool        // a Suspend ever began (epoch is meaningful)
+	listening bool        // Resume listens again: done, before the remodex
 	// tag is the control tag of the count exchange in progress or done
 	// (0: none): a connection whose last frame is the peer's count for
 	// it ended on purpose (quietEnd).
@@ -192,6 +193,7 @@ func (p *Proc) Suspend(ctx context.Context, epoch uint64) (Quiet, error) {
 	}
 	p.disconnect()
 	s.suspended, s.listening = true, false
+	s.quiet.Store(true)
 	q := Quiet{Epoch: epoch, Took: time.Since(start), SentTo: sentTo, RecvdFrom: recvd}
 	p.log.Debug("suspended", "epoch", epoch, "took", q.Took)
 	return q, nil
@@ -363,6 +365,7 @@ func (p *Proc) Resume(ctx context.Context) error {
 		}
 	}
 	s.suspended = false
+	s.quiet.Store(false)
 	s.tag.Store(0)
 	p.gate.reopen()
 	p.log.Debug("resumed", "epoch", s.epoch)
@@ -416,8 +419,4 @@ func (p *Proc) reconnect(ctx context.Context) error {
 
 // Suspended reports whether the Proc is suspended (Suspend returned and
 // Resume has not).
-func (p *Proc) Suspended() bool {
-	p.susp.mu.Lock()
-	defer p.susp.mu.Unlock()
-	return p.susp.suspended
-}
+func (p *Proc) Suspended() bool { return p.susp.quiet.Load() }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -374,6 +375,20 @@ func checkClosed(p *mpi.Proc, addrs map[string]string) error {
 	return nil
 }
 
+// socketFDs returns the sockets this process has open, by their
+// /proc/self/fd link ("socket:[inode]").
+func socketFDs() map[string]bool {
+	out := map[string]bool{}
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		// A descriptor closed meanwhile has no link: it is no socket.
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			out[l] = true
+		}
+	}
+	return out
+}
+
 func resumeAll(ps []*mpi.Proc, timeout time.Duration) error {
 	return errors.Join(allRanks(ps, timeout, func(ctx context.Context, p *mpi.Proc) error { return p.Resume(ctx) })...)
 }
@@ -395,6 +410,7 @@ func TestSuspendTraffic(t *testing.T) {
 			t.Logf("seed %d", tr.seed)
 			want := tr.job(t, cfg, nil)
 			mid := 0
+			base := socketFDs()
 			got := tr.job(t, cfg, func(ps []*mpi.Proc, rounds func() int) {
 				r := rand.New(rand.NewPCG(tr.seed, 1))
 				for e := uint64(1); e <= suspends; e++ {
@@ -406,6 +422,14 @@ func TestSuspendTraffic(t *testing.T) {
 					for i, err := range suspendAll(ps, e, time.Minute) {
 						if err != nil {
 							t.Errorf("suspend %d, rank %d: %v", e, i, err)
+						}
+					}
+					// Every rank of this process is quiet: no socket but
+					// those open before the job started (the real process's
+					// check, for a job that is all in one process).
+					for s := range socketFDs() {
+						if !base[s] {
+							t.Errorf("suspend %d: %s is open while every rank is suspended", e, s)
 						}
 					}
 					if err := resumeAll(ps, time.Minute); err != nil {
