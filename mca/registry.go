@@ -62,6 +62,10 @@ type Query struct {
 	Logger *slog.Logger
 	// Priority is the configured <framework>_<component>_priority.
 	Priority int
+	// Note, when set, takes one line on what a component that answers
+	// found (the version and path of the tool it drives), which gompi-info
+	// shows beside its status. Call it before returning the module.
+	Note func(string)
 }
 
 // Component is one implementation of a framework whose modules are of type M.
@@ -83,6 +87,7 @@ type Candidate[M any] struct {
 type Probe struct {
 	Info     ComponentInfo `json:"component"`
 	Priority int           `json:"priority"`
+	Note     string        `json:"note,omitempty"`    // what it found, when it answered (Query.Note)
 	Skipped  string        `json:"skipped,omitempty"` // why it does not apply
 	Failed   string        `json:"failed,omitempty"`  // it tried and failed
 	Excluded bool          `json:"excluded,omitempty"`
@@ -379,7 +384,9 @@ func (f *Framework[M]) query(ctx context.Context, vals *Values, role Role, log *
 			probes = append(probes, p)
 			continue
 		}
-		m, prio, err := c.Query(ctx, Query{Values: vals, Role: role, Logger: log.With("component", info.Name), Priority: p.Priority})
+		var note string
+		m, prio, err := c.Query(ctx, Query{Values: vals, Role: role, Logger: log.With("component", info.Name), Priority: p.Priority,
+			Note: func(s string) { note = s }})
 		switch {
 		case errors.Is(err, ErrSkip):
 			p.Skipped = err.Error()
@@ -390,7 +397,7 @@ func (f *Framework[M]) query(ctx context.Context, vals *Values, role Role, log *
 				log.Warn("component failed to load", "component", info.Name, "origin", info.Origin, "err", err)
 			}
 		default:
-			p.Priority = prio
+			p.Priority, p.Note = prio, note
 			cands = append(cands, Candidate[M]{Info: info, Module: m, Priority: prio})
 		}
 		probes = append(probes, p)

@@ -32,6 +32,9 @@ func (c fakeComp) Query(ctx context.Context, q Query) (*fakeModule, int, error) 
 	case c.fail:
 		return nil, 0, fmt.Errorf("%s: broken", c.name)
 	}
+	if q.Note != nil {
+		q.Note(c.name + " found what it needs")
+	}
 	return &fakeModule{c.name}, q.Priority, nil
 }
 
@@ -134,6 +137,9 @@ func TestProbe(t *testing.T) {
 	}
 	if !strings.Contains(got["s"].Skipped, "no device") {
 		t.Errorf("skip reason lost: %q", got["s"].Skipped)
+	}
+	if got["b"].Note != "b found what it needs" || got["s"].Note != "" {
+		t.Errorf("notes %q (b), %q (s); want b's note and none for the skipped s", got["b"].Note, got["s"].Note)
 	}
 }
 

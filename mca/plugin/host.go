@@ -555,5 +555,8 @@ func (p *proc) query(ctx context.Context, ref *pb.ComponentRef, q mca.Query) (ui
 	if resp.GetSkipped() {
 		return 0, 0, nil, &remoteError{msg: string(resp.GetSkipReason()), wraps: []error{mca.ErrSkip}}
 	}
+	if n := resp.GetNote(); len(n) > 0 && q.Note != nil {
+		q.Note(string(n))
+	}
 	return resp.GetModule(), int(resp.GetPriority()), resp.GetImplements(), nil
 }

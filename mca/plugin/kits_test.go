@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -230,6 +232,23 @@ func TestCRSHostCrosses(t *testing.T) {
 			t.Errorf("checkpoint through the rank's Save: %+v, %v (file %q)", res, err, b)
 		}
 	})
+}
+
+// TestNoteCrosses: what a plugin's component notes when it answers a
+// query reaches the host's probe, as gompi-info shows it.
+func TestNoteCrosses(t *testing.T) {
+	l := loadBuiltins(t)
+	probes, err := l.set.CRS.Probe(t.Context(), l.choose(t, crs.Name, "restorer"), mca.RoleDaemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(probes, func(p mca.Probe) bool { return p.Info.Name == "restorer" })
+	if i < 0 {
+		t.Fatalf("no probe of restorer in %+v", probes)
+	}
+	if p := probes[i]; !p.Selected || !strings.HasPrefix(p.Note, "restores a shell, pid ") || strings.HasSuffix(p.Note, " "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("probe of restorer: %+v; want it selected, noting the plugin's pid", p)
+	}
 }
 
 // TestSyncProgressCrosses: a Sync's progress callback, in the host's

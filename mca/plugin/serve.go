@@ -202,8 +202,10 @@ func (s pluginServer) Query(ctx context.Context, req *pb.QueryRequest) (*pb.Quer
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("plugin: %s: %v", keyOf(req.GetComponent()), err))
 	}
 	k := keyOf(req.GetComponent())
+	var note string
 	m, prio, err := c.query(ctx, mca.Query{Values: vals, Role: mca.Role(req.GetRole()),
-		Logger: s.log.With("framework", k.framework, "component", k.name), Priority: int(req.GetPriority())})
+		Logger: s.log.With("framework", k.framework, "component", k.name), Priority: int(req.GetPriority()),
+		Note: func(s string) { note = s }})
 	switch {
 	case errors.Is(err, mca.ErrSkip):
 		return &pb.QueryResponse{Skipped: true, SkipReason: []byte(err.Error())}, nil
@@ -220,7 +222,7 @@ func (s pluginServer) Query(ctx context.Context, req *pb.QueryRequest) (*pb.Quer
 			impl = append(impl, name)
 		}
 	}
-	return &pb.QueryResponse{Priority: int32(prio), Module: id, Implements: impl}, nil
+	return &pb.QueryResponse{Priority: int32(prio), Module: id, Implements: impl, Note: []byte(note)}, nil
 }
 
 var _ pb.PluginServer = pluginServer{}

@@ -38,8 +38,10 @@ command line) and which components selection would use.
 With no flags it lists every framework and its components; a component is
 [selected] (selection would use it), [available] (it would work, another
 won), [skipped: why] (it does not apply here), [failed: how] or
-[excluded] (the framework's selector leaves it out). Selection is probed
-as a rank of a job would see it (--role changes that), and each framework
+[excluded] (the framework's selector leaves it out); a component that
+answers may add what it found ([selected: CRIU 4.2.1 at /usr/sbin/criu]).
+Selection is probed as a rank of a job would see it (--role changes
+that), and each framework
 says how that process wires it: whether it selects it, how many modules
 it keeps and what it provisions them with (the table boot/assemble.go
 follows; a tool has none). Give --mca and -am
@@ -63,7 +65,8 @@ and ft_cr_enabled).
                       components[] {name, description, version, origin
                         ("built-in" or the plugin binary's path), priority,
                         status (selected|available|skipped|failed|excluded),
-                        reason, params[]},
+                        reason, note (what an answering component found,
+                        such as crs criu's CRIU version), params[]},
                       params[] (framework-level parameters),
                       wiring {selected, select, host} (with --role
                         app, hnp or daemon: how that process selects

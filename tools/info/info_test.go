@@ -33,6 +33,7 @@ type fake[M any] struct {
 	skip    string    // skip with this reason
 	fail    string    // fail with this error
 	appOnly bool      // skip unless probed as a rank
+	note    string    // note this when answering
 	seen    *[]string // records each query, to show selection asked
 }
 
@@ -51,6 +52,9 @@ func (f *fake[M]) Query(ctx context.Context, q mca.Query) (M, int, error) {
 		return zero, 0, fmt.Errorf("%s: %s", place, f.fail)
 	case f.appOnly && q.Role != mca.RoleApp:
 		return zero, 0, fmt.Errorf("%s: works in ranks only, not in a %s: %w", place, q.Role, mca.ErrSkip)
+	}
+	if f.note != "" && q.Note != nil {
+		q.Note(f.note)
 	}
 	return zero, q.Priority, nil
 }
@@ -84,7 +88,7 @@ func newFakeSet(seen *[]string) *fakeSet {
 	ci := func(fw, name, desc string, prio int, params ...mca.ParamSpec) mca.ComponentInfo {
 		return mca.ComponentInfo{Framework: fw, Name: name, Description: desc, Version: "1.0.0", Priority: prio, Origin: "built-in", Params: params}
 	}
-	set.CRS.Register(&fake[crs.Module]{seen: seen, info: ci("crs", "answer", "Fake CRS that always answers", 30,
+	set.CRS.Register(&fake[crs.Module]{seen: seen, note: "using fake tool 1.2 at /opt/fake", info: ci("crs", "answer", "Fake CRS that always answers", 30,
 		mca.ParamSpec{Name: "crs_answer_dir", Type: mca.String, Default: "/tmp", Help: "Where the fake would write"},
 		mca.ParamSpec{Name: "crs_answer_compress", Type: mca.Bool, Default: "0", Level: mca.LevelTuner, Help: "Compress, or not"},
 		mca.ParamSpec{Name: "crs_answer_mode", Type: mca.String, Default: "fast", Level: mca.LevelDev + 2, Choices: []string{"fast", "safe"}, Help: "How careful to be"},

@@ -44,8 +44,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		for _, c := range f.Components {
 			fmt.Fprintf(b, "  MCA %s: %s (%s, priority %d) [%s", f.Name, c.Name, c.Origin, c.Priority, c.Status)
-			if c.Reason != "" {
+			switch {
+			case c.Reason != "":
 				fmt.Fprintf(b, ": %s", oneLine(c.Reason))
+			case c.Note != "":
+				fmt.Fprintf(b, ": %s", oneLine(c.Note))
 			}
 			fmt.Fprintf(b, "]\n")
 		}
@@ -152,6 +155,9 @@ func (r *Report) WriteParsable(w io.Writer) error {
 			fmt.Fprintf(b, "%sdescription:%s\n", pre, oneLine(c.Description))
 			if c.Reason != "" {
 				fmt.Fprintf(b, "%sreason:%s\n", pre, oneLine(c.Reason))
+			}
+			if c.Note != "" {
+				fmt.Fprintf(b, "%snote:%s\n", pre, oneLine(c.Note))
 			}
 		}
 		for _, p := range f.Params {

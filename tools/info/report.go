@@ -111,6 +111,9 @@ type Component struct {
 	Priority int    `json:"priority"`
 	Status   string `json:"status"`
 	Reason   string `json:"reason,omitempty"`
+	// Note is what a component that answered found (the version and path
+	// of the tool it drives: crs criu's CRIU).
+	Note string `json:"note,omitempty"`
 	// Params are the component's parameters, when parameters were asked for.
 	Params []Param `json:"params,omitempty"`
 }
@@ -281,7 +284,7 @@ func collectFramework(ctx context.Context, f mca.FrameworkInfo, vals *mca.Values
 // probed is one component of a framework as selection saw it.
 func probed(framework, selector string, pr mca.Probe) Component {
 	c := Component{Name: pr.Info.Name, Description: pr.Info.Description, Version: pr.Info.Version,
-		Origin: pr.Info.Origin, Priority: pr.Priority}
+		Origin: pr.Info.Origin, Priority: pr.Priority, Note: pr.Note}
 	switch {
 	case pr.Selected:
 		c.Status = StatusSelected

@@ -38,7 +38,9 @@
 // the project-local one scripts/install-criu.sh installs, .local/criu
 // beside the installation or in the source tree), it is 4.2 or newer and
 // `criu check` passes; otherwise gompi-info shows it skipped with the
-// reason. Each binary's probe is cached for the process's life.
+// reason, and when it is offered, the CRIU it uses ("CRIU 4.2.1 at
+// PATH", mca.Query.Note). Each binary's probe is cached for the process's
+// life.
 package crscriu
 
 import (
@@ -101,7 +103,9 @@ func query(ctx context.Context, q mca.Query) (crs.Module, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s/%s: %w: %w", crs.Name, Name, err, mca.ErrSkip)
 	}
-	q.Logger.Debug("crs/criu: using " + b.String())
+	if q.Note != nil {
+		q.Note(b.String())
+	}
 	return NewModule(b.Path, b.Text), q.Priority, nil
 }
 

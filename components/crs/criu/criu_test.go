@@ -29,10 +29,10 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// newModule selects criu as gompid would, with C/R on.
-func newModule(t *testing.T) crs.Module {
+// framework is a CRS framework holding criu alone, and values with C/R
+// on.
+func framework(t *testing.T) (*mca.Framework[crs.Module], *mca.Values) {
 	t.Helper()
-	needRoot(t)
 	params := mca.NewParams()
 	set := frameworks.New(params)
 	set.CRS.Register(New())
@@ -40,7 +40,15 @@ func newModule(t *testing.T) crs.Module {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := set.CRS.SelectOne(t.Context(), vals, mca.RoleDaemon, nil)
+	return set.CRS, vals
+}
+
+// newModule selects criu as gompid would, with C/R on.
+func newModule(t *testing.T) crs.Module {
+	t.Helper()
+	needRoot(t)
+	fw, vals := framework(t)
+	c, err := fw.SelectOne(t.Context(), vals, mca.RoleDaemon, nil)
 	if err != nil {
 		t.Fatalf("select crs=criu as root: %v", err)
 	}
@@ -298,6 +306,19 @@ func TestSearchOrder(t *testing.T) {
 		t.Errorf("find with only an old criu: %+v, %v; want its reason", b, err)
 	case len(cands) > 1 && err == nil && b.Path == old:
 		t.Errorf("find chose the old criu on PATH over %q", cands[1:])
+	}
+}
+
+// TestNoteNamesCRIU: an offered criu tells gompi-info which CRIU it uses.
+func TestNoteNamesCRIU(t *testing.T) {
+	needRoot(t)
+	fw, vals := framework(t)
+	probes, err := fw.Probe(t.Context(), vals, mca.RoleDaemon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probes) != 1 || !probes[0].Selected || !strings.HasPrefix(probes[0].Note, "CRIU 4.") || !strings.Contains(probes[0].Note, " at /") {
+		t.Errorf("probes %+v; want criu selected, noting \"CRIU 4.x at /path\"", probes)
 	}
 }
 

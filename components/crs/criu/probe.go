@@ -76,10 +76,11 @@ func find(ctx context.Context, explicit string) (binary, error) {
 }
 
 // candidates are the CRIUs that exist, in order: PATH's criu, the
-// project-local one beside the installation (the executable's folder's
-// parent: bin/gompid finds .local/criu/...), then the one in the source
-// tree the working directory is in (go test runs in a package's folder of
-// a fresh clone, where the install script put it).
+// project-local one beside the installation (in the executable's
+// folder's parent, or its parent's parent: bin/gompid and
+// lib/gompi/gompi-plugin-criu both find ROOT/.local/criu/...), then the
+// one in the source tree the working directory is in (go test runs in a
+// package's folder of a fresh clone, where the install script put it).
 func candidates() []string {
 	var out []string
 	add := func(p string) {
@@ -103,7 +104,9 @@ func candidates() []string {
 		add(p)
 	}
 	if exe, err := os.Executable(); err == nil {
-		add(filepath.Join(filepath.Dir(filepath.Dir(exe)), localCRIU))
+		up := filepath.Dir(filepath.Dir(exe))
+		add(filepath.Join(up, localCRIU))
+		add(filepath.Join(filepath.Dir(up), localCRIU))
 	}
 	if root := moduleRoot(); root != "" {
 		add(filepath.Join(root, localCRIU))

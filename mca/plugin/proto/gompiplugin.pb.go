@@ -648,7 +648,9 @@ type QueryResponse struct {
 	// Optional interfaces of the module ("extended": it implements its
 	// framework's optional interface, the Host's Provisioner or
 	// snapc.Coordinator), so the host's proxy implements the same ones.
-	Implements    []string `protobuf:"bytes,5,rep,name=implements,proto3" json:"implements,omitempty"`
+	Implements []string `protobuf:"bytes,5,rep,name=implements,proto3" json:"implements,omitempty"`
+	// What the component found when it answered (mca.Query.Note).
+	Note          []byte `protobuf:"bytes,6,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -714,6 +716,13 @@ func (x *QueryResponse) GetModule() uint64 {
 func (x *QueryResponse) GetImplements() []string {
 	if x != nil {
 		return x.Implements
+	}
+	return nil
+}
+
+func (x *QueryResponse) GetNote() []byte {
+	if x != nil {
+		return x.Note
 	}
 	return nil
 }
@@ -1135,7 +1144,7 @@ const file_gompiplugin_proto_rawDesc = "" +
 	"\tcomponent\x18\x01 \x01(\v2\x1d.gompi.plugin.v1.ComponentRefR\tcomponent\x124\n" +
 	"\bsettings\x18\x02 \x03(\v2\x18.gompi.plugin.v1.SettingR\bsettings\x12\x12\n" +
 	"\x04role\x18\x03 \x01(\x05R\x04role\x12\x1a\n" +
-	"\bpriority\x18\x04 \x01(\x05R\bpriority\"\x9e\x01\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\"\xb2\x01\n" +
 	"\rQueryResponse\x12\x18\n" +
 	"\askipped\x18\x01 \x01(\bR\askipped\x12\x1f\n" +
 	"\vskip_reason\x18\x02 \x01(\fR\n" +
@@ -1144,7 +1153,8 @@ const file_gompiplugin_proto_rawDesc = "" +
 	"\x06module\x18\x04 \x01(\x04R\x06module\x12\x1e\n" +
 	"\n" +
 	"implements\x18\x05 \x03(\tR\n" +
-	"implements\"\xac\x01\n" +
+	"implements\x12\x12\n" +
+	"\x04note\x18\x06 \x01(\fR\x04note\"\xac\x01\n" +
 	"\vCallRequest\x12;\n" +
 	"\tcomponent\x18\x01 \x01(\v2\x1d.gompi.plugin.v1.ComponentRefR\tcomponent\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\x04R\x06handle\x12\x16\n" +
