@@ -31,6 +31,12 @@ const (
 	// which stays readable in /proc/PID/environ and in any image of the
 	// process. rankclient reads it, closes it and removes the variable.
 	EnvSecretFD = "GOMPI_JOB_SECRET_FD"
+	// EnvLifelineFDs names the descriptors of a rank's lifeline (package
+	// rte/lifeline) as "R,W": the pipe it reads gompid's word from and the
+	// one it writes its own on. gompid gives them to the ranks of a job
+	// whose CRS saves them from outside (criu); rankclient takes them,
+	// marks them close-on-exec and removes the variable.
+	EnvLifelineFDs = "GOMPI_LIFELINE_FDS"
 )
 
 // SecretFD is the descriptor a daemon hands the secret pipe on (the first
@@ -50,7 +56,7 @@ const (
 
 // JobEnv lists the variables above; a daemon removes inherited copies
 // before setting a rank's own.
-var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecretFD, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate}
+var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecretFD, EnvLifelineFDs, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate}
 
 // RuntimeDir is where this user's gompirun processes keep their control
 // sockets: ${XDG_RUNTIME_DIR:-/tmp}/gompi-<uid>.

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/lifeline"
@@ -121,4 +126,97 @@ func (c *Client) live() (pb.DaemonClient, error) {
 		return nil, ErrDetached
 	}
 	return c.rpc, nil
+}
+
+// lifelineFromEnv opens the lifeline gompid passed (rte.EnvLifelineFDs),
+// marks it close-on-exec so programs the rank starts do not hold it, and
+// removes the variable. Both files are nil when there is none.
+func lifelineFromEnv() (r, w *os.File, err error) {
+	v, ok := os.LookupEnv(rte.EnvLifelineFDs)
+	os.Unsetenv(rte.EnvLifelineFDs)
+	if !ok {
+		return nil, nil, nil
+	}
+	rs, ws, ok := strings.Cut(v, ",")
+	rfd, rerr := strconv.Atoi(rs)
+	wfd, werr := strconv.Atoi(ws)
+	if !ok || rerr != nil || werr != nil || rfd < 3 || wfd < 3 || rfd == wfd {
+		return nil, nil, fmt.Errorf("%s=%q: want the lifeline's two descriptors as R,W (3 or above)", rte.EnvLifelineFDs, v)
+	}
+	for _, fd := range []int{rfd, wfd} {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			return nil, nil, fmt.Errorf("%s: descriptor %d: %w", rte.EnvLifelineFDs, fd, err)
+		}
+		unix.CloseOnExec(fd)
+	}
+	// Non-blocking, so a read waiting for gompid's word can be given up
+	// with a deadline (Pause's ctx).
+	if err := unix.SetNonblock(rfd, true); err != nil {
+		return nil, nil, fmt.Errorf("%s: descriptor %d: %w", rte.EnvLifelineFDs, rfd, err)
+	}
+	return os.NewFile(uintptr(rfd), "lifeline-in"), os.NewFile(uintptr(wfd), "lifeline-out"), nil
+}
+
+// Pause is the runtime's part of a transparent checkpoint, once package
+// mpi has suspended the rank (request id): it detaches from gompid,
+// tells gompid over the lifeline that the rank is ready to be dumped,
+// and waits for its word: Continue (the dump is taken, or abandoned) or
+// Restart (this process was restored from the dump). It then reattaches
+// and reports whether this is a restored process. ctx bounds the wait; a
+// lifeline that ends means gompid is gone, and the rank with it.
+func (c *Client) Pause(ctx context.Context, id uint64) (restarted bool, err error) {
+	c.mu.Lock()
+	r, w := c.lifeIn, c.lifeOut
+	c.mu.Unlock()
+	if r == nil {
+		return false, fmt.Errorf("rankclient: pause: %w: gompid gave this rank no lifeline (its job's CRS does not save ranks from outside)", errors.ErrUnsupported)
+	}
+	if err := c.Detach(); err != nil {
+		return false, err
+	}
+	if err := lifeline.Write(w, lifeline.Message{Kind: lifeline.Ready, Request: id}); err != nil {
+		return false, fmt.Errorf("rankclient: pause: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Now()) })
+	m, err := c.awaitWord(r, id)
+	if !stop() && ctx.Err() != nil {
+		r.SetReadDeadline(time.Time{})
+		return false, fmt.Errorf("rankclient: pause: waiting for gompid's word on request %d: %w", id, ctx.Err())
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := c.Reattach(ctx, m); err != nil {
+		return false, err
+	}
+	return m.Kind == lifeline.Restart, nil
+}
+
+// awaitWord reads the lifeline until gompid's word on request id: a word
+// on an older request (one given up while this rank waited) is skipped.
+func (c *Client) awaitWord(r io.Reader, id uint64) (lifeline.Message, error) {
+	for {
+		m, err := lifeline.Read(r)
+		switch {
+		case errors.Is(err, io.EOF):
+			return m, fmt.Errorf("rankclient: pause: the lifeline closed: gompid is gone")
+		case err != nil:
+			return m, fmt.Errorf("rankclient: pause: %w", err)
+		case m.Kind == lifeline.Ready:
+			return m, fmt.Errorf("rankclient: pause: %w: gompid sent %s", lifeline.ErrBadFrame, m)
+		case m.Request >= id || m.Kind == lifeline.Restart:
+			return m, nil
+		}
+	}
+}
+
+// Remodex exchanges the rank's new addresses after a suspension (package
+// mpi's Rejoiner): a fence of the job, like the modex at start. Every
+// rank resumes from the same suspension, so their fence counts agree.
+func (c *Client) Remodex(ctx context.Context, epoch uint64, mine map[string]string) ([]map[string]string, error) {
+	t, err := c.fence(ctx, mine)
+	if err != nil {
+		return nil, fmt.Errorf("rankclient: new addresses after suspension %d: %w", epoch, err)
+	}
+	return t, nil
 }

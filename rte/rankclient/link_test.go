@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"gompi/frameworks/snapc"
@@ -184,5 +186,129 @@ func TestReattachToNoDaemon(t *testing.T) {
 	}
 	if err := c.Barrier(context.Background()); !errors.Is(err, ErrDetached) {
 		t.Fatalf("Barrier after a failed reattach: %v, want ErrDetached", err)
+	}
+}
+
+// lifelineEnv makes the two pipes of a lifeline, names the rank's ends in
+// the environment as gompid does, and returns gompid's ends: the one it
+// reads the rank's word from and the one it writes its own on.
+func lifelineEnv(t *testing.T) (fromRank *os.File, toRank *os.File) {
+	t.Helper()
+	inR, inW, err := os.Pipe() // gompid -> rank
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe() // rank -> gompid
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	// The rank's ends are fresh descriptors, as a process inherits them
+	// (the *os.File of a pipe made here is already in the runtime's
+	// poller); the client closes them (Close).
+	var fds [2]int
+	for i, f := range []*os.File{inR, outW} {
+		if fds[i], err = unix.Dup(int(f.Fd())); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	t.Setenv(rte.EnvLifelineFDs, fmt.Sprintf("%d,%d", fds[0], fds[1]))
+	return outR, inW
+}
+
+// TestPause: the rank says ready on the lifeline with no connection left,
+// goes on after Continue (same daemon) and after Restart (another), skips
+// a word on an older request, and a lifeline that ends is gompid gone.
+func TestPause(t *testing.T) {
+	a := &linkDaemon{node: "a", ended: make(chan struct{}, 4)}
+	b := &linkDaemon{node: "b", ended: make(chan struct{}, 4)}
+	sockA, secA := serveLink(t, a)
+	sockB, secB := serveLink(t, b)
+	t.Setenv(rte.EnvRank, "0")
+	setSecretFD(t, secA.Text())
+	t.Setenv(rte.EnvDaemon, sockA)
+	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
+	fromRank, toRank := lifelineEnv(t)
+	ctx := context.Background()
+	c, err := Init(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := os.LookupEnv(rte.EnvLifelineFDs); ok {
+		t.Fatal("the lifeline variable is left in the environment")
+	}
+	pause := func(id uint64, words ...lifeline.Message) (bool, error) {
+		t.Helper()
+		type result struct {
+			restarted bool
+			err       error
+		}
+		done := make(chan result, 1)
+		go func() {
+			r, err := c.Pause(ctx, id)
+			done <- result{r, err}
+		}()
+		m, err := lifeline.Read(fromRank)
+		if err != nil || m.Kind != lifeline.Ready || m.Request != id {
+			t.Fatalf("gompid read %v, %v; want ready for request %d", m, err, id)
+		}
+		if err := c.Barrier(ctx); !errors.Is(err, ErrDetached) {
+			t.Fatalf("a ready rank still reaches gompid: %v", err)
+		}
+		for _, w := range words {
+			if err := lifeline.Write(toRank, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := <-done
+		return res.restarted, res.err
+	}
+	if restarted, err := pause(1, lifeline.Message{Kind: lifeline.Continue, Request: 1}); err != nil || restarted {
+		t.Fatalf("pause with continue: restarted %v, %v", restarted, err)
+	}
+	if err := c.Barrier(ctx); err != nil {
+		t.Fatalf("Barrier after continue: %v", err)
+	}
+	restart := lifeline.Message{Kind: lifeline.Restart, Request: 2, Daemon: sockB, Secrets: secB.Text()}
+	if restarted, err := pause(2, lifeline.Message{Kind: lifeline.Continue, Request: 1}, restart); err != nil || !restarted {
+		t.Fatalf("pause with restart: restarted %v, %v", restarted, err)
+	}
+	if c.Node() != "b" {
+		t.Fatalf("node %q after a restart on daemon b's node", c.Node())
+	}
+	toRank.Close()
+	if _, err := pause(3); err == nil || !strings.Contains(err.Error(), "gompid is gone") {
+		t.Fatalf("pause with the lifeline closed: %v", err)
+	}
+}
+
+func TestPauseWithoutLifeline(t *testing.T) {
+	a := &linkDaemon{node: "a", ended: make(chan struct{}, 4)}
+	sock, sec := serveLink(t, a)
+	t.Setenv(rte.EnvRank, "0")
+	setSecretFD(t, sec.Text())
+	t.Setenv(rte.EnvDaemon, sock)
+	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
+	c, err := Init(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Pause(context.Background(), 1); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Pause without a lifeline: %v, want errors.ErrUnsupported", err)
+	}
+	if err := c.Barrier(context.Background()); err != nil {
+		t.Fatalf("a refused Pause detached the rank: %v", err)
+	}
+}
+
+func TestBadLifelineEnvironment(t *testing.T) {
+	for _, v := range []string{"", "4", "x,5", "4,4", "1,2", "900,901"} {
+		t.Setenv(rte.EnvLifelineFDs, v)
+		if _, _, err := lifelineFromEnv(); err == nil || !strings.Contains(err.Error(), rte.EnvLifelineFDs) {
+			t.Errorf("%s=%q: %v", rte.EnvLifelineFDs, v, err)
+		}
 	}
 }

@@ -55,9 +55,12 @@ type Client struct {
 	// restore (link.go), so they are read under mu.
 	secrets    control.RankSecrets
 	daemonSock string
-	proc       *boot.Process
-	conn       *grpc.ClientConn // nil for a singleton
-	rpc        pb.DaemonClient
+	// lifeIn and lifeOut are the lifeline's pipes (link.go), nil unless
+	// the job's CRS saves ranks from outside.
+	lifeIn, lifeOut *os.File
+	proc            *boot.Process
+	conn            *grpc.ClientConn // nil for a singleton
+	rpc             pb.DaemonClient
 
 	restart    snapc.RestartInfo
 	restarting bool
@@ -104,6 +107,7 @@ func Init(ctx context.Context) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+
 	sock := os.Getenv(rte.EnvDaemon)
 	conn, err := control.DialUnix(sock, secrets.Control)
 	if err != nil {
@@ -122,10 +126,16 @@ func Init(ctx context.Context) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("rankclient: job parameters: %w", err)
 	}
+	lifeIn, lifeOut, err := lifelineFromEnv()
+	if err != nil {
+		conn.Close()
+		p.Close()
+		return nil, fmt.Errorf("rankclient: %w", err)
+	}
 	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
 		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting, migrated: migrated,
-		secrets: secrets, daemonSock: sock,
+		secrets: secrets, daemonSock: sock, lifeIn: lifeIn, lifeOut: lifeOut,
 	}
 	c.startEvents()
 	return c, nil
@@ -371,8 +381,15 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	conn, proc := c.conn, c.proc
 	c.conn = nil // proc stays: Values and Frameworks remain readable after Close
+	life := []*os.File{c.lifeIn, c.lifeOut}
+	c.lifeIn, c.lifeOut = nil, nil
 	c.mu.Unlock()
 	var errs []error
+	for _, f := range life {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
 	if conn != nil {
 		errs = append(errs, conn.Close())
 	}
