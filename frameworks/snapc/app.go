@@ -36,6 +36,12 @@ const (
 	// ReleaseHold ends a migration's hold (request ID): the rank ends (Leave)
 	// or resumes, reaching the moved ranks at Peers.
 	ReleaseHold
+	// Quiesce asks the rank to suspend itself now, wherever its program
+	// is, for a dump from outside (a transparent CRS, Dumper): its
+	// library drains its channels with every other rank's, closes its
+	// sockets, and says so on its lifeline, where it then waits for
+	// gompid's word. A Cancel of the same ID withdraws it.
+	Quiesce
 )
 
 // AppRequest is one request from the job's coordinator to a rank.

@@ -123,6 +123,34 @@ type NodeSpec struct {
 	// Values are the job's resolved parameters.
 	Values *mca.Values
 	Log    *slog.Logger
+	// Dumper is set when the job's CRS saves ranks from outside.
+	Dumper Dumper
+}
+
+// Dumper saves a node's ranks from outside them. gompid implements it and
+// sets NodeSpec.Dumper when the job's CRS is transparent (a crs.Restorer
+// such as criu: a rank is dumped whatever it is doing, with no safe point
+// and no C/R code in the program); it is nil otherwise. A local
+// coordinator takes a LocalDump with it instead of asking the ranks to
+// save themselves.
+type Dumper interface {
+	// Quiesce asks rank to suspend itself now for request id (an
+	// AppRequest of kind Quiesce) and returns once the rank said on its
+	// lifeline that it is quiet and holds no socket, or with why it
+	// cannot be (it refused, ended, or ctx ended). Quiesce is collective
+	// among the job's ranks (they drain their channels together): the
+	// local coordinator asks all its ranks at once.
+	Quiesce(ctx context.Context, rank int, id uint64) error
+	// Dump saves the quiesced rank with the job's CRS into dir, an
+	// existing empty directory, and writes the local snapshot's metadata
+	// there (snapshot.WriteLocal: every file's size and checksum, the
+	// CRS's meta). With opts.Term the rank ends once dumped; with
+	// opts.Stop it stays stopped until continued.
+	Dump(ctx context.Context, rank int, dir string, opts crs.Options) error
+	// Resume gives a quiesced rank the word to go on (request id): after
+	// its dump, or when the request is given up before. A rank that is
+	// still suspending is withdrawn with an AppRequest Cancel instead.
+	Resume(rank int, id uint64) error
 }
 
 // AppPort is how a local coordinator reaches the application coordinators
@@ -160,12 +188,16 @@ const (
 	LocalCancel                       // withdraw request ID
 	LocalDone                         // request ID is over (committed)
 	LocalRelease                      // a held migration: Leave end, the others resume (Peers)
+	// LocalDump saves every rank of the node now, from outside, into
+	// Ref's sequence Seq (a transparent CRS: NodeSpec.Dumper): each is
+	// quiesced wherever it is, dumped, and resumed (or ended, Term).
+	LocalDump
 	// LocalProgress is a reply only: how far a node's sync has got, sent
 	// (through NodeSpec.Notify) while the sync runs.
 	LocalProgress
 )
 
-var localKindNames = map[LocalKind]string{LocalQuery: "query", LocalTarget: "target", LocalSync: "sync", LocalCancel: "cancel", LocalDone: "done", LocalProgress: "progress", LocalRelease: "release"}
+var localKindNames = map[LocalKind]string{LocalQuery: "query", LocalTarget: "target", LocalSync: "sync", LocalCancel: "cancel", LocalDone: "done", LocalProgress: "progress", LocalRelease: "release", LocalDump: "dump"}
 
 func (k LocalKind) String() string {
 	if n, ok := localKindNames[k]; ok {

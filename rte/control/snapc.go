@@ -81,7 +81,7 @@ func PeersFromProto(in []*pb.RankData) (map[int]map[string]string, error) {
 // LocalRequestFromProto converts and checks a global coordinator's request.
 func LocalRequestFromProto(m *pb.SnapcRequest) (snapc.LocalRequest, error) {
 	k := snapc.LocalKind(m.GetKind())
-	if k < snapc.LocalQuery || k > snapc.LocalRelease || k == snapc.LocalProgress {
+	if k < snapc.LocalQuery || k > snapc.LocalDump || k == snapc.LocalProgress {
 		return snapc.LocalRequest{}, fmt.Errorf("control: checkpoint request %d of unknown kind %d (a newer gompirun?)", m.GetId(), m.GetKind())
 	}
 	if m.GetSeq() < 0 && k != snapc.LocalCancel {
@@ -141,7 +141,7 @@ func AppRequestToProto(r snapc.AppRequest) *pb.AppRequestMsg {
 // AppRequestFromProto converts and checks a request for a rank's coordinator.
 func AppRequestFromProto(m *pb.AppRequestMsg) (snapc.AppRequest, error) {
 	k := snapc.AppRequestKind(m.GetKind())
-	if k < snapc.Query || k > snapc.ReleaseHold {
+	if k < snapc.Query || k > snapc.Quiesce {
 		return snapc.AppRequest{}, fmt.Errorf("control: checkpoint request %d of unknown kind %d (a newer gompid?)", m.GetId(), m.GetKind())
 	}
 	// A migration's target has no directory for the ranks it holds.

@@ -19,6 +19,7 @@ func TestSnapcWireRoundTrip(t *testing.T) {
 		{ID: 7, Kind: snapc.LocalTarget, Seq: 3, Ref: snapshot.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 12, Options: crs.Options{Term: true}},
 		{ID: 8, Kind: snapc.LocalTarget, Seq: 4, Ref: snapshot.Ref{Dir: "/g", Name: "r.ckpt"}, Target: 13, Ranks: []int{2, 3}},
 		{ID: 8, Kind: snapc.LocalRelease, Seq: 4, Leave: []int{2}, Peers: map[int]map[string]string{2: {"node": "n3", "btl_tcp": "127.0.0.1:5"}}},
+		{ID: 9, Kind: snapc.LocalDump, Seq: 5, Ref: snapshot.Ref{Dir: "/g", Name: "r.ckpt"}, Options: crs.Options{Stop: true}},
 	} {
 		if got, err := LocalRequestFromProto(LocalRequestToProto(lr)); err != nil || !reflect.DeepEqual(got, lr) {
 			t.Errorf("local request: %+v %v", got, err)
@@ -33,6 +34,7 @@ func TestSnapcWireRoundTrip(t *testing.T) {
 		{ID: 10, Kind: snapc.Target, Target: 6, Seq: 2, Migrate: []int{1}},
 		{ID: 10, Kind: snapc.ReleaseHold, Leave: true},
 		{ID: 10, Kind: snapc.ReleaseHold, Peers: map[int]map[string]string{1: {"node": "n3"}}},
+		{ID: 11, Kind: snapc.Quiesce, Seq: 3},
 	} {
 		if got, err := AppRequestFromProto(AppRequestToProto(ar)); err != nil || !reflect.DeepEqual(got, ar) {
 			t.Errorf("app request: %+v %v", got, err)

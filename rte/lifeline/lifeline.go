@@ -10,7 +10,7 @@
 // after.
 //
 // The rank writes on one pipe (Ready: quiesced, its sockets closed; it
-// then waits), gompid on the other (Continue or Restart, with what the
+// then waits; or Refused, with why), gompid on the other (Continue or Restart, with what the
 // rank needs to reconnect). End of file on the daemon's pipe means gompid
 // is gone. Each message is a frame: a 4-byte big-endian length, then the
 // message as JSON, at most MaxFrame bytes; anything else is refused with
@@ -34,6 +34,10 @@ type Kind string
 const (
 	// Ready: the rank is quiesced and owns no socket (rank → gompid).
 	Ready Kind = "ready"
+	// Refused: the rank could not be quiesced for the request, or gave
+	// it up when it was withdrawn (rank → gompid, Reason says why); it
+	// goes on running, attached to gompid.
+	Refused Kind = "refused"
 	// Continue: the checkpoint is taken; reconnect to the same daemon
 	// and carry on (gompid → rank).
 	Continue Kind = "continue"
@@ -64,6 +68,8 @@ type Message struct {
 	// restarted job's control secret and its launch generation's
 	// data-plane secret. Never logged (String omits it).
 	Secrets string `json:"secrets,omitempty"`
+	// Reason: why a rank Refused.
+	Reason string `json:"reason,omitempty"`
 }
 
 // String describes m without its secrets.
@@ -71,6 +77,9 @@ func (m Message) String() string {
 	s := fmt.Sprintf("%s (request %d", m.Kind, m.Request)
 	if m.Daemon != "" {
 		s += ", daemon " + m.Daemon
+	}
+	if m.Reason != "" {
+		s += ": " + m.Reason
 	}
 	return s + ")"
 }
@@ -80,6 +89,10 @@ func (m Message) String() string {
 func (m Message) Check() error {
 	switch m.Kind {
 	case Ready, Continue:
+	case Refused:
+		if m.Reason == "" {
+			return fmt.Errorf("%w: a refusal says no reason", ErrBadFrame)
+		}
 	case Restart:
 		if m.Daemon == "" {
 			return fmt.Errorf("%w: a restart message names no daemon socket", ErrBadFrame)

@@ -34,6 +34,7 @@ func TestRoundTripOverAPipe(t *testing.T) {
 	}
 	defer r.Close()
 	msgs := []Message{
+		{Kind: Refused, Request: 6, Reason: "rank 1 is finalizing"},
 		{Kind: Ready, Request: 7},
 		{Kind: Continue, Request: 7},
 		{Kind: Restart, Request: 9, Daemon: "/tmp/gompi-0/node/daemon.sock", Node: "b", NodeDir: "/tmp/gompi-0/node", Secrets: secrets(t)},
@@ -77,6 +78,7 @@ func TestRefusals(t *testing.T) {
 		{"not JSON", frame("hello"), "bad frame", true},
 		{"unknown kind", frame(`{"kind":"explode"}`), `unknown kind "explode"`, true},
 		{"restart without daemon", frame(`{"kind":"restart"}`), "names no daemon socket", true},
+		{"refusal without reason", frame(`{"kind":"refused"}`), "says no reason", true},
 		{"restart with bad secrets", frame(`{"kind":"restart","daemon":"/x","secrets":"abc"}`), "secrets", true},
 	}
 	for _, tt := range tests {

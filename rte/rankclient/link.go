@@ -202,12 +202,28 @@ func (c *Client) awaitWord(r io.Reader, id uint64) (lifeline.Message, error) {
 			return m, fmt.Errorf("rankclient: pause: the lifeline closed: gompid is gone")
 		case err != nil:
 			return m, fmt.Errorf("rankclient: pause: %w", err)
-		case m.Kind == lifeline.Ready:
+		case m.Kind == lifeline.Ready || m.Kind == lifeline.Refused:
 			return m, fmt.Errorf("rankclient: pause: %w: gompid sent %s", lifeline.ErrBadFrame, m)
 		case m.Request >= id || m.Kind == lifeline.Restart:
 			return m, nil
 		}
 	}
+}
+
+// Refuse tells gompid over the lifeline that the rank could not be
+// quiesced for request id (package mpi's suspension failed or was
+// withdrawn), so gompid stops waiting for it. The rank stays attached.
+func (c *Client) Refuse(id uint64, reason string) error {
+	c.mu.Lock()
+	w := c.lifeOut
+	c.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("rankclient: refuse: %w: gompid gave this rank no lifeline", errors.ErrUnsupported)
+	}
+	if err := lifeline.Write(w, lifeline.Message{Kind: lifeline.Refused, Request: id, Reason: reason}); err != nil {
+		return fmt.Errorf("rankclient: refuse: %w", err)
+	}
+	return nil
 }
 
 // Remodex exchanges the rank's new addresses after a suspension (package

@@ -278,8 +278,14 @@ func TestPause(t *testing.T) {
 	if c.Node() != "b" {
 		t.Fatalf("node %q after a restart on daemon b's node", c.Node())
 	}
+	if err := c.Refuse(3, "rank 0 is finalizing"); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := lifeline.Read(fromRank); err != nil || m.Kind != lifeline.Refused || m.Request != 3 || m.Reason != "rank 0 is finalizing" {
+		t.Fatalf("gompid read %v, %v; want the refusal of request 3", m, err)
+	}
 	toRank.Close()
-	if _, err := pause(3); err == nil || !strings.Contains(err.Error(), "gompid is gone") {
+	if _, err := pause(4); err == nil || !strings.Contains(err.Error(), "gompid is gone") {
 		t.Fatalf("pause with the lifeline closed: %v", err)
 	}
 }
