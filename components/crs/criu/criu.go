@@ -17,8 +17,9 @@
 // dump CRIU refuses is too, with the last lines of CRIU's log. Meta records
 // which of the root's descriptors were pipes (criu_fd_N = "pipe:[inode]"),
 // which Restore replaces with the pipes it is given; the image files are
-// the snapshot's files, in name order. CRIU's logs go to a temporary
-// folder, never into the snapshot.
+// the snapshot's files, in name order, each owner-only (0600: they hold
+// the processes' whole memory). CRIU's logs go to a temporary folder,
+// never into the snapshot.
 //
 // Restore (crs.Restorer) restores the images in req.Dir in CRIU's
 // restore-sibling mode: the restored root is a child of the process
@@ -59,6 +60,7 @@ import (
 	"github.com/checkpoint-restore/go-criu/v8/rpc"
 
 	"gompi/frameworks/crs"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -221,7 +223,9 @@ func (m *Module) dump(ctx context.Context, req crs.CheckpointRequest) (err error
 		}
 		return fmt.Errorf("%w: CRIU's dump failed: %w%s", crs.ErrNotCheckpointable, derr, logTail(work.Name(), "dump.log"))
 	}
-	return ctx.Err()
+	// Done, even if ctx ended meanwhile: with Term the tree is gone and
+	// these images are all that is left of it.
+	return nil
 }
 
 // Restart refuses: criu brings the process back itself (Restore).
@@ -247,7 +251,9 @@ func hasImages(dir string) error {
 	return nil
 }
 
-// imageFiles lists what CRIU wrote in dir, in name order.
+// imageFiles lists what CRIU wrote in dir, in name order, and makes each
+// its owner's alone (snapshot.OwnerFileMode, whatever the umask or the
+// folder's group access): the images hold the processes' whole memory.
 func imageFiles(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -257,6 +263,9 @@ func imageFiles(dir string) ([]string, error) {
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			return nil, fmt.Errorf("CRIU left %s in the snapshot folder, which is not a regular file", e.Name())
+		}
+		if err := os.Chmod(filepath.Join(dir, e.Name()), snapshot.OwnerFileMode); err != nil {
+			return nil, fmt.Errorf("make the image %s owner-only: %w", e.Name(), err)
 		}
 		files = append(files, e.Name())
 	}
@@ -299,7 +308,9 @@ func logTail(dir, name string) string {
 }
 
 // timeout is CRIU's own timeout (seconds, for freezing the tree) from
-// ctx's deadline: a dump, once CRIU has it, cannot be called off.
+// ctx's deadline: a dump (or restore), once CRIU has it, cannot be
+// called off (go-criu gives no way to stop its criu swrk); it takes a
+// fraction of a second for a rank.
 func timeout(ctx context.Context) *uint32 {
 	d, ok := ctx.Deadline()
 	if !ok {

@@ -16,6 +16,7 @@ import (
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/crs/crstest"
+	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 )
 
@@ -63,11 +64,15 @@ func TestConformance(t *testing.T) {
 }
 
 // TestCheckpointMeta: Meta records the root's standard output and
-// descriptor 3 as two pipes, and CRIU's log stays out of the snapshot.
+// descriptor 3 as two pipes, CRIU's log stays out of the snapshot, and the
+// images are owner-only even in a group-readable folder.
 func TestCheckpointMeta(t *testing.T) {
 	m := newModule(t)
 	c := crstest.StartCounter(t)
 	dir := t.TempDir()
+	if err := os.Chmod(dir, snapshot.GroupDirMode); err != nil {
+		t.Fatal(err)
+	}
 	res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: c.Cmd.Process.Pid, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +87,13 @@ func TestCheckpointMeta(t *testing.T) {
 	for _, f := range res.Files {
 		if strings.HasSuffix(f, ".log") {
 			t.Errorf("CRIU's log %s is in the snapshot", f)
+		}
+		fi, err := os.Stat(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != snapshot.OwnerFileMode {
+			t.Errorf("image %s has mode %v, want %v", f, fi.Mode().Perm(), snapshot.OwnerFileMode)
 		}
 	}
 }

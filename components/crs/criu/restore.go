@@ -38,7 +38,7 @@ func (m *Module) Restore(ctx context.Context, req crs.RestoreRequest) (crs.Proce
 		m.logger().Warn("crs/criu: restoring pipes the daemon gave no replacement for, with no other end", "rank", req.Rank, "descriptors", stray)
 	}
 	start := time.Now()
-	pid, err := m.restore(ctx, req.Dir, inherit)
+	pid, err := m.restore(req.Dir, inherit)
 	if err != nil {
 		return fail(err)
 	}
@@ -93,7 +93,7 @@ func pipeFDs(meta map[string]string) []int {
 }
 
 // restore runs CRIU's restore and returns the restored root's PID.
-func (m *Module) restore(ctx context.Context, dir string, inherit map[string]*os.File) (int, error) {
+func (m *Module) restore(dir string, inherit map[string]*os.File) (int, error) {
 	images, err := os.Open(dir)
 	if err != nil {
 		return 0, fmt.Errorf("open the snapshot folder: %w", err)
@@ -131,7 +131,9 @@ func (m *Module) restore(ctx context.Context, dir string, inherit map[string]*os
 	if nfy.pid <= 0 {
 		return 0, errors.New("CRIU's restore reported no process")
 	}
-	return nfy.pid, ctx.Err()
+	// Done, even if ctx ended meanwhile: the restored tree runs and is
+	// the caller's to wait on.
+	return nfy.pid, nil
 }
 
 // restored takes the restored root's PID from CRIU's post-restore
