@@ -5,13 +5,15 @@
 // is SStore's job and transport FileM's.
 //
 // Components: self (application callbacks and registered state, saved by
-// the rank itself at a safe point; -am ft-enable-cr selects it) and none
-// (the process cannot be checkpointed; C/R off). Open MPI's opal/mca/crs
-// is the model; its "none" silently saved nothing, ours refuses with
+// the rank itself at a safe point; -am ft-enable-cr selects it), none
+// (the process cannot be checkpointed; C/R off) and criu (transparent: the
+// node's daemon dumps and restores the rank's whole process tree with
+// CRIU; it lives in the plugin binary gompi-plugin-criu, so no rank links
+// it). Open MPI's opal/mca/crs is the model, criu standing where its blcr
+// stood; its "none" silently saved nothing, ours refuses with
 // ErrNotCheckpointable. A self snapshot restarts by running the program
-// again (gompid relaunches its Launch and package cr restores it), so
-// Module.Restart is exercised by the conformance kit (crstest) and the
-// plugin bridge until a transparent, system-level CRS restarts through it.
+// again (gompid relaunches the Launch Restart returns and package cr
+// restores it).
 //
 // Restart comes in two forms, and a daemon bringing a rank back asks for
 // the second when the module has it:

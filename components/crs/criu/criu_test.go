@@ -360,3 +360,46 @@ func TestQuerySkips(t *testing.T) {
 		})
 	}
 }
+
+// TestReserveFDs: with holes among the low descriptor numbers, what is
+// opened after reserveFDs(n) is numbered n or more (go-criu's swrk
+// socket must not land where the inherited files go), and release frees
+// the holes again.
+func TestReserveFDs(t *testing.T) {
+	var files []*os.File
+	for range 8 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	hole := int(files[2].Fd())
+	files[2].Close()
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	n := int(files[len(files)-1].Fd()) + 1
+	release, err := reserveFDs(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := int(f.Fd()); got < n {
+		t.Errorf("opened descriptor %d after reserving below %d", got, n)
+	}
+	f.Close()
+	release()
+	if f, err = os.Open(os.DevNull); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got := int(f.Fd()); got > hole {
+		t.Errorf("after release the lowest free descriptor is %d, want %d or lower again", got, hole)
+	}
+}
