@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"gompi/mca"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -404,9 +405,18 @@ func TestSuspendTraffic(t *testing.T) {
 		{N: n, BTL: "uds"},
 		// two nodes: uds within each, tcp between them
 		{N: n, BTL: "tcp,uds", Nodes: []string{"a", "a", "b", "b"}},
+		// TLS: its handshakes and close alerts on every new connection
+		{N: n, BTL: "tcp", Settings: []mca.Setting{{Name: "btl_tcp_tls", Value: "true"}}},
 	} {
-		t.Run(cfg.BTL, func(t *testing.T) {
+		name := cfg.BTL
+		if cfg.Settings != nil {
+			name += "+tls"
+		}
+		t.Run(name, func(t *testing.T) {
 			tr := traffic{seed: rand.Uint64(), rounds: 240}
+			if raceOn {
+				tr.rounds = 60
+			}
 			t.Logf("seed %d", tr.seed)
 			want := tr.job(t, cfg, nil)
 			mid := 0
@@ -457,6 +467,9 @@ func TestSuspendCancelled(t *testing.T) {
 	const n = 4
 	cfg := mpitest.Config{N: n, BTL: "tcp"}
 	tr := traffic{seed: rand.Uint64(), rounds: 120}
+	if raceOn {
+		tr.rounds = 40
+	}
 	t.Logf("seed %d", tr.seed)
 	want := tr.job(t, cfg, nil)
 	got := tr.job(t, cfg, func(ps []*mpi.Proc, rounds func() int) {
