@@ -183,6 +183,11 @@ func (m crsModule) restore(ctx context.Context, req crs.RestoreRequest) (crs.Pro
 		return nil, errors.New("plugin: crs restore: a nil file in RestoreRequest.Files (each descriptor from 3 on must be given)")
 	}
 	files = append(files, req.Files...)
+	// A batch the plugin never takes stays open there: send none for a
+	// call that cannot be made.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("plugin: crs restore: %w", err)
+	}
 	var err error
 	a.NFiles = len(files)
 	if a.Batch, err = m.p.fds.send(files); err != nil {

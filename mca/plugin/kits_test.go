@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -215,6 +216,12 @@ func TestCRSHostCrosses(t *testing.T) {
 		exit, err := p.Wait(ctx)
 		if err != nil || exit.Code != 7 || exit.Signal != 0 || p.PID() <= 0 {
 			t.Errorf("restored pid %d: Wait = %+v, %v; want exit status 7", p.PID(), exit, err)
+		}
+		// A cancelled Restore sends no descriptors and says why.
+		cancelled, cancelNow := context.WithCancel(t.Context())
+		cancelNow()
+		if _, err := r.Restore(cancelled, crs.RestoreRequest{Rank: 4, Stdout: pipes[0][0]}); !errors.Is(err, context.Canceled) {
+			t.Errorf("restore with a cancelled context: %v, want context.Canceled", err)
 		}
 	})
 	t.Run("rank", func(t *testing.T) {
