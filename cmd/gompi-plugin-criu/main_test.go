@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,54 @@ import (
 	"gompi/mca/plugin"
 )
 
+var installed struct {
+	sync.Mutex
+	root string
+	err  error
+}
+
+// install builds gompi-info and this plugin once per test run into a
+// folder laid out as an installation (ROOT/bin, ROOT/lib/gompi, where
+// mca_base_component_path's default looks), readable by any user, and
+// returns ROOT (removed by TestMain).
+func install(t *testing.T) string {
+	t.Helper()
+	installed.Lock()
+	defer installed.Unlock()
+	if installed.root == "" && installed.err == nil {
+		installed.root, installed.err = build()
+	}
+	if installed.err != nil {
+		t.Fatal(installed.err)
+	}
+	return installed.root
+}
+
+func build() (string, error) {
+	root, err := os.MkdirTemp("", "gompi-install-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		return root, err
+	}
+	for _, b := range []struct{ dir, pkg string }{{"bin", "gompi/cmd/gompi-info"}, {"lib/gompi", "gompi/cmd/gompi-plugin-criu"}} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(root, b.dir)+"/", b.pkg).CombinedOutput()
+		if err != nil {
+			return root, fmt.Errorf("go build %s: %w\n%s", b.pkg, err, out)
+		}
+	}
+	return root, nil
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if installed.root != "" {
+		os.RemoveAll(installed.root)
+	}
+	os.Exit(code)
+}
+
 // TestConformanceThroughPlugin runs the CRS kit on crs=criu as gompid
 // gets it from this binary: selected through the plugin bridge, as a
 // daemon, provisioned with a daemon's host; its Restore's pipes cross as
@@ -23,11 +73,7 @@ func TestConformanceThroughPlugin(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("CRIU needs root")
 	}
-	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "gompi-plugin-criu"), "gompi/cmd/gompi-plugin-criu").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir := filepath.Join(install(t), "lib", "gompi")
 	params := mca.NewParams()
 	plugin.RegisterParams(params)
 	set := frameworks.New(params)
