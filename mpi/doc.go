@@ -127,9 +127,12 @@
 // ones must be resumed, which needs every rank's Remodex: the coordinator
 // gives up a suspension on every rank or on none. Suspend refuses a rank
 // that is finalizing or stopped, or a job with a failed or finalized rank.
-// The node name and the data-plane secret stay those of Init, so a
-// restored rank resumes on its node and launch generation; the runtime's
-// own connection (the rank client's) is the runtime's to close and reopen.
+// Resume takes the node name from the Bootstrap again, so a process
+// restored on another node reaches its peers over the transports that fit
+// the new placement (uds within a node, tcp between); the selected
+// transports and the data-plane secret stay those of Init (ranks restored
+// together share it). The runtime's own connection (the rank client's) is
+// the runtime's to close and reopen.
 // Shrink's agreement and cr's bookmark exchanges travel on the control
 // context, which the gate does not hold: they must not run during a
 // suspension.

@@ -138,7 +138,7 @@ func (p *Proc) choosePath(pe *peer, info map[string]string) error {
 		}
 	}
 	return fmt.Errorf("mpi: no transport reaches rank %d on node %q from node %q (usable here: %s); allow tcp with --mca btl tcp,uds",
-		pe.rank, info["node"], p.node, strings.Join(p.modName, ", "))
+		pe.rank, info["node"], p.Node(), strings.Join(p.modName, ", "))
 }
 
 // retired reports whether a broken connection from src is no failure: it

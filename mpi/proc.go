@@ -43,9 +43,12 @@ const (
 // tests run several Procs in one address space (package mpitest).
 type Proc struct {
 	rank, size int
-	job, node  string
-	boot       Bootstrap
-	log        *slog.Logger
+	job        string
+	// node is this process's node name: the Bootstrap's at Init, and
+	// again at each Resume (a restored process may run elsewhere).
+	node atomic.Pointer[string]
+	boot Bootstrap
+	log  *slog.Logger
 
 	modset  *boot.App // the rank's selected modules (boot.AssembleApp)
 	mods    []btl.Module
@@ -211,7 +214,7 @@ func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 		return nil, fmt.Errorf("mpi: init: bootstrap gives rank %d of %d", rank, size)
 	}
 	p := &Proc{
-		rank: rank, size: size, job: b.Job(), node: b.Node(), boot: b,
+		rank: rank, size: size, job: b.Job(), boot: b,
 		log:     log,
 		ctxs:    map[uint64]*ctxState{},
 		comms:   map[uint64]*Comm{},
@@ -221,6 +224,8 @@ func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 		done:    make(chan struct{}),
 	}
 	p.gate.init()
+	node := b.Node()
+	p.node.Store(&node)
 	key, err := helloKey(b.Secret(), p.job)
 	if err != nil {
 		return nil, fmt.Errorf("mpi: init: %w", err)
@@ -302,11 +307,11 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 }
 
 func (p *Proc) openTransports(ctx context.Context) error {
-	mine := map[string]string{"node": p.node}
+	mine := map[string]string{"node": p.Node()}
 	if p.size > 1 {
 		host := btl.Host{Job: p.job, Secret: p.boot.Secret()}
 		for _, c := range p.modset.BTL {
-			self := btl.Endpoint{Job: p.job, Rank: p.rank, Node: p.node}
+			self := btl.Endpoint{Job: p.job, Rank: p.rank, Node: p.Node()}
 			if _, err := mca.Provision(ctx, c.Module, host); err != nil {
 				p.log.Warn("transport unavailable", "btl", c.Info.Name, "err", err)
 				continue
@@ -333,18 +338,7 @@ func (p *Proc) openTransports(ctx context.Context) error {
 	if len(all) != p.size {
 		return fmt.Errorf("mpi: init: modex returned %d entries for %d ranks", len(all), p.size)
 	}
-	// Poll only when every rank here can have a processor of its own, as
-	// Open MPI yields when idle on an oversubscribed node.
-	here := 0
-	for _, info := range all {
-		if info["node"] == p.node {
-			here++
-		}
-	}
-	p.pollOK.Store(here <= runtime.NumCPU())
-	if here > runtime.NumCPU() {
-		p.log.Debug("node oversubscribed: transports will not poll", "ranks", here, "cpus", runtime.NumCPU())
-	}
+	p.setPolling(all)
 	for r, info := range all {
 		if r == p.rank {
 			continue
@@ -362,6 +356,22 @@ func (p *Proc) openTransports(ctx context.Context) error {
 	return nil
 }
 
+// setPolling lets the transports poll only when every rank on this node
+// (by the modex entries all) can have a processor of its own, as Open MPI
+// yields when idle on an oversubscribed node.
+func (p *Proc) setPolling(all []map[string]string) {
+	here := 0
+	for _, info := range all {
+		if info != nil && info["node"] == p.Node() {
+			here++
+		}
+	}
+	p.pollOK.Store(here <= runtime.NumCPU())
+	if here > runtime.NumCPU() {
+		p.log.Debug("node oversubscribed: transports will not poll", "ranks", here, "cpus", runtime.NumCPU())
+	}
+}
+
 func (p *Proc) someoneWaits() bool { return p.waiting.Load() > 0 }
 
 // Rank returns the world rank.
@@ -377,7 +387,7 @@ func (p *Proc) World() *Comm { return p.world }
 func (p *Proc) Job() string { return p.job }
 
 // Node returns this process's node name.
-func (p *Proc) Node() string { return p.node }
+func (p *Proc) Node() string { return *p.node.Load() }
 
 // Transport returns the name of the BTL component used toward a world
 // rank ("self" for the process itself, "" before the peer is known).

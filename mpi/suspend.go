@@ -375,7 +375,15 @@ func (p *Proc) Resume(ctx context.Context) error {
 // reconnect listens again and learns every peer's new endpoint.
 func (p *Proc) reconnect(ctx context.Context) error {
 	s := &p.susp
-	mine := map[string]string{"node": p.node}
+	// A process restored from a dump may run on another node: the
+	// runtime says where it is now, and same-node transports follow.
+	if node := p.boot.Node(); node != p.Node() {
+		p.node.Store(&node)
+		for i := range p.selfEP {
+			p.selfEP[i].Node = node
+		}
+	}
+	mine := map[string]string{"node": p.Node()}
 	if !s.listening {
 		p.inMu.Lock()
 		p.inClosed = false
@@ -405,6 +413,7 @@ func (p *Proc) reconnect(ctx context.Context) error {
 	if len(all) != p.size {
 		return fmt.Errorf("modex returned %d entries for %d ranks", len(all), p.size)
 	}
+	p.setPolling(all)
 	var errs []error
 	for r, info := range all {
 		if r == p.rank || info == nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -640,4 +641,73 @@ func benchSuspend(b *testing.B, n int, btl string) {
 	b.StopTimer()
 	b.ReportMetric(float64(quiet.Microseconds())/1000/float64(b.N), "ms-quiet")
 	b.ReportMetric(float64(resume.Microseconds())/1000/float64(b.N), "ms-resume")
+}
+
+// movingBoot is the runtime of a rank whose process may be restored on
+// another node: Node says where it is now.
+type movingBoot struct {
+	mpi.Bootstrap
+	node *atomic.Pointer[string]
+}
+
+func (b movingBoot) Node() string {
+	if n := b.node.Load(); n != nil {
+		return *n
+	}
+	return b.Bootstrap.Node()
+}
+
+func (b movingBoot) Remodex(ctx context.Context, epoch uint64, mine map[string]string) ([]map[string]string, error) {
+	return b.Bootstrap.(mpi.Rejoiner).Remodex(ctx, epoch, mine)
+}
+
+// TestResumeOnAnotherNode: ranks resumed on another node (as a restore
+// elsewhere would) reach the others over the transports that fit the new
+// placement, uds within a node and tcp between nodes, and the program's
+// results are those of a run that never moved.
+func TestResumeOnAnotherNode(t *testing.T) {
+	const n = 4
+	nodes := make([]atomic.Pointer[string], n)
+	cfg := mpitest.Config{N: n, BTL: "tcp,uds", Wrap: func(r int, b mpi.Bootstrap) mpi.Bootstrap {
+		return movingBoot{Bootstrap: b, node: &nodes[r]}
+	}}
+	tr := traffic{seed: rand.Uint64(), rounds: 60}
+	t.Logf("seed %d", tr.seed)
+	want := tr.job(t, cfg, nil)
+	// Ranks 2 and 3 move to node b, then back, then rank 0 moves.
+	placements := [][]string{{"a", "a", "b", "b"}, {"a", "a", "a", "a"}, {"c", "a", "a", "a"}}
+	got := tr.job(t, cfg, func(ps []*mpi.Proc, rounds func() int) {
+		for e, place := range placements {
+			for i, err := range suspendAll(ps, uint64(e+1), time.Minute) {
+				if err != nil {
+					t.Errorf("suspend %d, rank %d: %v", e+1, i, err)
+				}
+			}
+			for r := range place {
+				nodes[r].Store(&place[r])
+			}
+			if err := resumeAll(ps, time.Minute); err != nil {
+				t.Fatalf("resume %d: %v", e+1, err)
+			}
+			for i, p := range ps {
+				for j := range ps {
+					want := "tcp"
+					switch {
+					case i == j:
+						want = "self"
+					case place[i] == place[j]:
+						want = "uds"
+					}
+					if got := p.Transport(j); got != want || p.Node() != place[i] {
+						t.Errorf("placement %d: rank %d on %s reaches rank %d over %s, want %s on %s", e, i, p.Node(), j, got, want, place[i])
+					}
+				}
+			}
+		}
+	})
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("rank %d: checksum %x, %x without moves", i, got[i], want[i])
+		}
+	}
 }
