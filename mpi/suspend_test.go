@@ -711,3 +711,22 @@ func TestResumeOnAnotherNode(t *testing.T) {
 		}
 	}
 }
+
+// TestSuspendSingleton: a rank alone has no socket to close; it suspends
+// and resumes without a runtime that can exchange addresses again.
+func TestSuspendSingleton(t *testing.T) {
+	cfg := mpitest.Config{N: 1, BTL: "tcp", Wrap: func(_ int, b mpi.Bootstrap) mpi.Bootstrap { return noRejoin{b} }}
+	mpitest.RunWith(t, cfg, func(p *mpi.Proc) error {
+		if _, err := p.Suspend(t.Context(), 1); err != nil || !p.Suspended() {
+			return fmt.Errorf("suspend: %v (suspended: %v)", err, p.Suspended())
+		}
+		if err := p.Resume(t.Context()); err != nil || p.Suspended() {
+			return fmt.Errorf("resume: %v (suspended: %v)", err, p.Suspended())
+		}
+		buf := make([]byte, 2)
+		if _, err := p.World().Sendrecv([]byte("hi"), 0, 1, buf, 0, 1); err != nil || string(buf) != "hi" {
+			return fmt.Errorf("after resume: %q, %v", buf, err)
+		}
+		return nil
+	})
+}
