@@ -348,6 +348,12 @@ type rank struct {
 	pid    int
 	phase  rankPhase
 	killed bool // the daemon signalled it to end
+	// life is gompid's end of the rank's lifeline (lifeline.go), nil when
+	// the job's CRS does not save ranks from outside.
+	life *rankLife
+	// termDumped: a checkpoint-and-terminate dump of it is under way or
+	// done (dump.go), so its CRS's SIGKILL is no fault.
+	termDumped bool
 }
 
 type fence struct {

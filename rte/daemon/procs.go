@@ -109,17 +109,21 @@ func (d *daemon) rankSecrets(l *pb.Launch) (control.RankSecrets, error) {
 // rankIO is a rank's descriptors while it is being started: the pipes of
 // its standard output and error (the daemon's read ends are forwarded,
 // the write ends go to the rank), its extra descriptors from 3 (the
-// secret pipe, rte.SecretFD) and, for a rank under the rank init, the
-// init's status pipe. A fresh start and a restore share it.
+// secret pipe, rte.SecretFD, then, under the rank init, the lifeline's
+// two, lifeline.go) and, for a rank under the rank init, the init's
+// status pipe. A fresh start and a restore share it.
 type rankIO struct {
 	outR, outW, errR, errW *os.File
 	files                  []*os.File // the rank's descriptors from 3
 	statusR, statusW       *os.File   // the init's status; nil when not under it
+	life                   *rankLife  // gompid's ends of the lifeline; nil when not under it
+	lifeEnv                string     // rte.EnvLifelineFDs=R,W for the rank
 }
 
-// openRankIO makes a rank's descriptors for launch l (whose secrets it
-// is handed), with the rank init's status pipe when underInit.
-func (d *daemon) openRankIO(l *pb.Launch, underInit bool) (_ *rankIO, err error) {
+// openRankIO makes rank r's descriptors for launch l (whose secrets it
+// is handed), with the rank init's status pipe and the rank's lifeline
+// when underInit.
+func (d *daemon) openRankIO(l *pb.Launch, r int, underInit bool) (_ *rankIO, err error) {
 	secrets, err := d.rankSecrets(l)
 	if err != nil {
 		return nil, err
@@ -142,6 +146,13 @@ func (d *daemon) openRankIO(l *pb.Launch, underInit bool) (_ *rankIO, err error)
 	}
 	io.files = []*os.File{secR} // descriptor rte.SecretFD
 	if underInit {
+		life, lr, lw, err := openLifeline(r, d.log)
+		if err != nil {
+			return nil, err
+		}
+		io.life = life
+		io.lifeEnv = fmt.Sprintf("%s=%d,%d", rte.EnvLifelineFDs, 3+len(io.files), 4+len(io.files))
+		io.files = append(io.files, lr, lw)
 		if io.statusR, io.statusW, err = os.Pipe(); err != nil {
 			return nil, fmt.Errorf("rank init status pipe: %w", err)
 		}
@@ -159,6 +170,9 @@ func (io *rankIO) closeChild() {
 func (io *rankIO) closeAll() {
 	io.closeChild()
 	closeFiles([]*os.File{io.outR, io.errR, io.statusR})
+	if io.life != nil {
+		closeFiles([]*os.File{io.life.in, io.life.out})
+	}
 }
 
 func closeFiles(fs []*os.File) {
@@ -207,13 +221,16 @@ func (d *daemon) startRank(ctx context.Context, l *pb.Launch, r int, env []strin
 // spawnRank starts rank r's process: l's program with env, under the
 // rank init when the job's CRS is criu.
 func (d *daemon) spawnRank(l *pb.Launch, r int, env []string) {
-	io, err := d.openRankIO(l, d.underInit)
+	io, err := d.openRankIO(l, r, d.underInit)
 	if err != nil {
 		d.startFailed(r, err)
 		return
 	}
 	cmd := newCommand(l.Program, l.Args, l.Cwd)
 	cmd.Env = append(env[:len(env):len(env)], rte.EnvRank+"="+fmt.Sprint(r))
+	if io.lifeEnv != "" {
+		cmd.Env = append(cmd.Env, io.lifeEnv)
+	}
 	cmd.Stdout, cmd.Stderr = io.outW, io.errW
 	cmd.ExtraFiles = io.files
 	if d.underInit {
@@ -234,7 +251,7 @@ func (d *daemon) spawnRank(l *pb.Launch, r int, env []string) {
 		d.startFailed(r, err)
 		return
 	}
-	rk := d.recordLocked(r, cmd.Process.Pid)
+	rk := d.recordLocked(r, cmd.Process.Pid, io.life)
 	d.mu.Unlock()
 	wait := func() (int, syscall.Signal) { return d.waitCmd(rk.pid, cmd, status) }
 	d.started(rk, io, wait)
@@ -257,10 +274,10 @@ func (d *daemon) initStarted(cmd *exec.Cmd, status *initStatus) error {
 // exec, on a machine that may be loaded.
 const initStartBound = time.Minute
 
-// recordLocked records rank r's process, under d.mu, and counts its
-// waiter in d.running.
-func (d *daemon) recordLocked(r, pid int) *rank {
-	rk := &rank{rank: r, pid: pid, phase: rankStarted}
+// recordLocked records rank r's process and its lifeline (nil for none),
+// under d.mu, and counts its waiter in d.running.
+func (d *daemon) recordLocked(r, pid int, life *rankLife) *rank {
+	rk := &rank{rank: r, pid: pid, phase: rankStarted, life: life}
 	d.ranks[r] = rk
 	d.running.Add(1)
 	return rk
@@ -278,6 +295,11 @@ func (d *daemon) started(rk *rank, io *rankIO, wait func() (int, syscall.Signal)
 	// process tree gone); reap waits for them.
 	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDOUT, io.outR) }()
 	go func() { defer readers.Done(); d.forward(r, pb.Stream_STREAM_STDERR, io.errR) }()
+	if rk.life != nil {
+		// Its owner is the reaper, which closes the lifeline once the
+		// rank's process ended and waits for it (rankLife.close).
+		go rk.life.read()
+	}
 	// The reaper, counted in d.running (waitRanks waits for it), ends
 	// once the rank's process ended and its output was forwarded.
 	go func() {
@@ -313,15 +335,28 @@ func (d *daemon) reap(rk *rank, wait func() (int, syscall.Signal), readers *sync
 	defer d.running.Done()
 	r := rk.rank
 	code, sig := wait()
+	if rk.life != nil {
+		rk.life.close()
+	}
 	readers.Wait()
 	d.mu.Lock()
+	// A rank dumped with Term is ended by its CRS (SIGKILL) once saved,
+	// which is what it was asked: reported as a rank that saved and
+	// ended itself, as crs=self's ranks do (status 0).
+	saved := rk.termDumped && sig == syscall.SIGKILL
+	if saved {
+		code, sig = 0, 0
+	}
 	ex := &pb.RankExited{Rank: int32(r), ExitCode: int32(code), Signal: int32(sig),
 		Connected: rk.phase >= rankConnected, Finalized: rk.phase >= rankFinalizing, Killed: rk.killed}
 	rk.phase = rankExited
 	d.mu.Unlock()
-	d.log.Debug("rank exited", "rank", r, "code", code, "signal", int(sig))
+	d.log.Debug("rank exited", "rank", r, "code", code, "signal", int(sig), "dumped_term", saved)
 	how := fmt.Sprintf("status %d", code)
-	if sig != 0 {
+	switch {
+	case saved:
+		how = "dumped by a checkpoint-and-terminate"
+	case sig != 0:
 		how = fmt.Sprintf("signal %d", int(sig))
 	}
 	d.appGone(r, fmt.Sprintf("rank %d ended (%s)", r, how))

@@ -15,6 +15,7 @@ import (
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/rte"
 	pb "gompi/rte/control/proto"
+	"gompi/rte/lifeline"
 	"gompi/rte/rankinit"
 )
 
@@ -85,11 +86,12 @@ func (d *daemon) relaunch(ctx context.Context, l *pb.Launch, r int, rs *rankRest
 }
 
 // restoreRank brings rank r back through rest, with the descriptors a
-// fresh rank gets (and, under the rank init, the init's status pipe after
-// them, where the restored init finds it), records it by the restored
-// process's PID and waits on that process.
+// fresh rank gets (new lifeline pipes among them, and, under the rank
+// init, the init's status pipe after them, where the restored init finds
+// it), records it by the restored process's PID and waits on that
+// process. A rank with a lifeline is then told where it is (restarted).
 func (d *daemon) restoreRank(ctx context.Context, l *pb.Launch, r int, rs *rankRestart, rest crs.Restorer) {
-	io, err := d.openRankIO(l, d.underInit)
+	io, err := d.openRankIO(l, r, d.underInit)
 	if err != nil {
 		d.startFailed(r, err)
 		return
@@ -110,10 +112,29 @@ func (d *daemon) restoreRank(ctx context.Context, l *pb.Launch, r int, rs *rankR
 		d.startFailed(r, fmt.Errorf("restore of rank %d: %w", r, err))
 		return
 	}
-	rk := d.recordLocked(r, p.PID())
+	rk := d.recordLocked(r, p.PID(), io.life)
 	d.mu.Unlock()
 	status := newInitStatus(io.statusR)
 	d.started(rk, io, func() (int, syscall.Signal) { return d.waitRestored(rk, p, status) })
+	if rk.life != nil {
+		d.restarted(l, rk)
+	}
+}
+
+// restarted gives a restored rank its word on its new lifeline: Restart,
+// with this daemon's socket, node and directory and the secrets of this
+// launch (its image, paused in rankclient.Pause, reads exactly that
+// pipe). A rank that cannot be told cannot reconnect: its lifeline is
+// closed, which it reads as gompid gone, and it ends.
+func (d *daemon) restarted(l *pb.Launch, rk *rank) {
+	secrets, err := d.rankSecrets(l)
+	if err == nil {
+		err = rk.life.say(lifeline.Message{Kind: lifeline.Restart, Daemon: d.sock, Node: d.node, NodeDir: d.nodeDir, Secrets: secrets.Text()})
+	}
+	if err != nil {
+		d.log.Error("could not tell a restored rank where it is; it will end", "rank", rk.rank, "err", err)
+		rk.life.hangUp()
+	}
 }
 
 // waitRestored waits for a restored rank's end: its Process's, or, for a

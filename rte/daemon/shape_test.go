@@ -18,29 +18,33 @@ import (
 )
 
 // The test binary is the rank init of the harness's ranks, as gompid is
-// of a job's (rankShape takes the running binary).
+// of a job's (rankShape takes the running binary), and, with
+// lifelineRankArg, a rank with a lifeline (dump_test.go).
 func TestMain(m *testing.M) {
 	rankinit.Main()
+	if len(os.Args) > 2 && os.Args[1] == lifelineRankArg {
+		os.Exit(lifelineRank(os.Args[2]))
+	}
 	os.Exit(m.Run())
 }
 
 // With crs=criu a rank runs under the rank init: in a PID namespace of
 // its own (its parent is PID 1 there, the init, its session's leader;
-// the init's status descriptor is not the rank's),
-// the reported PID being the init's; its output and its death by a signal
-// are reported as a fresh rank's.
+// its lifeline follows the secret pipe, and the init's status descriptor,
+// after them, is not the rank's), the reported PID being the init's; its
+// output and its death by a signal are reported as a fresh rank's.
 func TestHarnessRankUnderInit(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a PID namespace needs root")
 	}
 	h := newHarnessCRS(t, criuCRS)
-	pids := h.launch(1, `echo $PPID; [ -e /proc/self/fd/4 ] && echo leaked; kill -TERM $$`, 0)
+	pids := h.launch(1, `echo $PPID; echo $GOMPI_LIFELINE_FDS; [ -p /proc/self/fd/4 ] && [ -p /proc/self/fd/5 ] && echo lifeline; [ -e /proc/self/fd/6 ] && echo leaked; kill -TERM $$`, 0)
 	e := h.exits(1)[0]
 	if e.Signal != int32(syscall.SIGTERM) || e.ExitCode != 0 || e.Killed {
 		t.Errorf("exit %+v, want SIGTERM, not killed by the daemon", e)
 	}
-	if got := h.rankOutput(0); got != "1\n" {
-		t.Errorf("rank said %q, want its parent 1 (the init) and no descriptor 4 (the init's status)", got)
+	if got := h.rankOutput(0); got != "1\n4,5\nlifeline\n" {
+		t.Errorf("rank said %q, want its parent 1 (the init), its lifeline 4,5 (pipes) and no descriptor 6 (the init's status)", got)
 	}
 	self, _ := os.Readlink("/proc/self/ns/pid")
 	if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pids[0])); err == nil && ns == self {

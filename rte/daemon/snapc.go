@@ -31,10 +31,12 @@ type crState struct {
 	log   *slog.Logger // the snapc framework's
 	store sstore.Module
 	coord snapc.Coordinator // nil: the job's SnapC does not coordinate
-	// crs is the job's CRS, which restarts the node's ranks (restart.go);
-	// nil, for crsErr, when there is none.
-	crs    crs.Module
-	crsErr error
+	// crs is the job's CRS, which restarts the node's ranks (restart.go)
+	// and, when it saves them from outside, dumps them (dump.go); nil,
+	// for crsErr, when there is none. crsName is its component's name.
+	crs     crs.Module
+	crsName string
+	crsErr  error
 
 	mu       sync.Mutex
 	local    snapc.Local
@@ -50,7 +52,7 @@ func newCRState(p *boot.Process, mods *boot.Daemon) *crState {
 	cr.coord, _ = mods.SnapC.Module.(snapc.Coordinator)
 	cr.crsErr = mods.CRSErr
 	if mods.CRSErr == nil {
-		cr.crs = mods.CRS.Module
+		cr.crs, cr.crsName = mods.CRS.Module, mods.CRS.Info.Name
 	}
 	return cr
 }
@@ -67,7 +69,8 @@ func (d *daemon) startLocal(l *pb.Launch) error {
 	notify := func(r snapc.LocalReply) {
 		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
 	}
-	loc, err := d.cr.coord.NewLocal(snapc.NodeSpec{Node: d.node, Ranks: ranks, Store: d.cr.store, Notify: notify, Values: d.vals, Log: d.cr.log}, (*appPort)(d))
+	loc, err := d.cr.coord.NewLocal(snapc.NodeSpec{Node: d.node, Ranks: ranks, Store: d.cr.store, Notify: notify, Values: d.vals, Log: d.cr.log,
+		Dumper: d.dumper()}, (*appPort)(d))
 	if err != nil {
 		return err
 	}
@@ -130,8 +133,29 @@ func (d *daemon) appGone(rank int, why string) {
 }
 
 // appConn is one rank's application coordinator: an ordered, unbounded
-// queue of requests drained by its Requests stream.
-type appConn = queue.Queue[*pb.AppRequestMsg]
+// queue of requests drained by its Requests stream, and gone, closed
+// once that stream ended and the rank is no longer registered.
+type appConn struct {
+	q    *queue.Queue[*pb.AppRequestMsg]
+	gone chan struct{}
+}
+
+// appLeft waits until rank has no application coordinator registered
+// (a rank detaching for a dump closes its stream).
+func (cr *crState) appLeft(ctx context.Context, rank int) error {
+	cr.mu.Lock()
+	a := cr.apps[rank]
+	cr.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	select {
+	case <-a.gone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("its checkpoint coordinator's stream to gompid is still open: %w", ctx.Err())
+	}
+}
 
 // appPort is the daemon as the local coordinator's snapc.AppPort.
 type appPort daemon
@@ -146,7 +170,7 @@ func (p *appPort) Send(rank int, req snapc.AppRequest) error {
 	}
 	// Dropped when the stream has just ended: AppGone follows and tells
 	// the local coordinator.
-	a.Put(control.AppRequestToProto(req))
+	a.q.Put(control.AppRequestToProto(req))
 	return nil
 }
 
@@ -160,7 +184,7 @@ func (s *rankService) Requests(req *pb.AppRequestsRequest, stream grpc.ServerStr
 		return err
 	}
 	rank := int(req.Rank)
-	a := queue.New[*pb.AppRequestMsg]()
+	a := &appConn{q: queue.New[*pb.AppRequestMsg](), gone: make(chan struct{})}
 	d.cr.mu.Lock()
 	if d.cr.apps[rank] != nil {
 		d.cr.mu.Unlock()
@@ -168,18 +192,12 @@ func (s *rankService) Requests(req *pb.AppRequestsRequest, stream grpc.ServerStr
 	}
 	d.cr.apps[rank] = a
 	d.cr.mu.Unlock()
-	defer func() {
-		d.cr.mu.Lock()
-		delete(d.cr.apps, rank)
-		d.cr.mu.Unlock()
-		a.Close()
-		d.appGone(rank, fmt.Sprintf("rank %d's checkpoint coordinator left (the rank finalized or ended)", rank))
-	}()
+	defer d.appLeft(rank, a)
 	if err := stream.Send(&pb.AppRequestMsg{Ready: true}); err != nil {
 		return err
 	}
 	for {
-		m, err := a.Pop(stream.Context())
+		m, err := a.q.Pop(stream.Context())
 		if err != nil {
 			return nil // the rank's stream ended
 		}
@@ -187,6 +205,22 @@ func (s *rankService) Requests(req *pb.AppRequestsRequest, stream grpc.ServerStr
 			return err
 		}
 	}
+}
+
+// appLeft unregisters rank's application coordinator a, its stream
+// ended. That is the rank gone for the local coordinator, unless the rank
+// detached to be dumped (dump.go).
+func (d *daemon) appLeft(rank int, a *appConn) {
+	d.cr.mu.Lock()
+	delete(d.cr.apps, rank)
+	d.cr.mu.Unlock()
+	a.q.Close()
+	close(a.gone)
+	if life, err := d.lifeOf(rank); err == nil && life.quiescing() {
+		d.log.Debug("rank detached for a dump", "rank", rank)
+		return
+	}
+	d.appGone(rank, fmt.Sprintf("rank %d's checkpoint coordinator left (the rank finalized or ended)", rank))
 }
 
 // Reply hands a rank's answer to the local coordinator.

@@ -15,6 +15,13 @@
 //   - starts the rank with the init's own standard descriptors, the n
 //     extra descriptors it was given (from 3, as exec.Cmd.ExtraFiles) and
 //     its environment and directory, in a process group of its own;
+//   - keeps its copies of those n descriptors open for its life: a dump
+//     records the pipes the root of the tree holds, at their numbers, and
+//     a restore puts the daemon's new pipes in their place (crs criu's
+//     Meta, CRIU's inherit-fd), for the rank too, which holds the same
+//     pipes. A pipe the rank shares with gompid (its lifeline) must be one
+//     of them, or the restored rank would hold a pipe with no other end;
+//     and its end of file reaches gompid once the whole tree is gone;
 //   - forwards every signal it catches to the rank's process group
 //     (gompid signals the init's group, which holds the init alone). SIGKILL
 //     and SIGSTOP cannot be caught: SIGKILL of the init (from gompid, which
@@ -47,6 +54,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,9 +128,9 @@ func Run(args []string) int {
 		fmt.Fprintf(status, "error %s\n", oneLine(err.Error()))
 		return 127
 	}
-	for _, f := range files {
-		f.Close() // the rank holds them now
-	}
+	// The files stay open for the init's life (see the package's doc):
+	// their finalizers must not close them.
+	defer runtime.KeepAlive(files)
 	fmt.Fprintln(status, "started")
 	done := make(chan struct{})
 	forwarded := make(chan struct{})

@@ -180,6 +180,24 @@ func TestNamespaceAndDescriptors(t *testing.T) {
 	}
 }
 
+// The init keeps the rank's descriptors for its life, the same pipes
+// the rank holds (a dump records the root's pipes; a restore replaces
+// them for the whole tree), and gives the rank none of its own status.
+func TestInitKeepsRankDescriptors(t *testing.T) {
+	j := start(t, nil, "", "/bin/sh", "sh", "-c", "readlink /proc/self/fd/3; [ -e /proc/self/fd/4 ] && echo leaked; echo checked; exec sleep 600")
+	mine := j.line(t)
+	if !strings.HasPrefix(mine, "pipe:[") {
+		t.Fatalf("rank's descriptor 3 is %q, want the pipe it was given", mine)
+	}
+	if l := j.line(t); l != "checked" {
+		t.Fatalf("rank said %q: it holds the init's status descriptor", l)
+	}
+	init := j.cmd.Process.Pid
+	if got, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", init)); err != nil || got != mine {
+		t.Errorf("the init's descriptor 3 is %q (%v), want the rank's %s", got, err, mine)
+	}
+}
+
 // The init exits with the rank's code.
 func TestExitCode(t *testing.T) {
 	j := start(t, nil, "", "/bin/sh", "sh", "-c", "exit 3")
