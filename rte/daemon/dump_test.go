@@ -127,18 +127,27 @@ func TestHarnessDumpContinueAndRestore(t *testing.T) {
 	mod := criuModule(t)
 	h1 := lifelineHarness(t, newHarnessCRS(t, criuCRS), mod)
 	pid := h1.launchLifelineRank("pause")
+	start := time.Now()
 	if err := h1.quiesce(1); err != nil {
 		t.Fatalf("quiesce: %v", err)
 	}
+	quiesced := time.Now()
 	ref, err := h1.dumpTo(crs.Options{})
 	if err != nil {
 		t.Fatalf("dump: %v", err)
 	}
+	dumped := time.Now()
 	dir := ref.LocalPath(0, 0)
 	meta, err := snapshot.ReadLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var size int64
+	for _, f := range meta.Files {
+		size += f.Size
+	}
+	t.Logf("one rank (the test binary, rankclient only) under its init: quiesce %v, dump with metadata %v, %d files, %d bytes",
+		quiesced.Sub(start), dumped.Sub(quiesced), len(meta.Files), size)
 	if meta.Rank != 0 || meta.PID != int(pid) || meta.Node != "n1" || meta.CRS != crscriu.Name || len(meta.Files) == 0 || meta.CRSMeta["criu_fd_4"] == "" {
 		t.Errorf("local metadata %+v: want rank 0, the init's pid %d, node n1, crs criu, its files and the lifeline among the root's pipes", meta, pid)
 	}
@@ -160,10 +169,12 @@ func TestHarnessDumpContinueAndRestore(t *testing.T) {
 
 	h2, _ := restartHarness(t, criuCRS, mod, crscriu.Name, nil)
 	lifelineHarness(t, h2, mod)
+	start = time.Now()
 	if s := h2.restart(ref, "exit 99"); s.Error != "" || s.Pid <= 0 {
 		t.Fatalf("restored rank's start: %+v", s)
 	}
 	h2.waitOutput(0, "resumed 1 restarted=true\n")
+	t.Logf("restore until the rank reconnected and went on: %v", time.Since(start))
 	h2.waitSent(1, "connected phases", isPhase(pb.Phase_PHASE_CONNECTED))
 	if err := h2.quiesce(7); err != nil {
 		t.Fatalf("quiesce of the restored rank: %v", err)
