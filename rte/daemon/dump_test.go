@@ -82,18 +82,35 @@ func lifelineHarness(t *testing.T, h *harness, mod crs.Module) *harness {
 // until it is ready (its checkpoint coordinator registered).
 func (h *harness) launchLifelineRank(mode string) int32 {
 	h.t.Helper()
+	return h.launchLifelineRanks(mode, 1)[0]
+}
+
+// launchLifelineRanks starts ranks 0 to n-1 of a job of n, the test
+// binary in mode, and waits until they are ready; it returns their PIDs.
+func (h *harness) launchLifelineRanks(mode string, n int32) map[int32]int32 {
+	h.t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.d.handle(h.t.Context(), &pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
-		Program: self, Args: []string{lifelineRankArg, mode}, Size: 1, Ranks: []int32{0}, DataSecret: h.data.Bytes()}}})
-	s := h.waitSent(1, "Started", isStarted)[0].GetStarted()
-	if s.Error != "" || s.Pid <= 0 {
-		h.t.Fatalf("rank did not start: %+v", s)
+	ranks := make([]int32, n)
+	for i := range ranks {
+		ranks[i] = int32(i)
 	}
-	h.waitOutput(0, "ready\n")
-	return s.Pid
+	h.d.handle(h.t.Context(), &pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
+		Program: self, Args: []string{lifelineRankArg, mode}, Size: n, Ranks: ranks, DataSecret: h.data.Bytes()}}})
+	pids := map[int32]int32{}
+	for _, m := range h.waitSent(int(n), "Started", isStarted) {
+		s := m.GetStarted()
+		if s.Error != "" || s.Pid <= 0 {
+			h.t.Fatalf("rank did not start: %+v", s)
+		}
+		pids[s.Rank] = s.Pid
+	}
+	for _, r := range ranks {
+		h.waitOutput(r, "ready\n")
+	}
+	return pids
 }
 
 // quiesce runs the Dumper's Quiesce of rank 0 with a generous bound.
@@ -188,6 +205,47 @@ func TestHarnessDumpContinueAndRestore(t *testing.T) {
 	h2.mu.Unlock()
 	if out != "resumed 1 restarted=true\nresumed 7 restarted=false\n" {
 		t.Errorf("restored rank's output %q, want only what it said after the restore", out)
+	}
+}
+
+// The ranks of a node are quiesced, dumped and continued at once, as
+// the local coordinator does it: each lifeline carries its own rank's
+// words.
+func TestHarnessDumpRanksAtOnce(t *testing.T) {
+	h := lifelineHarness(t, newHarnessCRS(t, criuCRS), criuModule(t))
+	const n = 3
+	pids := h.launchLifelineRanks("pause", n)
+	ref := snapshot.Ref{Dir: t.TempDir(), Name: "ref"}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	dm := (*dumper)(h.d)
+	errs := make(chan error, n)
+	for r := range n {
+		go func() {
+			dir := ref.LocalPath(0, r)
+			err := os.MkdirAll(dir, 0o700)
+			if err == nil {
+				err = dm.Quiesce(ctx, r, 5)
+			}
+			if err == nil {
+				err = dm.Dump(ctx, r, dir, crs.Options{})
+			}
+			if err == nil {
+				err = dm.Resume(r, 5)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for r := range int32(n) {
+		h.waitOutput(r, "resumed 5 restarted=false\n")
+		if meta, err := snapshot.ReadLocal(ref.LocalPath(0, int(r))); err != nil || meta.Rank != int(r) || meta.PID != int(pids[r]) {
+			t.Errorf("rank %d's local metadata %+v, %v", r, meta, err)
+		}
 	}
 }
 
