@@ -37,6 +37,7 @@ type crState struct {
 	crs     crs.Module
 	crsName string
 	crsErr  error
+	dumpMu  sync.Mutex // one Dump's Checkpoint at a time (dump.go)
 
 	mu       sync.Mutex
 	local    snapc.Local
