@@ -22,9 +22,10 @@
 // processes it starts and signals. Run (this file) connects it to the
 // world; the package's harness test feeds it events and checks what it
 // sends. Fences are in fence.go, checkpoints in snapc.go, migrations in
-// migrate.go, restarts through the job's CRS in restart.go, and the
-// process shape of a job whose CRS is criu (the rank init, the child
-// subreaper) in shape.go.
+// migrate.go, restarts through the job's CRS in restart.go, the process
+// shape of a job whose CRS is criu (the rank init, the child subreaper)
+// in shape.go, its ranks' lifelines in lifeline.go and their transparent
+// dumps (the daemon as the local coordinator's snapc.Dumper) in dump.go.
 package daemon
 
 import (

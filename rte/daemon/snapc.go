@@ -21,7 +21,8 @@ import (
 
 // The daemon's part in checkpoints: it hosts the node's local SnapC
 // coordinator (when the job's SnapC component coordinates), is its AppPort
-// to the ranks' application coordinators (one Requests stream per rank),
+// to the ranks' application coordinators (one Requests stream per rank)
+// and, when the job's CRS saves ranks from outside, its Dumper (dump.go),
 // forwards the ranks' own checkpoint requests to gompirun, and starts the
 // ranks of a restarted job from their local snapshots (SStore Fetch)
 // through the job's CRS (restart.go).
