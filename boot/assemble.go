@@ -77,6 +77,10 @@ type HNP struct {
 	// CRS is the CRS every rank of the job uses ("" when none would
 	// answer: the ranks then fail to select one, each saying why).
 	CRS string
+	// CRSFromOutside says the job's CRS saves ranks from outside them (a
+	// crs.Restorer, such as criu): the job's checkpoints dump every rank
+	// wherever it is, with no safe point.
+	CRSFromOutside bool
 
 	closers mca.Closers
 }
@@ -113,25 +117,25 @@ func AssembleHNP(ctx context.Context, p *Process) (h *HNP, err error) {
 		return nil, fmt.Errorf("choose the snapshot coordinator: %w", err)
 	}
 	h.closers.Module("snapc/"+h.SnapC.Info.Name, h.SnapC.Module)
-	h.CRS = jobCRS(ctx, r, p)
+	h.CRS, h.CRSFromOutside = jobCRS(ctx, r, p)
 	r.done()
 	return h, nil
 }
 
-// jobCRS is the CRS a rank of this job would select: probed here, as a
-// rank, once for the whole job, so that every rank uses the same one.
-func jobCRS(ctx context.Context, r *recorder, p *Process) string {
+// jobCRS is the CRS a rank of this job would select, chosen here, as a
+// rank chooses it, once for the whole job so that every rank uses the
+// same one; and whether it saves ranks from outside (a crs.Restorer).
+// The module itself runs in the ranks or the daemons, never here: it is
+// closed at once.
+func jobCRS(ctx context.Context, r *recorder, p *Process) (string, bool) {
 	r.add(crs.Name)
-	probes, err := p.Frameworks.CRS.Probe(ctx, p.Values, mca.RoleApp)
+	c, err := p.Frameworks.CRS.SelectOne(ctx, p.Values, mca.RoleApp, p.FrameworkLogger(crs.Name))
 	if err != nil {
-		return ""
+		return "", false
 	}
-	for _, pr := range probes {
-		if pr.Selected {
-			return pr.Info.Name
-		}
-	}
-	return ""
+	_, outside := c.Module.(crs.Restorer)
+	_ = mca.Close(c.Module)
+	return c.Info.Name, outside
 }
 
 // JobSettings returns the settings gompirun sends its daemons (and they

@@ -60,6 +60,10 @@ type JobSpec struct {
 	Settings []mca.Setting
 	AMCA     []string
 	Launch   crs.Launch
+	// FromOutside says the job's CRS saves ranks from outside them (a
+	// crs.Restorer): a checkpoint dumps every rank now (LocalDump)
+	// instead of asking for a safe point.
+	FromOutside bool
 	// Meta reads and writes the reference's global metadata (nil: on this
 	// node's file system; snapshot.MetaStoreFor gives the one for Ref).
 	Meta snapshot.MetaStore
@@ -134,13 +138,15 @@ type NodeSpec struct {
 // coordinator takes a LocalDump with it instead of asking the ranks to
 // save themselves.
 type Dumper interface {
-	// Quiesce asks rank to suspend itself now for request id (an
-	// AppRequest of kind Quiesce) and returns once the rank said on its
+	// Quiesce asks rank to suspend itself now for request id, saving
+	// sequence seq (an AppRequest{ID: id, Kind: Quiesce, Seq: seq}: the
+	// rank's library numbers its suspensions by the sequence, which only
+	// grows, across restarts too) and returns once the rank said on its
 	// lifeline that it is quiet and holds no socket, or with why it
 	// cannot be (it refused, ended, or ctx ended). Quiesce is collective
 	// among the job's ranks (they drain their channels together): the
 	// local coordinator asks all its ranks at once.
-	Quiesce(ctx context.Context, rank int, id uint64) error
+	Quiesce(ctx context.Context, rank int, id uint64, seq int) error
 	// Dump saves the quiesced rank with the job's CRS into dir, an
 	// existing empty directory, and writes the local snapshot's metadata
 	// there (snapshot.WriteLocal: every file's size and checksum, the

@@ -47,10 +47,13 @@ type snapcJob struct {
 	Settings  []mca.Setting
 	AMCA      []string
 	Launch    crs.Launch
-	Values    []mca.Setting // JobSpec.Values.All()
-	HasValues bool
-	Meta      uint64 // 0: the plugin's own file system, as nil in process
-	Link      uint64
+	// FromOutside crosses; a NodeSpec's Dumper does not yet (a plugin's
+	// local coordinator refuses a LocalDump: it has no Dumper).
+	FromOutside bool
+	Values      []mca.Setting // JobSpec.Values.All()
+	HasValues   bool
+	Meta        uint64 // 0: the plugin's own file system, as nil in process
+	Link        uint64
 }
 
 // snapcNode is snapc.NodeSpec with its objects lent.
@@ -70,7 +73,7 @@ var snapcMethods = methods{
 	}),
 	"NewGlobal": fn(func(ctx context.Context, m snapc.Coordinator, a snapcJob, sc *scope) (uint64, error) {
 		spec := snapc.JobSpec{Job: a.Job, RankNodes: a.RankNodes, Ref: a.Ref, Settings: a.Settings, AMCA: a.AMCA,
-			Launch: a.Launch, Log: sc.srv.log.With("framework", sc.comp.framework, "component", sc.comp.name)}
+			Launch: a.Launch, FromOutside: a.FromOutside, Log: sc.srv.log.With("framework", sc.comp.framework, "component", sc.comp.name)}
 		var err error
 		if spec.Values, err = sc.values(a.HasValues, a.Values); err != nil {
 			return 0, err
@@ -308,7 +311,7 @@ func settingsOf(v *mca.Values) ([]mca.Setting, bool) {
 
 func (m snapcCoordinator) NewGlobal(job snapc.JobSpec, link snapc.NodeLink) (snapc.Global, error) {
 	a := snapcJob{Job: job.Job, RankNodes: job.RankNodes, Ref: job.Ref, Settings: job.Settings, AMCA: job.AMCA,
-		Launch: job.Launch, Link: m.lend(link, linkMethods)}
+		Launch: job.Launch, FromOutside: job.FromOutside, Link: m.lend(link, linkMethods)}
 	a.Values, a.HasValues = settingsOf(job.Values)
 	if job.Meta != nil {
 		a.Meta = m.lend(job.Meta, metaMethods)

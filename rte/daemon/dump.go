@@ -59,13 +59,14 @@ func (d *daemon) lifeOf(rank int) (*rankLife, error) {
 	return rk.life, nil
 }
 
-// Quiesce asks rank to suspend itself for request id and waits for its
+// Quiesce asks rank to suspend itself for request id (its library's
+// suspension numbered by sequence seq) and waits for its
 // word on its lifeline: Ready (nil), Refused (an error wrapping
 // snapc.ErrRefused with the rank's reason), or the lifeline's end (the
 // rank ended). It returns once the rank's connection to gompid is gone
 // too, so that its reconnection after the word is not taken for a second
 // coordinator of the same rank.
-func (p *dumper) Quiesce(ctx context.Context, rank int, id uint64) error {
+func (p *dumper) Quiesce(ctx context.Context, rank int, id uint64, seq int) error {
 	d := (*daemon)(p)
 	life, err := d.lifeOf(rank)
 	if err != nil {
@@ -76,7 +77,7 @@ func (p *dumper) Quiesce(ctx context.Context, rank int, id uint64) error {
 		return fmt.Errorf("gompid: quiesce rank %d for request %d: %w", rank, id, err)
 	}
 	defer stop()
-	if err := (*appPort)(d).Send(rank, snapc.AppRequest{ID: id, Kind: snapc.Quiesce}); err != nil {
+	if err := (*appPort)(d).Send(rank, snapc.AppRequest{ID: id, Kind: snapc.Quiesce, Seq: seq}); err != nil {
 		return fmt.Errorf("gompid: quiesce rank %d for request %d: %w", rank, id, err)
 	}
 	select {

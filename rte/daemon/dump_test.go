@@ -117,7 +117,7 @@ func (h *harness) launchLifelineRanks(mode string, n int32) map[int32]int32 {
 func (h *harness) quiesce(id uint64) error {
 	ctx, cancel := context.WithTimeout(h.t.Context(), time.Minute)
 	defer cancel()
-	return (*dumper)(h.d).Quiesce(ctx, 0, id)
+	return (*dumper)(h.d).Quiesce(ctx, 0, id, int(id))
 }
 
 // dumpTo dumps quiesced rank 0 into a fresh reference's sequence 0.
@@ -225,7 +225,7 @@ func TestHarnessDumpRanksAtOnce(t *testing.T) {
 			dir := ref.LocalPath(0, r)
 			err := os.MkdirAll(dir, 0o700)
 			if err == nil {
-				err = dm.Quiesce(ctx, r, 5)
+				err = dm.Quiesce(ctx, r, 5, 5)
 			}
 			if err == nil {
 				err = dm.Dump(ctx, r, dir, crs.Options{})
@@ -337,7 +337,7 @@ func TestHarnessQuiesceRefusedEndedIgnored(t *testing.T) {
 	h.launchLifelineRank("ignore")
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	if err := (*dumper)(h.d).Quiesce(ctx, 0, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if err := (*dumper)(h.d).Quiesce(ctx, 0, 1, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("quiesce of a rank that does not answer: %v", err)
 	}
 }
@@ -364,7 +364,7 @@ func TestDumperOnlyForRestorers(t *testing.T) {
 		t.Error("no Dumper for a job whose CRS restores ranks, under the rank init")
 	}
 	plain.launch(1, "exec sleep 60", 0)
-	if err := (*dumper)(plain.d).Quiesce(t.Context(), 0, 1); err == nil || !strings.Contains(err.Error(), "no lifeline") {
+	if err := (*dumper)(plain.d).Quiesce(t.Context(), 0, 1, 1); err == nil || !strings.Contains(err.Error(), "no lifeline") {
 		t.Errorf("quiesce of a rank without a lifeline: %v", err)
 	}
 }

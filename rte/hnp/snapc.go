@@ -97,7 +97,7 @@ func (j *job) startSnapC(ctx context.Context) error {
 	g, err := coord.NewGlobal(snapc.JobSpec{
 		Job: j.id, RankNodes: j.m.RankNode, Ref: ref, Settings: j.vals.Changed(), AMCA: amca,
 		Launch: crs.Launch{Argv: append([]string{j.program}, j.o.Args...), Dir: j.cwd, Env: j.o.Env},
-		Meta:   j.o.Meta, Values: j.vals, Log: p.FrameworkLogger(snapc.Name),
+		Meta:   j.o.Meta, Values: j.vals, Log: p.FrameworkLogger(snapc.Name), FromOutside: j.mods.CRSFromOutside,
 	}, snapcLink{j})
 	if err != nil {
 		return err

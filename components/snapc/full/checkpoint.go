@@ -60,7 +60,11 @@ func (r *request) path() path {
 // steps runs the checkpoint's steps in order; an error is the step's, for
 // fail to report.
 func (c *ckpt) steps() (snapc.Result, error) {
-	for _, step := range []func() error{c.begin, c.query, c.record, c.targetRound} {
+	steps := []func() error{c.begin, c.query, c.record, c.targetRound}
+	if c.g.spec.FromOutside {
+		steps = c.fromOutsideSteps()
+	}
+	for _, step := range steps {
 		if err := step(); err != nil {
 			return snapc.Result{}, err
 		}

@@ -52,6 +52,8 @@ type fakeRank struct {
 	failErr string // answer the target with this error
 	die     bool   // vanish instead of saving
 	pid     int
+	// onCancel, when set, runs when a Cancel reaches the rank.
+	onCancel func(id uint64)
 
 	mu       sync.Mutex
 	seen     []snapc.AppRequest
@@ -69,6 +71,7 @@ type cluster struct {
 	ref    snapshot.Ref
 
 	busy     sync.WaitGroup // fake ranks at work
+	handling sync.WaitGroup // local coordinators running a request
 	mu       sync.Mutex
 	sent     []snapc.LocalRequest
 	sentTo   []string // the node of each of sent
@@ -96,7 +99,11 @@ func (c *cluster) Send(node string, req snapc.LocalRequest) error {
 		l.Handle(context.Background(), req) // never blocks, as in gompid
 		return nil
 	}
-	go func() { c.g.Deliver(l.Handle(context.Background(), req)) }()
+	c.handling.Add(1)
+	go func() {
+		defer c.handling.Done()
+		c.g.Deliver(l.Handle(context.Background(), req))
+	}()
 	return nil
 }
 
@@ -134,6 +141,10 @@ func (fr *fakeRank) handle(t *testing.T, l *local, req snapc.AppRequest) {
 		return
 	}
 	switch req.Kind {
+	case snapc.Cancel:
+		if fr.onCancel != nil {
+			fr.onCancel(req.ID)
+		}
 	case snapc.Query:
 		if fr.refuse != "" {
 			l.AppReply(fr.rank, snapc.AppReply{ID: req.ID, Kind: snapc.Query, Reason: fr.refuse})
@@ -193,7 +204,24 @@ func newClusterWith(t *testing.T, nodeOf []string, wrap func(sstore.Module) ssto
 // that start with no ranks.
 func newClusterSpares(t *testing.T, nodeOf, spares []string, wrap func(sstore.Module) sstore.Module, settings ...string) *cluster {
 	t.Helper()
-	vals := values(t, append([]string{"ft_cr_enabled=1"}, settings...)...)
+	return newClusterOpts(t, clusterOpts{nodeOf: nodeOf, spares: spares, wrap: wrap, settings: settings})
+}
+
+// clusterOpts are newClusterOpts's: the job's nodes, spare nodes, a
+// wrapper of the nodes' SStore, settings, and for a job whose CRS saves
+// ranks from outside, the nodes' Dumper.
+type clusterOpts struct {
+	nodeOf, spares []string
+	wrap           func(sstore.Module) sstore.Module
+	settings       []string
+	dumper         snapc.Dumper
+	fromOutside    bool // FromOutside without a Dumper on the nodes
+}
+
+func newClusterOpts(t *testing.T, o clusterOpts) *cluster {
+	t.Helper()
+	nodeOf, spares, wrap := o.nodeOf, o.spares, o.wrap
+	vals := values(t, append([]string{"ft_cr_enabled=1"}, o.settings...)...)
 	c := &cluster{t: t, locals: map[string]*local{}, nodeOf: nodeOf, sendErr: map[string]error{},
 		ref: snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("feed0001")}}
 	nodeRanks := map[string][]int{}
@@ -210,7 +238,7 @@ func newClusterSpares(t *testing.T, nodeOf, spares []string, wrap func(sstore.Mo
 	}
 	for n, rs := range nodeRanks {
 		notify := func(r snapc.LocalReply) { c.g.Deliver(r) }
-		l, err := newLocal(snapc.NodeSpec{Node: n, Ranks: rs, Store: store, Notify: notify, Values: vals}, port{c, n})
+		l, err := newLocal(snapc.NodeSpec{Node: n, Ranks: rs, Store: store, Notify: notify, Values: vals, Dumper: o.dumper}, port{c, n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,8 +247,9 @@ func newClusterSpares(t *testing.T, nodeOf, spares []string, wrap func(sstore.Mo
 	g, err := newGlobal(snapc.JobSpec{Job: "feed0001", RankNodes: nodeOf, Ref: c.ref, Values: vals,
 		Settings: []mca.Setting{{Name: "btl", Value: "tcp", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}},
 			{Name: ParamPauseAt, Value: "x", Origin: mca.Origin{Source: mca.SourceCommandLine}}},
-		AMCA:   []string{"ft-enable-cr"},
-		Launch: crs.Launch{Argv: []string{"/bin/app", "-n", "1"}, Dir: "/"}}, c)
+		AMCA:        []string{"ft-enable-cr"},
+		Launch:      crs.Launch{Argv: []string{"/bin/app", "-n", "1"}, Dir: "/"},
+		FromOutside: o.fromOutside || o.dumper != nil}, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -272,6 +272,9 @@ func (g *global) Checkpoint(ctx context.Context, req snapc.Request, progress fun
 	if err != nil {
 		return snapc.Result{}, err
 	}
+	if migrate != nil && g.spec.FromOutside {
+		return snapc.Result{}, fmt.Errorf("snapc/full: migration: %w: %w; moving ranks is not done for it yet (run the job with --mca crs self to migrate)", snapc.ErrRefused, errFromOutside)
+	}
 	g.mu.Lock()
 	if g.closed != nil {
 		err := g.closed
@@ -293,6 +296,9 @@ func (g *global) AppCheckpoint(ctx context.Context, rank int, target uint64, opt
 	}
 	if target == 0 {
 		return snapc.Result{}, fmt.Errorf("snapc/full: rank %d asked for a checkpoint at safe point 0; safe points count from 1", rank)
+	}
+	if g.spec.FromOutside {
+		return snapc.Result{}, fmt.Errorf("snapc/full: rank %d asked for a checkpoint at safe point %d: %w: %w, which has no safe points; checkpoint it with gompi-checkpoint", rank, target, snapc.ErrRefused, errFromOutside)
 	}
 	g.mu.Lock()
 	if g.closed != nil {

@@ -33,7 +33,10 @@ type local struct {
 	// Cancel or a migration's release must reach, even if SetRanks has
 	// moved them out of the node meanwhile.
 	targeted map[uint64][]int
-	newest   uint64
+	// held are the ranks a Term dump keeps quiesced until the request
+	// is done (the job ends) or withdrawn (they go on): dump.go.
+	held   map[uint64][]int
+	newest uint64
 }
 
 type waitKey struct {
@@ -53,7 +56,7 @@ func newLocal(spec snapc.NodeSpec, port snapc.AppPort) (*local, error) {
 	}
 	l := &local{spec: spec, port: port, log: logger(spec.Log), pause: PausePoint{Seq: -1}, ranks: sortedRanks(spec.Ranks),
 		waits: map[waitKey]chan appAnswer{}, cancelled: map[uint64]chan struct{}{}, dirs: map[uint64]map[int]string{},
-		targeted: map[uint64][]int{}}
+		targeted: map[uint64][]int{}, held: map[uint64][]int{}}
 	if v := spec.Values; v != nil {
 		var err error
 		if v.Has(ParamPauseAt) {
@@ -123,6 +126,8 @@ func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalR
 		rep.Ranks = l.query(ctx, req, ranks, cancel)
 	case snapc.LocalTarget:
 		rep.Ranks = l.target(ctx, req, ranks, cancel)
+	case snapc.LocalDump:
+		rep.Ranks = l.dump(ctx, req, ranks, cancel)
 	case snapc.LocalSync:
 		rep.Ranks, rep.Err = l.sync(ctx, req, l.targetedRanks(req.ID, ranks), cancel)
 	case snapc.LocalCancel:
@@ -137,8 +142,12 @@ func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalR
 			// A rank without a coordinator has nothing to withdraw.
 			_ = l.port.Send(r, snapc.AppRequest{ID: req.ID, Kind: snapc.Cancel, Seq: req.Seq})
 		}
+		l.releaseHeld(req.ID)
 	case snapc.LocalDone:
 		l.forget(req.ID, nil)
+		l.mu.Lock()
+		delete(l.held, req.ID) // a Term checkpoint committed: the job ends
+		l.mu.Unlock()
 	case snapc.LocalRelease:
 		l.release(req, l.forget(req.ID, ranks))
 	default:
