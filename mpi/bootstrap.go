@@ -144,4 +144,6 @@ func Abort(code int, msg string) { mustDefault().Abort(code, msg) }
 var (
 	_ Bootstrap       = (*rankclient.Client)(nil)
 	_ FailureNotifier = (*rankclient.Client)(nil)
+	_ Rejoiner        = (*rankclient.Client)(nil)
+	_ Pauser          = (*rankclient.Client)(nil)
 )

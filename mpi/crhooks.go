@@ -73,13 +73,18 @@ func (p *Proc) startAppResponder() {
 		if !ok {
 			return
 		}
-		p.dispatchApp(l, r)
+		if !p.handleQuiesce(r) {
+			p.dispatchApp(l, r)
+		}
 	}
 	// The goroutine reads until the link closes (the runtime closes it
 	// once the rank finalized), so every request is answered, even one
 	// that arrives while the rank is stopping.
 	go func() {
 		for r := range reqs {
+			if p.handleQuiesce(r) {
+				continue
+			}
 			if p.isStopped() {
 				p.replyStopped(l, r)
 				continue

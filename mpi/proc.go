@@ -86,8 +86,10 @@ type Proc struct {
 	helloKey []byte       // the hello's MAC key, from the data-plane secret (hello.go)
 	readers  sync.WaitGroup
 
-	app    appState     // the link to the job's checkpoint coordinators
-	replay *replayState // restarted: creation calls replay the saved log
+	app appState // the link to the job's checkpoint coordinators
+	// quiesce is the transparent checkpoints under way (transparent.go)
+	quiesce quiesceState
+	replay  *replayState // restarted: creation calls replay the saved log
 
 	done       chan struct{}
 	stopOnce   sync.Once
