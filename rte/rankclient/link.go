@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 
 	"gompi/rte"
 	"gompi/rte/control"
@@ -90,17 +89,9 @@ func (c *Client) Reattach(ctx context.Context, m lifeline.Message) error {
 	default:
 		return fmt.Errorf("rankclient: reattach: a %s message does not end a checkpoint", m.Kind)
 	}
-	conn, err := control.DialUnix(sock, secrets.Control)
+	conn, rpc, hello, err := hello(ctx, sock, c.rank, secrets)
 	if err != nil {
-		return fmt.Errorf("rankclient: reattach: %w", err)
-	}
-	rpc := pb.NewDaemonClient(conn)
-	hctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	hello, err := rpc.Hello(hctx, &pb.HelloRequest{Rank: int32(c.rank), Pid: int32(os.Getpid())}, grpc.WaitForReady(true))
-	if err != nil {
-		conn.Close()
-		return fmt.Errorf("rankclient: reattach: hello to gompid at %s: %w", sock, err)
+		return fmt.Errorf("reattach: %w", err)
 	}
 	c.mu.Lock()
 	c.conn, c.rpc, c.detached = conn, rpc, false

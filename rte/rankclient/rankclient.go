@@ -107,30 +107,31 @@ func Init(ctx context.Context) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-
-	sock := os.Getenv(rte.EnvDaemon)
-	conn, err := control.DialUnix(sock, secrets.Control)
-	if err != nil {
-		return nil, fmt.Errorf("rankclient: %w", err)
-	}
-	rpc := pb.NewDaemonClient(conn)
-	hctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	hello, err := rpc.Hello(hctx, &pb.HelloRequest{Rank: int32(rank), Pid: int32(os.Getpid())}, grpc.WaitForReady(true))
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("rankclient: hello to gompid at %s: %w", sock, err)
-	}
-	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleApp, Settings: control.SettingsFromProto(hello.Settings), LogAttrs: rankAttrs(rank, hello.Node)})
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("rankclient: job parameters: %w", err)
-	}
 	lifeIn, lifeOut, err := lifelineFromEnv()
 	if err != nil {
-		conn.Close()
-		p.Close()
 		return nil, fmt.Errorf("rankclient: %w", err)
+	}
+	sock := os.Getenv(rte.EnvDaemon)
+	conn, rpc, hello, err := hello(ctx, sock, rank, secrets)
+	var p *boot.Process
+	if err == nil {
+		// A rank with a lifeline is saved from outside (crs criu): it has
+		// no use for plugins, whose processes would be children it
+		// cannot be dumped with, and its CRS is gompid's.
+		p, err = boot.Load(ctx, boot.Options{Role: mca.RoleApp, Settings: control.SettingsFromProto(hello.Settings),
+			LogAttrs: rankAttrs(rank, hello.Node), NoPlugins: lifeIn != nil})
+		if err != nil {
+			conn.Close()
+			err = fmt.Errorf("rankclient: job parameters: %w", err)
+		}
+	}
+	if err != nil {
+		for _, f := range []*os.File{lifeIn, lifeOut} {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, err
 	}
 	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
@@ -139,6 +140,23 @@ func Init(ctx context.Context) (*Client, error) {
 	}
 	c.startEvents()
 	return c, nil
+}
+
+// hello connects to the daemon at sock and says hello (Init, Reattach).
+func hello(ctx context.Context, sock string, rank int, secrets control.RankSecrets) (*grpc.ClientConn, pb.DaemonClient, *pb.HelloResponse, error) {
+	conn, err := control.DialUnix(sock, secrets.Control)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("rankclient: %w", err)
+	}
+	rpc := pb.NewDaemonClient(conn)
+	hctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := rpc.Hello(hctx, &pb.HelloRequest{Rank: int32(rank), Pid: int32(os.Getpid())}, grpc.WaitForReady(true))
+	if err != nil {
+		conn.Close()
+		return nil, nil, nil, fmt.Errorf("rankclient: hello to gompid at %s: %w", sock, err)
+	}
+	return conn, rpc, resp, nil
 }
 
 // readSecrets reads the rank's secrets from the descriptor
