@@ -108,12 +108,10 @@ func (p *dumper) Dump(ctx context.Context, rank int, dir string, opts crs.Option
 	if err != nil {
 		return err
 	}
-	// One dump at a time: two CRIU dumps run at once from one gompid
-	// fail here (CRIU cannot set its RLIMIT_NOFILE, its parasite loses
-	// descriptors), so a node's ranks are dumped one after the other.
-	d.cr.dumpMu.Lock()
+	// A node's ranks are dumped one after the other (crState.crsMu).
+	d.cr.crsMu.Lock()
 	res, err := d.cr.crs.Checkpoint(ctx, crs.CheckpointRequest{PID: rk.pid, Dir: dir, Options: opts})
-	d.cr.dumpMu.Unlock()
+	d.cr.crsMu.Unlock()
 	if err != nil {
 		if opts.Term {
 			// The CRS ends a tree only once it is saved.

@@ -38,7 +38,13 @@ type crState struct {
 	crs     crs.Module
 	crsName string
 	crsErr  error
-	dumpMu  sync.Mutex // one Dump's Checkpoint at a time (dump.go)
+	// crsMu makes the CRS's dumps and restores one at a time: go-criu
+	// makes the socket pair of each CRIU it runs (criu swrk) inheritable
+	// and outside os/exec's fork lock, so two run at once from one
+	// process (the CRS's plugin) inherit each other's sockets and fail
+	// (TestHarnessDumpRanksAtOnce did: CRIU's RPC messages trimmed, its
+	// parasite's descriptors lost).
+	crsMu sync.Mutex
 
 	mu       sync.Mutex
 	local    snapc.Local
