@@ -171,8 +171,14 @@ func (m *Module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs
 		return fail(err)
 	}
 	meta[metaVersion] = m.version
+	unlock, err := hostLock(ctx)
+	if err != nil {
+		return fail(err)
+	}
 	start := time.Now()
-	if err := m.dump(ctx, req); err != nil {
+	err = m.dump(ctx, req)
+	unlock()
+	if err != nil {
 		return fail(err)
 	}
 	files, err := imageFiles(req.Dir)

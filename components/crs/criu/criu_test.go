@@ -1,6 +1,7 @@
 package crscriu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -402,4 +403,24 @@ func TestReserveFDs(t *testing.T) {
 	if got := int(f.Fd()); got > hole {
 		t.Errorf("after release the lowest free descriptor is %d, want %d or lower again", got, hole)
 	}
+}
+
+// TestHostLock: one holder at a time on the host; a wait given up by its
+// context says so and leaves the lock to the next.
+func TestHostLock(t *testing.T) {
+	unlock, err := hostLock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := hostLock(ctx); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "another CRIU run") {
+		t.Fatalf("second holder while the first holds it: %v", err)
+	}
+	unlock()
+	again, err := hostLock(t.Context())
+	if err != nil {
+		t.Fatalf("after the release: %v", err)
+	}
+	again()
 }

@@ -37,8 +37,13 @@ func (m *Module) Restore(ctx context.Context, req crs.RestoreRequest) (crs.Proce
 	if len(stray) > 0 {
 		m.logger().Warn("crs/criu: restoring pipes the daemon gave no replacement for, with no other end", "rank", req.Rank, "descriptors", stray)
 	}
+	unlock, err := hostLock(ctx)
+	if err != nil {
+		return fail(err)
+	}
 	start := time.Now()
 	pid, err := m.restore(req.Dir, inherit)
+	unlock()
 	if err != nil {
 		return fail(err)
 	}
