@@ -65,7 +65,8 @@ func (d *daemon) lifeOf(rank int) (*rankLife, error) {
 // snapc.ErrRefused with the rank's reason), or the lifeline's end (the
 // rank ended). It returns once the rank's connection to gompid is gone
 // too, so that its reconnection after the word is not taken for a second
-// coordinator of the same rank.
+// coordinator of the same rank. A rank that says Ready when Quiesce has
+// given up (ctx) is let go at once (Continue): nothing else would.
 func (p *dumper) Quiesce(ctx context.Context, rank int, id uint64, seq int) error {
 	d := (*daemon)(p)
 	life, err := d.lifeOf(rank)
@@ -92,6 +93,7 @@ func (p *dumper) Quiesce(ctx context.Context, rank int, id uint64, seq int) erro
 		return fmt.Errorf("gompid: quiesce rank %d for request %d: %w", rank, id, ctx.Err())
 	}
 	if err := d.cr.appLeft(ctx, rank); err != nil {
+		life.letGo(id)
 		return fmt.Errorf("gompid: rank %d said it is quiesced for request %d: %w", rank, id, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,8 +26,9 @@ import (
 // checkpoint coordinator, says "ready", and answers each AppRequest
 // Quiesce as its mode says: "pause" pauses (rankclient.Pause, what
 // package mpi calls once suspended) and says "resumed ID restarted=B"
-// after gompid's word; "refuse" refuses on the lifeline; "exit" ends
-// the rank with status 3; "ignore" does nothing.
+// after gompid's word; "late" does the same once it got a SIGUSR1;
+// "refuse" refuses on the lifeline; "exit" ends the rank with status 3;
+// "ignore" does nothing.
 const lifelineRankArg = "--gompi-test-lifeline-rank"
 
 // lifelineRank is the rank's main; it returns its exit status.
@@ -37,6 +39,8 @@ func lifelineRank(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
 	reqs := c.Requests()
 	fmt.Println("ready")
 	for req := range reqs {
@@ -50,7 +54,10 @@ func lifelineRank(mode string) int {
 			}
 		case "exit":
 			return 3
-		case "pause":
+		case "pause", "late":
+			if mode == "late" {
+				<-usr1
+			}
 			restarted, err := c.Pause(ctx, req.ID)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
@@ -340,6 +347,37 @@ func TestHarnessQuiesceRefusedEndedIgnored(t *testing.T) {
 	if err := (*dumper)(h.d).Quiesce(ctx, 0, 1, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("quiesce of a rank that does not answer: %v", err)
 	}
+}
+
+// A rank that says it is ready after its Quiesce gave up is let go at
+// once: nobody will dump it, and, detached, nothing else reaches it.
+func TestHarnessLateReadyGoesOn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the rank init's PID namespace needs root")
+	}
+	restorer, _, err := fixtures.RestorerCRS().Query(t.Context(), mca.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := lifelineHarness(t, newHarnessCRS(t, criuCRS), restorer)
+	h.launchLifelineRank("late")
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if err := (*dumper)(h.d).Quiesce(ctx, 0, 1, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("quiesce of a rank that answers late: %v", err)
+	}
+	h.d.signalAll(syscall.SIGUSR1) // the rank pauses now
+	h.waitOutput(0, "resumed 1 restarted=false\n")
+	// It reattached: the next request, its signal already there, is
+	// answered at once.
+	h.d.signalAll(syscall.SIGUSR1)
+	if err := h.quiesce(2); err != nil {
+		t.Fatalf("quiesce after a late ready: %v", err)
+	}
+	if err := (*dumper)(h.d).Resume(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	h.waitOutput(0, "resumed 2 restarted=false\n")
 }
 
 // The daemon is its local coordinator's Dumper only when its ranks have

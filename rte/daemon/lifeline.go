@@ -82,7 +82,9 @@ func (l *rankLife) read() {
 			l.log.Error("rank's lifeline is unreadable; its checkpoints will fail", "rank", l.rank, "err", err)
 			end = fmt.Errorf("rank %d's lifeline: %w", l.rank, err)
 		default:
-			l.deliver(m)
+			if late := l.deliver(m); late {
+				l.letGo(m.Request)
+			}
 		}
 	}
 	l.mu.Lock()
@@ -95,11 +97,12 @@ func (l *rankLife) read() {
 	close(l.done)
 }
 
-// deliver hands one of the rank's words to the waiter of its request.
-func (l *rankLife) deliver(m lifeline.Message) {
+// deliver hands one of the rank's words to the waiter of its request; a
+// Ready nobody waits for any more is late (its Quiesce gave up).
+func (l *rankLife) deliver(m lifeline.Message) (late bool) {
 	if m.Kind != lifeline.Ready && m.Kind != lifeline.Refused {
 		l.log.Warn("rank sent gompid's word on its lifeline; ignored", "rank", l.rank, "msg", m)
-		return
+		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -108,17 +111,27 @@ func (l *rankLife) deliver(m lifeline.Message) {
 	}
 	c, ok := l.waiters[m.Request]
 	if !ok {
-		// Its Quiesce gave up (its ctx ended): the coordinator resumes or
-		// withdraws the rank.
 		l.log.Info("rank's word on a request nobody waits for", "rank", l.rank, "msg", m)
-		return
+		return m.Kind == lifeline.Ready
 	}
 	delete(l.waiters, m.Request)
 	c <- m
+	return false
+}
+
+// letGo gives a rank that said Ready for request id, given up meanwhile,
+// the word to go on: nobody will dump it, and, detached from gompid, it
+// can no longer be withdrawn through its checkpoint coordinator.
+func (l *rankLife) letGo(id uint64) {
+	l.log.Info("rank quiesced for a request given up; it goes on", "rank", l.rank, "request", id)
+	if err := l.say(lifeline.Message{Kind: lifeline.Continue, Request: id}); err != nil {
+		l.log.Warn("could not let a quiesced rank go on", "rank", l.rank, "request", id, "err", err)
+	}
 }
 
 // expect registers a wait for the rank's word on request id, before the
-// request is sent; stop withdraws it. The channel brings the word, or is
+// request is sent; stop withdraws it, and lets the rank go on when its
+// Ready came but was not taken. The channel brings the word, or is
 // closed when the lifeline ended.
 func (l *rankLife) expect(id uint64) (c <-chan lifeline.Message, stop func(), err error) {
 	l.mu.Lock()
@@ -137,6 +150,13 @@ func (l *rankLife) expect(id uint64) (c <-chan lifeline.Message, stop func(), er
 			delete(l.waiters, id)
 		}
 		l.mu.Unlock()
+		select {
+		case m, ok := <-ch:
+			if ok && m.Kind == lifeline.Ready {
+				l.letGo(id)
+			}
+		default:
+		}
 	}, nil
 }
 
