@@ -65,7 +65,8 @@ type Options struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	// Signals delivers the signals gompirun caught (SIGINT, SIGTERM,
-	// SIGHUP end the job; SIGUSR1 and SIGUSR2 are forwarded to the ranks).
+	// SIGHUP end the job; SIGUSR1, SIGUSR2 and SIGCONT are forwarded to
+	// the ranks).
 	Signals <-chan os.Signal
 	// Restart, when set, starts every rank from its local snapshot of a
 	// committed sequence; the job's checkpoints continue that reference.

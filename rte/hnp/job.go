@@ -841,7 +841,8 @@ func (j *job) signal(s os.Signal) {
 	if !ok {
 		return
 	}
-	if sig == syscall.SIGUSR1 || sig == syscall.SIGUSR2 {
+	// SIGCONT resumes ranks a checkpoint --stop left stopped.
+	if sig == syscall.SIGUSR1 || sig == syscall.SIGUSR2 || sig == syscall.SIGCONT {
 		j.log.Info("forwarding signal to the ranks", "signal", sig)
 		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Signal{Signal: &pb.SignalRanks{Signal: int32(sig)}}})
 		return

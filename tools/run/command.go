@@ -57,8 +57,9 @@ every node name is a simulated node on this machine; --mca plm ssh: each
 node's daemon is started with ssh), prints the ranks' output and ends with
 the job's exit status: 0, the status of the first rank that failed (128+N
 for a rank killed by signal N), or 128+N when gompirun was interrupted by
-signal N (SIGINT and SIGTERM are forwarded to the ranks; SIGUSR1 and SIGUSR2
-too, without ending the job).
+signal N (SIGINT and SIGTERM are forwarded to the ranks; SIGUSR1, SIGUSR2 and
+SIGCONT too, without ending the job: SIGCONT resumes a job gompi-checkpoint
+--stop left stopped).
 
 Open MPI's single-dash spellings work: -np 4, -host a,b, -hostfile H,
 -mca name value, -am set, -x VAR.`,
@@ -153,7 +154,7 @@ func (o *runOptions) run(c *cobra.Command, args []string) error {
 	// gompirun handles its signals itself: the job must end in order, not
 	// with gompirun's context.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGCONT)
 	defer signal.Stop(sigs)
 	ctx := context.WithoutCancel(c.Context())
 
