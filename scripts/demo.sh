@@ -16,10 +16,15 @@ else
 	step() { printf '\n== %s\n' "$*"; }
 fi
 
-step "Building the gompi binaries and examples into ./bin"
-mkdir -p bin
+step "Building the gompi binaries and examples into ./bin, the criu plugin into ./lib/gompi"
+mkdir -p bin lib/gompi
 go build -o bin/ ./cmd/... ./examples/...
-ls bin
+# gompi-plugin-criu goes where gompid and gompirun look for plugins by
+# default (mca_base_component_path empty: lib/gompi beside bin/), so that
+# --mca crs criu finds it; it is not a command to run.
+rm -f bin/gompi-plugin-criu
+go build -o lib/gompi/ ./cmd/gompi-plugin-criu
+ls bin lib/gompi
 
 step "gompi-info: the frameworks, their components, and what selection would use"
 ./bin/gompi-info

@@ -23,8 +23,8 @@ import (
 
 // root is the tests' private temporary tree (short, for socket paths):
 // bin/ holds the binaries, run/ is XDG_RUNTIME_DIR, tmp/ is TMPDIR,
-// config/ is XDG_CONFIG_HOME.
-var root, bin string
+// config/ is XDG_CONFIG_HOME, plugins/ holds gompi-plugin-criu.
+var root, bin, plugins string
 
 // runBound bounds any one job: a failure bound, not a synchronization.
 const runBound = 3 * time.Minute
@@ -39,7 +39,8 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(root)
 		bin = filepath.Join(root, "bin")
-		for _, d := range []string{"bin", "run", "tmp"} {
+		plugins = filepath.Join(root, "plugins")
+		for _, d := range []string{"bin", "run", "tmp", "plugins"} {
 			if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
@@ -82,7 +83,40 @@ func build() error {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = modRoot
 	cmd.Stderr = os.Stderr
-	return cmd.Run()
+	if err := cmd.Run(); err != nil {
+		return err
+	}
+	return buildCRIU(modRoot)
+}
+
+// buildCRIU builds what the crs=criu tests add: the program with no C/R
+// code they checkpoint, in bin, and the criu plugin in plugins/, a folder
+// the criu jobs name with mca_base_component_path (the other tests'
+// processes load no plugin, as before). Rank binaries are never built with
+// -race for CRIU (the rule; race builds are not measured to dump
+// well), the plugin follows the harness. CRIU itself is found as an
+// installation finds it: root/.local links to the module's .local, where
+// scripts/install-criu.sh puts it, when that exists.
+func buildCRIU(modRoot string) error {
+	plain := exec.Command("go", "build", "-o", bin+"/", "./examples/plainheat")
+	plain.Dir, plain.Stderr = modRoot, os.Stderr
+	if err := plain.Run(); err != nil {
+		return err
+	}
+	args := []string{"build", "-o", plugins + "/"}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	plug := exec.Command("go", append(args, "./cmd/gompi-plugin-criu")...)
+	plug.Dir, plug.Stderr = modRoot, os.Stderr
+	if err := plug.Run(); err != nil {
+		return err
+	}
+	local := filepath.Join(modRoot, ".local")
+	if _, err := os.Stat(local); err == nil {
+		return os.Symlink(local, filepath.Join(root, ".local"))
+	}
+	return nil
 }
 
 // job is one gompirun run.

@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The crs=criu tests checkpoint examples/plainheat, a program with no line
+// of C/R code, from outside: gompid quiesces each rank through its library
+// (AppRequest Quiesce), dumps it with CRIU through gompi-plugin-criu and
+// lets it go on (or ends the job with --term); gompi-restart restores the
+// dumped processes, which finish with the checksum of an uninterrupted run.
+
+// plainArgs slow plainheat down (about 8 s of steps) so that checkpoints
+// land while it runs, and print a line every 20 steps to know it is running.
+var plainArgs = []string{"-size", "96", "-steps", "400", "-every", "20", "-sleep", "20ms"}
+
+func plainheat() string { return filepath.Join(bin, "plainheat") }
+
+// criuParams are the settings of a crs=criu job: the CRS, and the folder
+// the harness put gompi-plugin-criu in.
+func criuParams() []string {
+	return []string{"--mca", "crs", "criu", "--mca", "mca_base_component_path", plugins}
+}
+
+// plainSum is the checksum of an uninterrupted 4-rank plainheat run.
+func plainSum(t *testing.T) string {
+	t.Helper()
+	code, out, errs := start(t, append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), plainheat()}, plainArgs...)...).wait()
+	sum, ok := heatChecksum(out, "")
+	if code != 0 || !ok {
+		t.Fatalf("uninterrupted plainheat: status %d, output %q\n%s", code, out, errs)
+	}
+	return sum
+}
+
+// criuJob starts plainheat on 4 ranks over two nodes with crs=criu and C/R
+// on, its snapshots in dir, and waits for its first progress line.
+func criuJob(t *testing.T, dir string) *job {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("CRIU and the rank init's PID namespace need root")
+	}
+	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+		"--mca", "snapc_base_global_snapshot_dir", dir}, criuParams()...)
+	j := start(t, append(append(args, plainheat()), plainArgs...)...)
+	j.waitFor("plainheat's first progress line", func(lines []string, _ string) bool {
+		return len(lines) > 0 && strings.HasPrefix(lines[0], "step ")
+	})
+	return j
+}
+
+// checkpointCRIU checkpoints j with gompi-checkpoint and flags, expecting
+// sequence seq of ref.
+func checkpointCRIU(t *testing.T, j *job, ref string, seq string, flags ...string) {
+	t.Helper()
+	code, out, errs := tool(t, "gompi-checkpoint", append(flags, pidArg(j))...)
+	if code != 0 || out != "Snapshot Ref.:   "+seq+" "+ref+"\n" {
+		t.Fatalf("gompi-checkpoint %v: status %d, want sequence %s\n%s%s\njob's stderr:\n%s", flags, code, seq, out, errs, j.errText())
+	}
+}
+
+// restartCRIU restarts ref's last sequence and checks that the restored
+// job finishes with want.
+func restartCRIU(t *testing.T, refPath, want string) {
+	t.Helper()
+	r := startProg(t, "gompi-restart", append(criuParams(), refPath)...)
+	code, out, errs := r.wait()
+	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
+		t.Errorf("restarted plainheat: status %d, checksum %q, want %q\noutput %q\n%s", code, got, want, out, errs)
+	}
+	noSurvivors(t, "after the restarted job", func() []int { return marked(r.mark) })
+}
+
+// TestCRIUCheckpointContinueRestart: plainheat is checkpointed twice while
+// it runs and finishes with the uninterrupted checksum; its last sequence,
+// restarted after it ended, finishes with it again.
+func TestCRIUCheckpointContinueRestart(t *testing.T) {
+	dir := t.TempDir()
+	j := criuJob(t, dir)
+	ref := refOf(t, j, dir)
+	checkpointCRIU(t, j, ref.Name, "0")
+	checkpointCRIU(t, j, ref.Name, "1")
+	code, out, errs := j.wait()
+	want := plainSum(t)
+	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
+		t.Fatalf("checkpointed plainheat: status %d, checksum %q, want %q\n%s", code, got, want, errs)
+	}
+	noSurvivors(t, "after the checkpointed job", func() []int { return marked(j.mark) })
+	in := info(t, ref)
+	if yes, no := committed(t, ref); !reflect.DeepEqual(yes, []int{0, 1}) || len(no) != 0 {
+		t.Errorf("committed %v, uncommitted %v", yes, no)
+	}
+	for _, p := range in.Seqs[len(in.Seqs)-1].Procs {
+		if want := []string{"n1", "n1", "n2", "n2"}[p.Rank]; p.Node != want || p.CRS != "criu" || len(p.Files) == 0 {
+			t.Errorf("rank %d of the last sequence: %+v", p.Rank, p)
+		}
+	}
+	restartCRIU(t, ref.Path(), want)
+}
+
+// TestCRIUTerm: gompi-checkpoint --term ends plainheat once its ranks are
+// saved, without a checksum; the restart finishes with the uninterrupted
+// one.
+func TestCRIUTerm(t *testing.T) {
+	dir := t.TempDir()
+	j := criuJob(t, dir)
+	ref := refOf(t, j, dir)
+	checkpointCRIU(t, j, ref.Name, "0", "--term")
+	code, out, errs := j.wait()
+	if _, ok := heatChecksum(out, ""); code != 0 || ok {
+		t.Fatalf("job after --term: status %d, output %q\n%s", code, out, errs)
+	}
+	noSurvivors(t, "after --term", func() []int { return marked(j.mark) })
+	restartCRIU(t, ref.Path(), plainSum(t))
+}
