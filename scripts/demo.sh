@@ -56,11 +56,13 @@ step "Checkpoint/restart: heat on 4 ranks over two nodes with -am ft-enable-cr"
 snaps="$work/snapshots"
 mkdir -p "$snaps"
 ./bin/gompirun -np 4 --hostfile "$work/hosts" -am ft-enable-cr \
-	--mca snapc_base_global_snapshot_dir "$snaps" "${heat[@]}" -sleep 20ms >"$work/killed" 2>&1 &
+	--mca snapc_base_global_snapshot_dir "$snaps" "${heat[@]}" -sleep 20ms -every 10 >"$work/killed" 2>&1 &
 job=$!
-# Wait until the job answers on its control socket (its ranks are up).
+# Wait until the job answers on its control socket (its ranks are up) and
+# heat has printed its first progress line (its ranks passed safe points,
+# so their checkpoint coordinators run).
 for _ in $(seq 300); do
-	if [ "$(./bin/gompi-ps --ranks "$job" 2>/dev/null | grep -c ' connected$')" -ge 4 ]; then break; fi
+	if [ "$(./bin/gompi-ps --ranks "$job" 2>/dev/null | grep -c ' connected$')" -ge 4 ] && grep -q '^step ' "$work/killed"; then break; fi
 	if ! kill -0 "$job" 2>/dev/null; then cat "$work/killed"; echo "demo: FAILED: the job ended early" >&2; exit 1; fi
 	sleep 0.1
 done
