@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"gompi/frameworks"
 	"gompi/frameworks/btl"
@@ -117,7 +118,9 @@ func AssembleHNP(ctx context.Context, p *Process) (h *HNP, err error) {
 		return nil, fmt.Errorf("choose the snapshot coordinator: %w", err)
 	}
 	h.closers.Module("snapc/"+h.SnapC.Info.Name, h.SnapC.Module)
-	h.CRS, h.CRSFromOutside = jobCRS(ctx, r, p)
+	if h.CRS, h.CRSFromOutside, err = jobCRS(ctx, r, p); err != nil {
+		return nil, fmt.Errorf("choose the job's CRS: %w", err)
+	}
 	r.done()
 	return h, nil
 }
@@ -126,16 +129,39 @@ func AssembleHNP(ctx context.Context, p *Process) (h *HNP, err error) {
 // rank chooses it, once for the whole job so that every rank uses the
 // same one; and whether it saves ranks from outside (a crs.Restorer).
 // The module itself runs in the ranks or the daemons, never here: it is
-// closed at once.
-func jobCRS(ctx context.Context, r *recorder, p *Process) (string, bool) {
+// closed at once. When the crs parameter was set (not defaulted) and
+// nothing it names can be used, the job is refused with each one's
+// reason (criu: not root, no usable CRIU...), rather than started with
+// ranks that cannot be saved.
+func jobCRS(ctx context.Context, r *recorder, p *Process) (string, bool, error) {
 	r.add(crs.Name)
-	c, err := p.Frameworks.CRS.SelectOne(ctx, p.Values, mca.RoleApp, p.FrameworkLogger(crs.Name))
+	fw := p.Frameworks.CRS
+	c, err := fw.SelectOne(ctx, p.Values, mca.RoleApp, p.FrameworkLogger(crs.Name))
 	if err != nil {
-		return "", false
+		set := p.Values.Get(crs.Name)
+		if !set.Origin.Source.Explicit() {
+			return "", false, nil
+		}
+		var why []string
+		if probes, perr := fw.Probe(ctx, p.Values, mca.RoleApp); perr == nil {
+			for _, pr := range probes {
+				if reason := pr.Skipped + pr.Failed; reason != "" && !pr.Excluded {
+					why = append(why, pr.Info.Name+": "+reason)
+				}
+			}
+		}
+		return "", false, fmt.Errorf("crs = %q (%s): %w%s; gompi-info --mca crs %s says more", set.Value, set.Origin, err, joinWhy(why), set.Value)
 	}
 	_, outside := c.Module.(crs.Restorer)
 	_ = mca.Close(c.Module)
-	return c.Info.Name, outside
+	return c.Info.Name, outside, nil
+}
+
+func joinWhy(why []string) string {
+	if len(why) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(why, "; ") + ")"
 }
 
 // JobSettings returns the settings gompirun sends its daemons (and they

@@ -58,6 +58,16 @@ func TestHNPChoosesTheJobsCRS(t *testing.T) {
 	}
 }
 
+// A CRS the user named that cannot be used refuses the job, saying why
+// and where to look; with nothing named, a job with C/R off goes on.
+func TestHNPRefusesANamedCRSItCannotUse(t *testing.T) {
+	p := loadWith(t, mca.RoleHNP, "ft_cr_enabled=1", "crs=^self,none")
+	if _, err := AssembleHNP(t.Context(), p); err == nil || !strings.Contains(err.Error(), "choose the job's CRS") ||
+		!strings.Contains(err.Error(), "gompi-info --mca crs ^self,none says more") {
+		t.Fatalf("crs excluding every component: %v", err)
+	}
+}
+
 // gompid provisions a stable storage that takes a host with its node and a
 // FileM, and closes both with its set.
 func TestDaemonProvisionsSStore(t *testing.T) {
