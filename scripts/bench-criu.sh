@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Measures a transparent checkpoint (crs criu) against a bare CRIU dump of
+# the same processes and against crs self, in one run (issue 21's figure):
+# examples/noop with 4 ranks x MIB MiB of random state on two simulated
+# nodes (n1:2, n2:2) is checkpointed ROUNDS times under each CRS with
+# gompi-checkpoint --status (request to commit, from its Commit line);
+# between crs criu's checkpoints each rank's process tree (its init) is
+# dumped by the same CRIU with `criu dump --leave-running`, one after the
+# other as gompid's host lock makes them, and timed as a whole. Bytes are
+# those each sequence holds on disk. Needs root and a CRIU (as crs criu:
+# PATH or .local/criu); sync before each measurement. Not part of CI.
+#
+#   bash scripts/bench-criu.sh [ROUNDS] [MIB]   (default 5 256)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+rounds=${1:-5}
+mib=${2:-256}
+criu=$(bash scripts/install-criu.sh | tail -n 1)
+export PATH="$(dirname "$criu"):$PATH"
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/bin" "$work/lib/gompi"
+go build -o "$work/bin/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-checkpoint ./examples/noop
+go build -o "$work/lib/gompi/" ./cmd/gompi-plugin-criu
+
+# start CRS: runs the job and waits for every rank to hold its state.
+start() {
+	rm -rf "$work/ck" && mkdir "$work/ck"
+	"$work/bin/gompirun" -np 4 --host n1:2,n2:2 -am ft-enable-cr --mca crs "$1" \
+		--mca snapc_base_global_snapshot_dir "$work/ck" "$work/bin/noop" -mib "$mib" >"$work/out" 2>&1 &
+	pid=$!
+	until [ "$(grep -c holds "$work/out" || true)" = 4 ]; do
+		kill -0 "$pid" 2>/dev/null || { cat "$work/out" >&2; exit 1; }
+		sleep 0.2
+	done
+}
+stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
+# checkpoint prints the request-to-commit seconds of one checkpoint.
+checkpoint() {
+	sync
+	"$work/bin/gompi-checkpoint" --status "$pid" | awk '/Commit -/ {gsub(/[\[\]]/, ""); print $3}'
+}
+seqbytes() { du -sb "$work/ck"/*/"$1" | awk '{print $1}'; }
+# bare dumps every rank's tree with CRIU itself, one after the other.
+bare() {
+	local inits start
+	inits=$(pgrep -f -- '--gompi-rank-init')
+	sync
+	start=$(date +%s.%N)
+	for i in $inits; do
+		rm -rf "$work/bare.$i" && mkdir "$work/bare.$i"
+		criu dump -t "$i" -D "$work/bare.$i" --leave-running --shell-job -o dump.log ||
+			{ tail -n 5 "$work/bare.$i/dump.log" >&2; exit 1; }
+	done
+	awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", b - a}'
+	du -scb "$work"/bare.* | tail -n 1 | awk '{print $1}' >"$work/bytes.bare"
+	rm -rf "$work"/bare.*
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+
+cr=() br=() sf=()
+start criu
+for ((r = 0; r < rounds; r++)); do
+	cr+=("$(checkpoint)")
+	crb=$(seqbytes "$r")
+	br+=("$(bare)")
+	echo "round $((r + 1))/$rounds: crs criu ${cr[-1]} s ($crb bytes), bare criu dump ${br[-1]} s ($(cat "$work/bytes.bare") bytes)" >&2
+done
+stop
+start self
+for ((r = 0; r < rounds; r++)); do
+	sf+=("$(checkpoint)")
+	echo "round $((r + 1))/$rounds: crs self ${sf[-1]} s ($(seqbytes "$r") bytes)" >&2
+done
+stop
+mc=$(median "${cr[@]}") mb=$(median "${br[@]}") ms=$(median "${sf[@]}")
+awk -v c="$mc" -v b="$mb" -v s="$ms" -v n="$rounds" -v m="$mib" 'BEGIN {
+	printf "noop 4 ranks x %d MiB on two simulated nodes, %d rounds (medians):\n", m, n
+	printf "  crs criu checkpoint (request to commit): %.2f s\n", c
+	printf "  bare criu dump of the same 4 trees:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", b, c / b
+	printf "  crs self checkpoint:                     %.2f s\n", s
+}'
