@@ -78,6 +78,22 @@ func serveLink(t *testing.T, d *linkDaemon) (string, control.RankSecrets) {
 	return sock, withData(t, secret)
 }
 
+// initRank starts rank 0 of the daemon at sock, as gompid starts it
+// (with whatever else the test put in the environment first).
+func initRank(t *testing.T, sock string, sec control.RankSecrets) *Client {
+	t.Helper()
+	t.Setenv(rte.EnvRank, "0")
+	setSecretFD(t, sec.Text())
+	t.Setenv(rte.EnvDaemon, sock)
+	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
+	c, err := Init(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func nextRequest(t *testing.T, ch <-chan snapc.AppRequest) snapc.AppRequest {
 	t.Helper()
 	r, ok := <-ch
@@ -96,16 +112,8 @@ func TestDetachReattach(t *testing.T) {
 	b := &linkDaemon{node: "b", base: 200, ended: make(chan struct{}, 4)}
 	sockA, secA := serveLink(t, a)
 	sockB, secB := serveLink(t, b)
-	t.Setenv(rte.EnvRank, "0")
-	setSecretFD(t, secA.Text())
-	t.Setenv(rte.EnvDaemon, sockA)
-	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
 	ctx := context.Background()
-	c, err := Init(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := initRank(t, sockA, secA)
 	ch := c.Requests()
 	if r := nextRequest(t, ch); r.ID != 101 {
 		t.Fatalf("first request %d, want 101", r.ID)
@@ -166,15 +174,7 @@ func TestDetachReattach(t *testing.T) {
 func TestReattachToNoDaemon(t *testing.T) {
 	a := &linkDaemon{node: "a", ended: make(chan struct{}, 4)}
 	sock, sec := serveLink(t, a)
-	t.Setenv(rte.EnvRank, "0")
-	setSecretFD(t, sec.Text())
-	t.Setenv(rte.EnvDaemon, sock)
-	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
-	c, err := Init(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := initRank(t, sock, sec)
 	if err := c.Detach(); err != nil {
 		t.Fatal(err)
 	}
@@ -225,17 +225,9 @@ func TestPause(t *testing.T) {
 	b := &linkDaemon{node: "b", ended: make(chan struct{}, 4)}
 	sockA, secA := serveLink(t, a)
 	sockB, secB := serveLink(t, b)
-	t.Setenv(rte.EnvRank, "0")
-	setSecretFD(t, secA.Text())
-	t.Setenv(rte.EnvDaemon, sockA)
-	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
 	fromRank, toRank := lifelineEnv(t)
 	ctx := context.Background()
-	c, err := Init(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := initRank(t, sockA, secA)
 	if _, ok := os.LookupEnv(rte.EnvLifelineFDs); ok {
 		t.Fatal("the lifeline variable is left in the environment")
 	}
@@ -293,15 +285,7 @@ func TestPause(t *testing.T) {
 func TestPauseWithoutLifeline(t *testing.T) {
 	a := &linkDaemon{node: "a", ended: make(chan struct{}, 4)}
 	sock, sec := serveLink(t, a)
-	t.Setenv(rte.EnvRank, "0")
-	setSecretFD(t, sec.Text())
-	t.Setenv(rte.EnvDaemon, sock)
-	t.Setenv("GOMPI_SYSCONFDIR", t.TempDir())
-	c, err := Init(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := initRank(t, sock, sec)
 	if _, err := c.Pause(context.Background(), 1); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("Pause without a lifeline: %v, want errors.ErrUnsupported", err)
 	}
