@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The crs=criu tests checkpoint examples/plainheat, a program with no line
@@ -59,7 +60,9 @@ func criuJob(t *testing.T, dir string) *job {
 // sequence seq of ref.
 func checkpointCRIU(t *testing.T, j *job, ref string, seq string, flags ...string) {
 	t.Helper()
+	begin := time.Now()
 	code, out, errs := tool(t, "gompi-checkpoint", append(flags, pidArg(j))...)
+	t.Logf("gompi-checkpoint %v: %v", flags, time.Since(begin).Round(time.Millisecond))
 	if code != 0 || out != "Snapshot Ref.:   "+seq+" "+ref+"\n" {
 		t.Fatalf("gompi-checkpoint %v: status %d, want sequence %s\n%s%s\njob's stderr:\n%s", flags, code, seq, out, errs, j.errText())
 	}
@@ -69,8 +72,10 @@ func checkpointCRIU(t *testing.T, j *job, ref string, seq string, flags ...strin
 // job finishes with want.
 func restartCRIU(t *testing.T, refPath, want string) {
 	t.Helper()
+	begin := time.Now()
 	r := startProg(t, "gompi-restart", append(criuParams(), refPath)...)
 	code, out, errs := r.wait()
+	t.Logf("gompi-restart until the restored job ended: %v", time.Since(begin).Round(time.Millisecond))
 	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
 		t.Errorf("restarted plainheat: status %d, checksum %q, want %q\noutput %q\n%s", code, got, want, out, errs)
 	}
@@ -112,7 +117,9 @@ func TestCRIUTerm(t *testing.T) {
 	j := criuJob(t, dir)
 	ref := refOf(t, j, dir)
 	checkpointCRIU(t, j, ref.Name, "0", "--term")
+	begin := time.Now()
 	code, out, errs := j.wait()
+	t.Logf("job ended %v after gompi-checkpoint --term returned", time.Since(begin).Round(time.Millisecond))
 	if _, ok := heatChecksum(out, ""); code != 0 || ok {
 		t.Fatalf("job after --term: status %d, output %q\n%s", code, out, errs)
 	}
