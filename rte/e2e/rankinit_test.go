@@ -21,7 +21,7 @@ func TestRunUnderRankInit(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a PID namespace needs root")
 	}
-	criu := []string{"--mca", "crs", "criu", "-np", "4", "--hostfile", hostfile(t, twoNodes), rankprog()}
+	criu := append(criuParams(), "-np", "4", "--hostfile", hostfile(t, twoNodes), rankprog())
 	t.Run("killed", func(t *testing.T) {
 		j := start(t, append(criu, "-sleep")...)
 		inner := j.waitReady(4)
