@@ -157,6 +157,10 @@ type Dumper interface {
 	// its dump, or when the request is given up before. A rank that is
 	// still suspending is withdrawn with an AppRequest Cancel instead.
 	Resume(rank int, id uint64) error
+	// End ends a rank a checkpoint-and-terminate dump (request id) held
+	// quiesced, once its sequence is committed: it is saved, so its end
+	// is no fault.
+	End(rank int, id uint64) error
 }
 
 // AppPort is how a local coordinator reaches the application coordinators

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"gompi/frameworks/crs"
@@ -174,6 +175,27 @@ func (p *dumper) Resume(rank int, id uint64) error {
 	}
 	if err := life.say(lifeline.Message{Kind: lifeline.Continue, Request: id}); err != nil {
 		return fmt.Errorf("gompid: resume rank %d after request %d: %w", rank, id, err)
+	}
+	return nil
+}
+
+// End ends rank, held quiesced by a checkpoint-and-terminate dump whose
+// sequence is committed: its tree (its init's PID namespace) is killed,
+// and its end reported as a rank that saved and ended (termDumped), as
+// when the CRS ends it.
+func (p *dumper) End(rank int, id uint64) error {
+	d := (*daemon)(p)
+	d.mu.Lock()
+	rk, ok := d.ranks[rank]
+	if !ok || rk.phase == rankExited {
+		d.mu.Unlock()
+		return fmt.Errorf("gompid: end rank %d after request %d: it has ended already", rank, id)
+	}
+	rk.termDumped = true
+	pid := rk.pid
+	d.mu.Unlock()
+	if err := d.ports.signal(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("gompid: end rank %d after request %d: %w", rank, id, err)
 	}
 	return nil
 }

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -110,8 +113,9 @@ func TestCRIUCheckpointContinueRestart(t *testing.T) {
 }
 
 // TestCRIUTerm: gompi-checkpoint --term ends plainheat once its ranks are
-// saved, without a checksum; the restart finishes with the uninterrupted
-// one.
+// saved, without a checksum: their gompids end the dumped ranks at the
+// commit (gompirun never has to end them after its grace); the restart
+// finishes with the uninterrupted one.
 func TestCRIUTerm(t *testing.T) {
 	dir := t.TempDir()
 	j := criuJob(t, dir)
@@ -123,6 +127,43 @@ func TestCRIUTerm(t *testing.T) {
 	if _, ok := heatChecksum(out, ""); code != 0 || ok {
 		t.Fatalf("job after --term: status %d, output %q\n%s", code, out, errs)
 	}
+	if strings.Contains(errs, "did not end within a grace") {
+		t.Fatalf("gompirun had to end the saved ranks itself:\n%s", errs)
+	}
 	noSurvivors(t, "after --term", func() []int { return marked(j.mark) })
 	restartCRIU(t, ref.Path(), plainSum(t))
+}
+
+// TestCRIUStop: gompi-checkpoint --stop leaves every rank stopped once
+// saved; SIGCONT to gompirun resumes the job, which finishes with the
+// uninterrupted checksum.
+func TestCRIUStop(t *testing.T) {
+	dir := t.TempDir()
+	j := criuJob(t, dir)
+	ref := refOf(t, j, dir)
+	checkpointCRIU(t, j, ref.Name, "0", "--stop")
+	var stopped, ranks int
+	for _, pid := range marked(j.mark) {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.TrimSpace(string(comm)) != "plainheat" {
+			continue
+		}
+		ranks++
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state follows the command's closing parenthesis.
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+			stopped++
+		}
+	}
+	if ranks != 4 || stopped != 4 {
+		t.Fatalf("after --stop: %d of %d ranks stopped, want all 4", stopped, ranks)
+	}
+	if err := j.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := j.wait()
+	if got, _ := heatChecksum(out, ""); code != 0 || got != plainSum(t) {
+		t.Fatalf("plainheat continued after --stop: status %d, checksum %q\n%s", code, got, errs)
+	}
+	noSurvivors(t, "after the continued job", func() []int { return marked(j.mark) })
 }

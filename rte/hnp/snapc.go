@@ -184,10 +184,11 @@ func (j *job) snapcSend(e evSnapcSend) {
 		e.errc <- fmt.Errorf("the job is %s", j.state)
 		return
 	}
-	// A checkpoint-and-terminate (term.go) starts with its targets and
-	// ends with its withdrawal.
+	// A checkpoint-and-terminate (term.go) starts with its targets (or
+	// its dumps, for a CRS that saves ranks from outside) and ends with
+	// its withdrawal.
 	switch e.req.Kind {
-	case snapc.LocalTarget:
+	case snapc.LocalTarget, snapc.LocalDump:
 		j.termTarget(d.ranks, e.req.Options.Term)
 	case snapc.LocalCancel:
 		j.termCancel()

@@ -20,9 +20,10 @@ import (
 // on. Storage (sync) and the commit are as for any checkpoint.
 //
 // With Term the ranks are not let go: they stay quiesced until the
-// sequence is committed, when gompirun ends the job (NodeLink.Terminate),
-// or until the request fails, when they go on: a checkpoint that fails
-// never ends a job.
+// sequence is committed, when their gompid ends them (Dumper.End, on the
+// request's Done) and gompirun the job (NodeLink.Terminate), or until the
+// request fails, when they go on: a checkpoint that fails never ends a
+// job.
 
 // errFromOutside refuses what has no meaning for a CRS that saves ranks
 // from outside.
@@ -241,6 +242,20 @@ func (l *local) resume(id uint64, ranks []int, quiet map[int]error) {
 		}
 		if err := l.spec.Dumper.Resume(r, id); err != nil {
 			l.log.Warn("could not let a dumped rank go on", "rank", r, "request", id, "err", err)
+		}
+	}
+}
+
+// endHeld ends the ranks a Term dump of request id held, once the
+// request is done (its sequence committed).
+func (l *local) endHeld(id uint64) {
+	l.mu.Lock()
+	ranks := l.held[id]
+	delete(l.held, id)
+	l.mu.Unlock()
+	for _, r := range ranks {
+		if err := l.spec.Dumper.End(r, id); err != nil {
+			l.log.Warn("could not end a rank saved by a checkpoint-and-terminate", "rank", r, "request", id, "err", err)
 		}
 	}
 }

@@ -27,6 +27,7 @@ type fakeDumper struct {
 	quiesced map[int]int
 	dumped   map[int]int
 	resumed  map[int]int
+	ended    map[int]int
 	refuse   map[int]string // Quiesce fails with this
 	failDump map[int]string
 	reqs     map[uint64]*fakeQuiesce
@@ -40,7 +41,7 @@ type fakeQuiesce struct {
 }
 
 func newFakeDumper(c *cluster) *fakeDumper {
-	d := &fakeDumper{n: len(c.ranks), quiesced: map[int]int{}, dumped: map[int]int{}, resumed: map[int]int{},
+	d := &fakeDumper{n: len(c.ranks), quiesced: map[int]int{}, dumped: map[int]int{}, resumed: map[int]int{}, ended: map[int]int{},
 		refuse: map[int]string{}, failDump: map[int]string{}, reqs: map[uint64]*fakeQuiesce{}}
 	for r, fr := range c.ranks {
 		fr.onCancel = func(id uint64) { d.cancelled(r, id) }
@@ -126,6 +127,13 @@ func (d *fakeDumper) Resume(rank int, _ uint64) error {
 	return nil
 }
 
+func (d *fakeDumper) End(rank int, _ uint64) error {
+	d.mu.Lock()
+	d.ended[rank]++
+	d.mu.Unlock()
+	return nil
+}
+
 func (d *fakeDumper) counts() (q, dumped, resumed map[int]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -152,6 +160,7 @@ func (f dumperFunc) Dump(ctx context.Context, rank int, dir string, o crs.Option
 	return f().Dump(ctx, rank, dir, o)
 }
 func (f dumperFunc) Resume(rank int, id uint64) error { return f().Resume(rank, id) }
+func (f dumperFunc) End(rank int, id uint64) error    { return f().End(rank, id) }
 
 func clone(m map[int]int) map[int]int {
 	out := map[int]int{}
@@ -264,8 +273,11 @@ func TestDumpTerm(t *testing.T) {
 	c.mu.Lock()
 	terminal := c.terminal
 	c.mu.Unlock()
-	if !reflect.DeepEqual(resumed, each(4, 1)) || !reflect.DeepEqual(dumped, each(4, 2)) || terminal != 1 {
-		t.Errorf("after a committed --term: resumed %v dumped %v, Terminate %d times; want no rank let go and the job ended", resumed, dumped, terminal)
+	d.mu.Lock()
+	ended := clone(d.ended)
+	d.mu.Unlock()
+	if !reflect.DeepEqual(resumed, each(4, 1)) || !reflect.DeepEqual(dumped, each(4, 2)) || !reflect.DeepEqual(ended, each(4, 1)) || terminal != 1 {
+		t.Errorf("after a committed --term: resumed %v dumped %v ended %v, Terminate %d times; want no rank let go, each ended once and the job ended", resumed, dumped, ended, terminal)
 	}
 }
 

@@ -145,9 +145,7 @@ func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalR
 		l.releaseHeld(req.ID)
 	case snapc.LocalDone:
 		l.forget(req.ID, nil)
-		l.mu.Lock()
-		delete(l.held, req.ID) // a Term checkpoint committed: the job ends
-		l.mu.Unlock()
+		l.endHeld(req.ID) // a Term checkpoint committed: the job ends
 	case snapc.LocalRelease:
 		l.release(req, l.forget(req.ID, ranks))
 	default:
