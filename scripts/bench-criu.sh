@@ -4,9 +4,11 @@
 # examples/noop with 4 ranks x MIB MiB of random state on two simulated
 # nodes (n1:2, n2:2) is checkpointed ROUNDS times under each CRS with
 # gompi-checkpoint --status (request to commit, from its Commit line);
-# between crs criu's checkpoints each rank's process tree (its init) is
-# dumped by the same CRIU with `criu dump --leave-running`, one after the
-# other as gompid's host lock makes them, and timed as a whole. Bytes are
+# between crs criu's checkpoints the same CRIU dumps 4 noop processes of
+# the same size, each started alone as a rank's tree is (PID 1 of its own
+# PID namespace, session leader; alone, since a running rank holds
+# sockets a bare dump refuses), with `criu dump --leave-running`, one
+# after the other as gompid's host lock makes them, timed as a whole. Bytes are
 # those each sequence holds on disk. Needs root and a CRIU (as crs criu:
 # PATH or .local/criu); sync before each measurement. Not part of CI.
 #
@@ -22,6 +24,7 @@ work=$(mktemp -d)
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	for u in "${singles[@]}"; do kill "$u" 2>/dev/null; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -47,13 +50,25 @@ checkpoint() {
 	"$work/bin/gompi-checkpoint" --status "$pid" | awk '/Commit -/ {gsub(/[\[\]]/, ""); print $3}'
 }
 seqbytes() { du -sb "$work/ck"/*/"$1" | awk '{print $1}'; }
-# bare dumps every rank's tree with CRIU itself, one after the other.
+# singles starts 4 noop processes alone, each PID 1 of its own PID
+# namespace and session leader, and waits until each holds its state.
+singles=()
+startSingles() {
+	for i in 1 2 3 4; do
+		unshare --pid --fork --kill-child setsid "$work/bin/noop" -mib "$mib" >"$work/single.$i" 2>&1 &
+		singles+=($!)
+	done
+	for i in 1 2 3 4; do
+		until grep -q holds "$work/single.$i"; do sleep 0.2; done
+	done
+}
+# bare dumps the 4 single processes with CRIU itself, one after the other.
 bare() {
-	local inits start
-	inits=$(pgrep -f -- '--gompi-rank-init')
+	local start pids
+	pids=$(for u in "${singles[@]}"; do pgrep -P "$u"; done)
 	sync
 	start=$(date +%s.%N)
-	for i in $inits; do
+	for i in $pids; do
 		rm -rf "$work/bare.$i" && mkdir "$work/bare.$i"
 		criu dump -t "$i" -D "$work/bare.$i" --leave-running --shell-job -o dump.log ||
 			{ tail -n 5 "$work/bare.$i/dump.log" >&2; exit 1; }
@@ -65,6 +80,7 @@ bare() {
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
 cr=() br=() sf=()
+startSingles
 start criu
 for ((r = 0; r < rounds; r++)); do
 	cr+=("$(checkpoint)")
@@ -83,6 +99,6 @@ mc=$(median "${cr[@]}") mb=$(median "${br[@]}") ms=$(median "${sf[@]}")
 awk -v c="$mc" -v b="$mb" -v s="$ms" -v n="$rounds" -v m="$mib" 'BEGIN {
 	printf "noop 4 ranks x %d MiB on two simulated nodes, %d rounds (medians):\n", m, n
 	printf "  crs criu checkpoint (request to commit): %.2f s\n", c
-	printf "  bare criu dump of the same 4 trees:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", b, c / b
+	printf "  bare criu dump of 4 such processes:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", b, c / b
 	printf "  crs self checkpoint:                     %.2f s\n", s
 }'
