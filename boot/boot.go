@@ -12,9 +12,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 
 	"gompi/components/builtin"
 	"gompi/frameworks"
+	"gompi/frameworks/crs"
 	"gompi/mca"
 	"gompi/mca/plugin"
 )
@@ -37,6 +39,24 @@ type Options struct {
 	// NoPlugins skips out-of-process components (ranks of a job whose
 	// parameters say none are wanted start faster).
 	NoPlugins bool
+}
+
+// rankNeedsPlugins: of the frameworks a rank selects (boot.AssembleApp)
+// only crs can come from a plugin, so a rank of a job whose CRS gompirun
+// chose among the built-in ones (its settings name it) loads none: each
+// rank would otherwise start every installed plugin's process at boot
+// (gompi-plugin-criu's, to be told it is not named). Every other process,
+// and a rank whose CRS is a plugin's or not named, loads them.
+func rankNeedsPlugins(opts Options, set *frameworks.Set) bool {
+	if opts.Role != mca.RoleApp || opts.Settings == nil {
+		return true
+	}
+	i := slices.IndexFunc(opts.Settings, func(s mca.Setting) bool { return s.Name == crs.Name })
+	if i < 0 {
+		return true
+	}
+	name := opts.Settings[i].Value
+	return !slices.ContainsFunc(set.CRS.Components(), func(c mca.ComponentInfo) bool { return c.Name == name })
 }
 
 // Process is a started component system.
@@ -117,6 +137,9 @@ func Load(ctx context.Context, opts Options) (p *Process, err error) {
 		return nil, err
 	}
 	// Plugins come before resolution: their components register parameters.
+	if !opts.NoPlugins && !rankNeedsPlugins(opts, set) {
+		opts.NoPlugins = true
+	}
 	if !opts.NoPlugins {
 		if p.Plugins, err = plugin.LoadConfig(ctx, set, cfg, p.Log); err != nil {
 			return nil, err

@@ -105,6 +105,28 @@ func TestPluginInHomeJoinsSelection(t *testing.T) {
 	}
 	filemtest.Run(t, func(t *testing.T) filem.Module { return cand.Module })
 
+	// A rank whose job's CRS is built in loads no plugin (only a CRS can
+	// come from one in a rank); one whose CRS is the plugin's does.
+	for _, tt := range []struct {
+		crs  string
+		want int
+	}{{"self", 0}, {"plugnone", 1}} {
+		cl := mca.Origin{Source: mca.SourceCommandLine}
+		rank, err := Load(t.Context(), Options{Role: mca.RoleApp, Settings: []mca.Setting{{Name: "crs", Value: tt.crs, Origin: cl},
+			{Name: "mca_base_component_path", Value: dir, Origin: cl}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		if rank.Plugins != nil {
+			got = len(rank.Plugins.Plugins())
+		}
+		if got != tt.want {
+			t.Errorf("a rank of a crs=%s job loaded %d plugins, want %d", tt.crs, got, tt.want)
+		}
+		rank.Close()
+	}
+
 	// With NoUserFiles the user's plugin folder is not searched.
 	p2, err := Load(t.Context(), Options{Role: mca.RoleTool, Sources: mca.SourceOptions{Home: home, NoUserFiles: true}})
 	if err != nil {
