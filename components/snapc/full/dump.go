@@ -249,11 +249,7 @@ func (l *local) resume(id uint64, ranks []int, quiet map[int]error) {
 // endHeld ends the ranks a Term dump of request id held, once the
 // request is done (its sequence committed).
 func (l *local) endHeld(id uint64) {
-	l.mu.Lock()
-	ranks := l.held[id]
-	delete(l.held, id)
-	l.mu.Unlock()
-	for _, r := range ranks {
+	for _, r := range l.takeHeld(id) {
 		if err := l.spec.Dumper.End(r, id); err != nil {
 			l.log.Warn("could not end a rank saved by a checkpoint-and-terminate", "rank", r, "request", id, "err", err)
 		}
@@ -263,11 +259,16 @@ func (l *local) endHeld(id uint64) {
 // releaseHeld lets go the ranks a Term dump of request id held, when the
 // request is withdrawn (the job goes on).
 func (l *local) releaseHeld(id uint64) {
-	l.mu.Lock()
-	ranks := l.held[id]
-	delete(l.held, id)
-	l.mu.Unlock()
-	if len(ranks) > 0 {
+	if ranks := l.takeHeld(id); len(ranks) > 0 {
 		l.resume(id, ranks, nil)
 	}
+}
+
+// takeHeld returns and forgets the ranks request id holds.
+func (l *local) takeHeld(id uint64) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ranks := l.held[id]
+	delete(l.held, id)
+	return ranks
 }
