@@ -24,11 +24,11 @@ work=$(mktemp -d)
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	for u in "${singles[@]}"; do kill "$u" 2>/dev/null; done
+	for u in "${singles[@]}"; do pkill -KILL -P "$u" 2>/dev/null; kill -KILL "$u" 2>/dev/null; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir -p "$work/bin" "$work/lib/gompi"
+mkdir -p "$work/bin" "$work/lib/gompi" "$work/noplugins"
 go build -o "$work/bin/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-checkpoint ./examples/noop
 go build -o "$work/lib/gompi/" ./cmd/gompi-plugin-criu
 
@@ -55,7 +55,10 @@ seqbytes() { du -sb "$work/ck"/*/"$1" | awk '{print $1}'; }
 singles=()
 startSingles() {
 	for i in 1 2 3 4; do
-		unshare --pid --fork --kill-child setsid "$work/bin/noop" -mib "$mib" >"$work/single.$i" 2>&1 &
+		# No plugins (a singleton would start lib/gompi's as its child, and
+		# CRIU would dump that too): an empty plugin folder.
+		GOMPI_MCA_mca_base_component_path="$work/noplugins" \
+			unshare --pid --fork --kill-child setsid "$work/bin/noop" -mib "$mib" >"$work/single.$i" 2>&1 &
 		singles+=($!)
 	done
 	for i in 1 2 3 4; do
