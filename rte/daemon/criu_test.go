@@ -13,12 +13,24 @@ import (
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	pb "gompi/rte/control/proto"
+	"gompi/testdata/plugins/fixtures"
 )
 
 // criuModule selects crs criu as gompid does (C/R on, the job's CRS
 // criu, selected as a rank would: boot.AssembleDaemon) and provisions it
 // with the node. As root a missing or broken CRIU fails the test: CI,
 // root with CRIU installed, runs it.
+// restorerModule is the plugin kit's restorer fixture (a crs.Restorer
+// that relaunches), unprovisioned.
+func restorerModule(t *testing.T) crs.Module {
+	t.Helper()
+	mod, _, err := fixtures.RestorerCRS().Query(t.Context(), mca.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
 func criuModule(t *testing.T) crs.Module {
 	t.Helper()
 	if os.Geteuid() != 0 {

@@ -15,10 +15,8 @@ import (
 	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/snapshot"
-	"gompi/mca"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/rankclient"
-	"gompi/testdata/plugins/fixtures"
 )
 
 // lifelineRankArg makes the test binary a rank with a lifeline
@@ -316,10 +314,7 @@ func TestHarnessQuiesceRefusedEndedIgnored(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the rank init's PID namespace needs root")
 	}
-	restorer, _, err := fixtures.RestorerCRS().Query(t.Context(), mca.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	restorer := restorerModule(t)
 	h := lifelineHarness(t, newHarnessCRS(t, criuCRS), restorer)
 	h.launchLifelineRank("refuse")
 	for id := range uint64(2) {
@@ -355,10 +350,7 @@ func TestHarnessLateReadyGoesOn(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the rank init's PID namespace needs root")
 	}
-	restorer, _, err := fixtures.RestorerCRS().Query(t.Context(), mca.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	restorer := restorerModule(t)
 	h := lifelineHarness(t, newHarnessCRS(t, criuCRS), restorer)
 	h.launchLifelineRank("late")
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
@@ -384,10 +376,7 @@ func TestHarnessLateReadyGoesOn(t *testing.T) {
 // lifelines (under the rank init) and the job's CRS restores them
 // itself; a rank without a lifeline is refused.
 func TestDumperOnlyForRestorers(t *testing.T) {
-	restorer, _, err := fixtures.RestorerCRS().Query(t.Context(), mca.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	restorer := restorerModule(t)
 	plain := newHarness(t)
 	plain.d.cr.crs = restorer
 	if plain.d.dumper() != nil {

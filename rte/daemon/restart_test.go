@@ -12,7 +12,6 @@ import (
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	pb "gompi/rte/control/proto"
-	"gompi/testdata/plugins/fixtures"
 )
 
 // restartHarness is a harness whose job (CRS crsName in its settings)
@@ -71,10 +70,7 @@ func (h *harness) stderrOf(r int32) string {
 func TestHarnessRestartThroughRestorer(t *testing.T) {
 	for _, shape := range []string{"", criuCRS} {
 		t.Run("crs="+shape, func(t *testing.T) {
-			mod, _, err := fixtures.RestorerCRS().Query(t.Context(), mca.Query{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			mod := restorerModule(t)
 			if _, err := mca.Provision(t.Context(), mod, crs.Host{Daemon: &crs.DaemonHost{Node: "n1"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -99,10 +95,7 @@ func TestHarnessRestartThroughRestorer(t *testing.T) {
 
 // A Restorer that fails is a start error of the rank.
 func TestHarnessRestoreFails(t *testing.T) {
-	mod, _, err := fixtures.RestorerCRS().Query(t.Context(), mca.Query{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := restorerModule(t)
 	// Not provisioned: the fixture refuses to restore.
 	h, ref := restartHarness(t, "", mod, "restorer", nil)
 	if s := h.restart(ref, "exit 0"); s.Pid != 0 || !strings.Contains(s.Error, "restore of rank 0") {
