@@ -111,10 +111,8 @@ func (p *dumper) Dump(ctx context.Context, rank int, dir string, opts crs.Option
 	if err != nil {
 		return err
 	}
-	// A node's ranks are dumped one after the other (crState.crsMu).
-	d.cr.crsMu.Lock()
+	// The CRS runs one CRIU at a time on the host (crs criu's host lock).
 	res, err := d.cr.crs.Checkpoint(ctx, crs.CheckpointRequest{PID: rk.pid, Dir: dir, Options: opts})
-	d.cr.crsMu.Unlock()
 	if err != nil {
 		if opts.Term {
 			// The CRS ends a tree only once it is saved.

@@ -103,10 +103,8 @@ func (d *daemon) restoreRank(ctx context.Context, l *pb.Launch, r int, rs *rankR
 	// The lock is held across the restore so the restored rank's first
 	// call cannot overtake its record.
 	d.mu.Lock()
-	d.cr.crsMu.Lock()
 	p, err := rest.Restore(ctx, crs.RestoreRequest{Rank: r, Dir: rs.dir, Meta: rs.meta, Launch: launchOf(l),
 		Stdout: io.outW, Stderr: io.errW, Files: files})
-	d.cr.crsMu.Unlock()
 	io.closeChild()
 	if err != nil {
 		d.mu.Unlock()

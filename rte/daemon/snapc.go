@@ -38,13 +38,6 @@ type crState struct {
 	crs     crs.Module
 	crsName string
 	crsErr  error
-	// crsMu makes the CRS's dumps and restores one at a time: two CRIU
-	// runs at once fail in CRIU's parasite (TestHarnessDumpRanksAtOnce
-	// did; crs criu also takes a host-wide lock since, for the gompids of
-	// one machine), and go-criu makes each CRIU's socket pair inheritable
-	// outside os/exec's fork lock, so CRIUs started at once by one process
-	// (the CRS's plugin) would also hold each other's sockets.
-	crsMu sync.Mutex
 
 	mu       sync.Mutex
 	local    snapc.Local

@@ -15,7 +15,11 @@ import (
 // checkpoints of a 4-rank job on two such nodes failed, none of four on
 // one node (whose gompid dumps its ranks one after the other). An flock
 // on a file every gompid of the host finds serializes them; it is released
-// by the kernel if the process dies holding it.
+// by the kernel if the process dies holding it. Within one process it
+// serializes too (each call opens the file anew), which go-criu needs:
+// it makes each CRIU's socket pair inheritable outside os/exec's fork
+// lock, so CRIUs started at once by one process would hold each other's
+// sockets.
 
 // hostLockFile is the lock's file: in the system's temporary folder, the
 // same for every process of the host (crs criu runs as root).
