@@ -84,27 +84,14 @@ func anyErr(m map[int]error) bool {
 // each, let each go on (with Term, hold them until the request is done
 // or withdrawn).
 func (l *local) dump(ctx context.Context, req snapc.LocalRequest, ranks []int, cancel <-chan struct{}) []snapc.RankReply {
-	out := map[int]snapc.RankReply{}
-	d := l.spec.Dumper
-	if d == nil {
+	if l.spec.Dumper == nil {
+		out := map[int]snapc.RankReply{}
 		for _, r := range ranks {
 			out[r] = snapc.RankReply{Rank: r, Err: fmt.Sprintf("gompid on node %s cannot dump ranks: the job's CRS does not save them from outside", l.spec.Node)}
 		}
 		return inOrder(ranks, out)
 	}
-	dirs := map[int]string{}
-	for _, r := range ranks {
-		dir, err := l.spec.Store.LocalDir(ctx, req.Ref, req.Seq, r)
-		if err != nil {
-			out[r] = snapc.RankReply{Rank: r, Err: err.Error()}
-			continue
-		}
-		dirs[r] = dir
-	}
-	l.mu.Lock()
-	l.dirs[req.ID] = dirs
-	l.targeted[req.ID] = ranks
-	l.mu.Unlock()
+	dirs, out := l.localDirs(ctx, req, ranks, func(int) bool { return true })
 	if len(out) > 0 {
 		// The other ranks are not asked; the failed request is withdrawn
 		// on every node, which ends the waits of the ranks elsewhere.
@@ -116,7 +103,7 @@ func (l *local) dump(ctx context.Context, req snapc.LocalRequest, ranks []int, c
 		return inOrder(ranks, out)
 	}
 	quiet, cause := l.quiesceAll(ctx, req, ranks, cancel)
-	if cause >= 0 || len(quiet) < len(ranks) || anyErr(quiet) {
+	if anyErr(quiet) {
 		for _, r := range ranks {
 			rr := snapc.RankReply{Rank: r, Dir: dirs[r]}
 			switch {

@@ -272,9 +272,9 @@ func (l *local) query(ctx context.Context, req snapc.LocalRequest, ranks []int, 
 }
 
 func (l *local) target(ctx context.Context, req snapc.LocalRequest, ranks []int, cancel <-chan struct{}) []snapc.RankReply {
-	out := map[int]snapc.RankReply{}
 	select {
 	case <-cancel:
+		out := map[int]snapc.RankReply{}
 		for _, r := range ranks {
 			out[r] = snapc.RankReply{Rank: r, Err: "the checkpoint was cancelled"}
 		}
@@ -285,28 +285,15 @@ func (l *local) target(ctx context.Context, req snapc.LocalRequest, ranks []int,
 	if len(req.Ranks) > 0 {
 		migrate = req.Ranks
 	}
-	dirs := map[int]string{}
+	// A migration's ranks not in req.Ranks hold unsaved: no directory.
+	saved := func(r int) bool { return migrate == nil || slices.Contains(migrate, r) }
+	dirs, out := l.localDirs(ctx, req, ranks, saved)
 	reqs := map[int]snapc.AppRequest{}
 	for _, r := range ranks {
-		// A migration's ranks not in req.Ranks hold unsaved: no directory.
-		if migrate != nil && !slices.Contains(migrate, r) {
-			reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Options: req.Options, Migrate: migrate}
-			continue
+		if _, failed := out[r]; !failed {
+			reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Dir: dirs[r], Options: req.Options, Migrate: migrate}
 		}
-		dir, err := l.spec.Store.LocalDir(ctx, req.Ref, req.Seq, r)
-		if err != nil {
-			out[r] = snapc.RankReply{Rank: r, Err: err.Error()}
-			continue
-		}
-		dirs[r] = dir
-		reqs[r] = snapc.AppRequest{ID: req.ID, Kind: snapc.Target, Target: req.Target, Seq: req.Seq, Dir: dir, Options: req.Options, Migrate: migrate}
 	}
-	l.mu.Lock()
-	l.dirs[req.ID] = dirs
-	// A rank whose directory could not be made is not asked, but the
-	// request fails, and the Cancel goes to every rank of the node.
-	l.targeted[req.ID] = ranks
-	l.mu.Unlock()
 	for r, a := range l.ask(ctx, cancel, 0, reqs) {
 		rr := snapc.RankReply{Rank: r, Dir: dirs[r]}
 		switch {
@@ -318,6 +305,33 @@ func (l *local) target(ctx context.Context, req snapc.LocalRequest, ranks []int,
 		out[r] = rr
 	}
 	return inOrder(ranks, out)
+}
+
+// localDirs makes the local snapshot directory of request req for each
+// of ranks that saved says is saved, and records the directories and the
+// ranks the request goes to: all of them, so that a Cancel reaches every
+// rank of the node, even one whose directory could not be made (it is
+// not asked, but the request fails). It returns the directories, and a
+// reply with the error of each rank whose directory could not be made.
+func (l *local) localDirs(ctx context.Context, req snapc.LocalRequest, ranks []int, saved func(int) bool) (map[int]string, map[int]snapc.RankReply) {
+	dirs := map[int]string{}
+	failed := map[int]snapc.RankReply{}
+	for _, r := range ranks {
+		if !saved(r) {
+			continue
+		}
+		dir, err := l.spec.Store.LocalDir(ctx, req.Ref, req.Seq, r)
+		if err != nil {
+			failed[r] = snapc.RankReply{Rank: r, Err: err.Error()}
+			continue
+		}
+		dirs[r] = dir
+	}
+	l.mu.Lock()
+	l.dirs[req.ID] = dirs
+	l.targeted[req.ID] = ranks
+	l.mu.Unlock()
+	return dirs, failed
 }
 
 func (l *local) sync(ctx context.Context, req snapc.LocalRequest, ranks []int, cancel <-chan struct{}) ([]snapc.RankReply, string) {
