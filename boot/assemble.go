@@ -50,7 +50,7 @@ var Roles = map[mca.Role][]Part{
 		{Framework: plm.Name, Select: "one"},
 		{Framework: errmgr.Name, Select: "stack", Host: "errmgr.Host (the job's run), by gompirun before each run of the job"},
 		{Framework: snapc.Name, Select: "one", Host: "a coordinating module starts each run's global coordinator (snapc.Coordinator.NewGlobal)"},
-		{Framework: crs.Name, Select: "one, as a rank would; its name travels in the job's settings so every rank uses the same CRS"},
+		{Framework: crs.Name, Select: "one, as a rank would, or, for a program that does not import package cr when the selection leaves the choice, the best that saves ranks from outside (criu); its name travels in the job's settings so every rank uses the same CRS"},
 	},
 	mca.RoleDaemon: {
 		{Framework: sstore.Name, Select: "one", Host: "sstore.Host (node, FileM), by the assembly"},
@@ -86,8 +86,9 @@ type HNP struct {
 	closers mca.Closers
 }
 
-// AssembleHNP selects gompirun's modules.
-func AssembleHNP(ctx context.Context, p *Process) (h *HNP, err error) {
+// AssembleHNP selects gompirun's modules. program is the resolved path of the program the job runs ("" when not
+// known): it decides the job's CRS when the selection leaves the choice.
+func AssembleHNP(ctx context.Context, p *Process, program string) (h *HNP, err error) {
 	r := newRecorder(mca.RoleHNP)
 	h = &HNP{}
 	built := h // what to close when a later step fails
@@ -118,7 +119,7 @@ func AssembleHNP(ctx context.Context, p *Process) (h *HNP, err error) {
 		return nil, fmt.Errorf("choose the snapshot coordinator: %w", err)
 	}
 	h.closers.Module("snapc/"+h.SnapC.Info.Name, h.SnapC.Module)
-	if h.CRS, h.CRSFromOutside, err = jobCRS(ctx, r, p); err != nil {
+	if h.CRS, h.CRSFromOutside, err = jobCRS(ctx, r, p, program); err != nil {
 		return nil, fmt.Errorf("choose the job's CRS: %w", err)
 	}
 	r.done()
@@ -132,8 +133,10 @@ func AssembleHNP(ctx context.Context, p *Process) (h *HNP, err error) {
 // closed at once. When the crs parameter was set (not defaulted) and
 // nothing it names can be used, the job is refused with each one's
 // reason (criu: not root, no usable CRIU...), rather than started with
-// ranks that cannot be saved.
-func jobCRS(ctx context.Context, r *recorder, p *Process) (string, bool, error) {
+// ranks that cannot be saved. When the selection leaves the choice to
+// gompi (-am ft-enable-cr's empty crs), the program decides
+// (outsideForProgram).
+func jobCRS(ctx context.Context, r *recorder, p *Process, program string) (string, bool, error) {
 	r.add(crs.Name)
 	fw := p.Frameworks.CRS
 	c, err := fw.SelectOne(ctx, p.Values, mca.RoleApp, p.FrameworkLogger(crs.Name))
@@ -144,17 +147,74 @@ func jobCRS(ctx context.Context, r *recorder, p *Process) (string, bool, error) 
 		}
 		var why []string
 		if probes, perr := fw.Probe(ctx, p.Values, mca.RoleApp); perr == nil {
-			for _, pr := range probes {
-				if reason := pr.Skipped + pr.Failed; reason != "" && !pr.Excluded {
-					why = append(why, pr.Info.Name+": "+reason)
-				}
-			}
+			why = probeReasons(probes)
 		}
 		return "", false, fmt.Errorf("crs = %q (%s): %w%s; gompi-info --mca crs %s says more", set.Value, set.Origin, err, joinWhy(why), set.Value)
 	}
+	defer func() { _ = mca.Close(c.Module) }()
+	if o, ok := outsideForProgram(ctx, p, c, program); ok {
+		defer func() { _ = mca.Close(o.Module) }()
+		c = o
+	}
 	_, outside := c.Module.(crs.Restorer)
-	_ = mca.Close(c.Module)
 	return c.Info.Name, outside, nil
+}
+
+// outsideForProgram returns the CRS that saves processes from outside
+// (criu) for a program with no C/R code of gompi's, when the selection
+// leaves the choice and C/R is on. A program linking package cr keeps the
+// rank's choice (self: its registered state at its safe points, small and
+// portable); any other program has nothing self could save, so it gets
+// the best CRS that saves from outside and is never refused a checkpoint
+// where one can be taken. Such a CRS runs in daemons, never in a rank
+// (criu answers a rank's query only when named), so it is asked as
+// gompirun. Where none can be used, gompirun says so once, with why, and
+// the job runs with the rank's choice.
+func outsideForProgram(ctx context.Context, p *Process, best mca.Candidate[crs.Module], program string) (mca.Candidate[crs.Module], bool) {
+	log := p.FrameworkLogger(crs.Name)
+	sel, err := mca.ParseSelector(p.Values.String(crs.Name))
+	if _, outside := best.Module.(crs.Restorer); outside || err != nil || (!sel.Exclude && len(sel.Names) == 1) ||
+		program == "" || !p.Values.Bool(mca.ParamCREnabled) {
+		return best, false // nothing to choose, or C/R off: no need to read the program
+	}
+	uses, _, err := programUsesCR(program)
+	if err != nil {
+		log.Debug("the program's C/R code is not known; the CRS is chosen by priority", "err", err)
+		return best, false
+	}
+	if uses {
+		return best, false
+	}
+	cands, probes, _ := p.Frameworks.CRS.Candidates(ctx, p.Values, mca.RoleHNP, log)
+	var chosen *mca.Candidate[crs.Module]
+	for i, c := range cands {
+		if _, ok := c.Module.(crs.Restorer); ok && chosen == nil {
+			chosen = &cands[i]
+			continue
+		}
+		_ = mca.Close(c.Module)
+	}
+	if chosen != nil {
+		log.Debug("the program does not import "+crPackage+": its ranks are saved from outside", "crs", chosen.Info.Name)
+		return *chosen, true
+	}
+	probes = slices.DeleteFunc(probes, func(pr mca.Probe) bool { return pr.Info.Name == best.Info.Name }) // it answers a rank, not gompirun
+	log.Warn("the program does not import "+crPackage+" and no CRS that saves unmodified programs can be used here"+joinWhy(probeReasons(probes))+
+		": unless it saves its own state, its checkpoints will be refused; run as root with CRIU >= 4.2 (gompi-info --mca crs criu says more), or save its state with package cr",
+		"program", program, "crs", best.Info.Name)
+	return best, false
+}
+
+// probeReasons lists why each component that was considered could not be
+// used.
+func probeReasons(probes []mca.Probe) []string {
+	var why []string
+	for _, pr := range probes {
+		if reason := pr.Skipped + pr.Failed; reason != "" && !pr.Excluded {
+			why = append(why, pr.Info.Name+": "+reason)
+		}
+	}
+	return why
 }
 
 func joinWhy(why []string) string {

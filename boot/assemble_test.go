@@ -33,7 +33,7 @@ func TestHNPChoosesTheJobsCRS(t *testing.T) {
 		{nil, "none"},
 	} {
 		p := loadWith(t, mca.RoleHNP, tt.args...)
-		h, err := AssembleHNP(t.Context(), p)
+		h, err := AssembleHNP(t.Context(), p, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestHNPChoosesTheJobsCRS(t *testing.T) {
 // and where to look; with nothing named, a job with C/R off goes on.
 func TestHNPRefusesANamedCRSItCannotUse(t *testing.T) {
 	p := loadWith(t, mca.RoleHNP, "ft_cr_enabled=1", "crs=^self,none")
-	if _, err := AssembleHNP(t.Context(), p); err == nil || !strings.Contains(err.Error(), "choose the job's CRS") ||
+	if _, err := AssembleHNP(t.Context(), p, ""); err == nil || !strings.Contains(err.Error(), "choose the job's CRS") ||
 		!strings.Contains(err.Error(), "gompi-info --mca crs ^self,none says more") {
 		t.Fatalf("crs excluding every component: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestRolesTableMatchesAssembly(t *testing.T) {
 		}
 	}()
 	ctx := context.Background()
-	h, err := AssembleHNP(ctx, loadWith(t, mca.RoleHNP))
+	h, err := AssembleHNP(ctx, loadWith(t, mca.RoleHNP), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -337,17 +337,30 @@ func (s Selector) allows(name string) bool {
 // first: strictly higher priority wins, ties go to built-ins, then to the
 // name. A non-stacked framework returns one candidate.
 func (f *Framework[M]) Select(ctx context.Context, vals *Values, role Role, log *slog.Logger) ([]Candidate[M], error) {
-	cands, _, err := f.query(ctx, vals, role, log)
+	cands, _, err := f.Candidates(ctx, vals, role, log)
 	if err != nil {
 		return nil, err
-	}
-	if len(cands) == 0 {
-		return nil, fmt.Errorf("mca: %s: %w (selection %q; known: %s)", f.name, ErrNoComponent, vals.String(f.name), strings.Join(f.Names(), ", "))
 	}
 	if !f.stack {
 		cands = cands[:1]
 	}
 	return cands, nil
+}
+
+// Candidates returns every available module of the framework, best
+// first, whether the framework stacks or not, and what each component
+// answered (also when none is available): for a caller that chooses among
+// them by something the priorities cannot know (gompirun picks the job's
+// CRS by the program it runs). The caller closes every module.
+func (f *Framework[M]) Candidates(ctx context.Context, vals *Values, role Role, log *slog.Logger) ([]Candidate[M], []Probe, error) {
+	cands, probes, err := f.query(ctx, vals, role, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cands) == 0 {
+		return nil, probes, fmt.Errorf("mca: %s: %w (selection %q; known: %s)", f.name, ErrNoComponent, vals.String(f.name), strings.Join(f.Names(), ", "))
+	}
+	return cands, probes, nil
 }
 
 // SelectOne returns the best module of a framework.

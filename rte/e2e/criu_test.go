@@ -47,11 +47,17 @@ func plainSum(t *testing.T) string {
 // on, its snapshots in dir, and waits for its first progress line.
 func criuJob(t *testing.T, dir string) *job {
 	t.Helper()
+	return criuJobWith(t, dir, criuParams())
+}
+
+// criuJobWith is criuJob with params in place of criuParams.
+func criuJobWith(t *testing.T, dir string, params []string) *job {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("CRIU and the rank init's PID namespace need root")
 	}
 	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
-		"--mca", "snapc_base_global_snapshot_dir", dir}, criuParams()...)
+		"--mca", "snapc_base_global_snapshot_dir", dir}, params...)
 	j := start(t, append(append(args, plainheat()), plainArgs...)...)
 	j.waitFor("plainheat's first progress line", func(lines []string, _ string) bool {
 		return len(lines) > 0 && strings.HasPrefix(lines[0], "step ")
@@ -115,12 +121,18 @@ func TestCRIUCheckpointContinueRestart(t *testing.T) {
 // TestCRIUTerm: gompi-checkpoint --term ends plainheat once its ranks are
 // saved, without a checksum: their gompids end the dumped ranks at the
 // commit (gompirun never has to end them after its grace); the restart
-// finishes with the uninterrupted one.
+// finishes with the uninterrupted one. The job names no CRS: -am
+// ft-enable-cr alone picks criu for a program without package cr.
 func TestCRIUTerm(t *testing.T) {
 	dir := t.TempDir()
-	j := criuJob(t, dir)
+	j := criuJobWith(t, dir, []string{"--mca", "mca_base_component_path", plugins})
 	ref := refOf(t, j, dir)
 	checkpointCRIU(t, j, ref.Name, "0", "--term")
+	for _, p := range info(t, ref).Seqs[0].Procs {
+		if p.CRS != "criu" {
+			t.Errorf("rank %d saved by crs %q, want criu (chosen by ft-enable-cr for a program without package cr)", p.Rank, p.CRS)
+		}
+	}
 	begin := time.Now()
 	code, out, errs := j.wait()
 	t.Logf("job ended %v after gompi-checkpoint --term returned", time.Since(begin).Round(time.Millisecond))

@@ -67,9 +67,10 @@ import (
 // Name of the component.
 const Name = "criu"
 
-// Priority is the component's default priority: below self (20), so
-// -am ft-enable-cr keeps choosing self where both answer until the job's
-// choice between them is decided (issue 21).
+// Priority is the component's default priority: below self (20). It
+// rarely decides: -am ft-enable-cr gives a program linking package cr
+// self and any other program criu where it can be used (boot's
+// outsideForProgram), and a rank never considers criu unless named.
 const Priority = 10
 
 // ParamBinary names the CRIU binary to use; empty searches for one.
@@ -94,6 +95,7 @@ func New() mca.Component[crs.Module] {
 // on (or crs names it). A rank (and gompirun choosing the job's CRS as a
 // rank would) considers it only when crs names it: a rank never runs it,
 // and every rank of a C/R job would otherwise pay for a `criu check`.
+// gompirun asks as itself when the program has no C/R code of its own.
 func query(ctx context.Context, q mca.Query) (crs.Module, int, error) {
 	if err := q.SkipUnlessCR(crs.Name, Name); err != nil {
 		return nil, 0, err

@@ -1,0 +1,50 @@
+package boot
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// crPackage is the import path of gompi's application-level C/R API.
+// A program that links it registered its state and safe points (or asks
+// for checkpoints itself), which is what crs self saves.
+const crPackage = "gompi/cr"
+
+// programUsesCR reports whether the program at path is a Go program
+// linking package cr, read from its function table (.gopclntab, which
+// stripping keeps), so that gompirun can choose the job's CRS before any
+// rank runs. A program that is not a Go ELF executable (a C program, a
+// script) has no C/R code of gompi's. known is false when the file cannot
+// be read as an executable at all: the caller then keeps the priorities'
+// choice.
+func programUsesCR(path string) (uses, known bool, err error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		if _, ok := errors.AsType[*elf.FormatError](err); ok {
+			return false, true, nil // not ELF: a script or another format
+		}
+		return false, false, fmt.Errorf("read program %s: %w", path, err)
+	}
+	defer f.Close()
+	pcln, text := f.Section(".gopclntab"), f.Section(".text")
+	if pcln == nil || text == nil {
+		return false, true, nil // ELF but not Go (C, C++, ...)
+	}
+	data, err := pcln.Data()
+	if err != nil {
+		return false, false, fmt.Errorf("read program %s: function table: %w", path, err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	if err != nil {
+		return false, false, fmt.Errorf("read program %s: function table: %w", path, err)
+	}
+	for _, fn := range tab.Funcs {
+		if strings.HasPrefix(fn.Name, crPackage+".") {
+			return true, true, nil
+		}
+	}
+	return false, true, nil
+}
