@@ -134,7 +134,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return 1, err
 	}
 
-	mods, err := boot.AssembleHNP(ctx, o.Proc)
+	mods, err := boot.AssembleHNP(ctx, o.Proc, pl.program)
 	if err != nil {
 		return 1, err
 	}
