@@ -383,7 +383,7 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 			continue
 		}
 		if known != nil {
-			if _, ok := known.Lookup(s.Name); !ok {
+			if _, ok := known.Lookup(s.Name); !ok && !ofUnloadedComponent(known, s.Name) {
 				warnings = append(warnings, fmt.Sprintf("parameter %s = %q stored in the snapshot is not known to this gompi; left out", s.Name, s.Value))
 				continue
 			}
@@ -408,6 +408,26 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 	}
 	args = append(args, "--", l.Program)
 	return append(args, l.Args...), warnings
+}
+
+// ofUnloadedComponent reports whether name is a parameter of a component
+// of a known framework that this process did not register: a plugin's
+// (crs_criu_binary), since gompi-restart loads no plugins. gompirun,
+// which loads them, checks it; a parameter of a component registered
+// here that is not known any more is left out as unknown.
+func ofUnloadedComponent(known *mca.Params, name string) bool {
+	fw, rest, ok := strings.Cut(name, "_")
+	if _, isFW := known.Lookup(fw); !ok || !isFW || strings.HasPrefix(rest, "base_") {
+		return false
+	}
+	for i := range len(rest) {
+		if rest[i] == '_' {
+			if _, registered := known.Lookup(fw + "_" + rest[:i] + "_priority"); registered {
+				return false
+			}
+		}
+	}
+	return strings.Contains(rest, "_")
 }
 
 // Main runs gompi-restart with the process's arguments.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"gompi/cli"
+	"gompi/components/builtin"
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/sstore/snapshot"
@@ -263,27 +264,29 @@ func TestCommand(t *testing.T) {
 			{Name: "btl", Value: "uds", Origin: mca.Origin{Source: mca.SourceCommandLine}},
 			{Name: "plm", Value: "local", Origin: mca.Origin{Source: mca.SourceUserFile}},
 			{Name: "nobody_knows_me", Value: "1", Origin: mca.Origin{Source: mca.SourceEnv}},
+			{Name: "crs_criu_binary", Value: "/opt/criu", Origin: mca.Origin{Source: mca.SourceCommandLine}},
+			{Name: "crs_self_gone", Value: "1", Origin: mca.Origin{Source: mca.SourceCommandLine}},
 		},
 		Launch: crs.Launch{Argv: []string{"/bin/p", "-np", "--"}, Dir: "/w", Env: []string{"A=1"}}}
 	point := snapshot.RestartPoint{Ref: ref, Meta: meta, Seq: snapshot.SeqRecord{Seq: 4}}
 	params := mca.NewParams()
-	frameworks.New(params)
+	builtin.Register(frameworks.New(params)) // as gompi-restart: built-in components, no plugins
 	tests := []struct {
 		name string
 		ov   Overrides
 		want string
 		warn int
 	}{
-		{"stored", Overrides{}, "-np 3 -am ft-enable-cr --mca btl uds --mca plm local --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 1},
+		{"stored", Overrides{}, "-np 3 -am ft-enable-cr --mca btl uds --mca plm local --mca crs_criu_binary /opt/criu --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 2},
 		{"overrides", Overrides{MCA: []string{"btl=tcp"}, AMCA: []string{"mine"}, Hostfile: "/h", Extra: []string{"--tag-output"}},
-			"-np 3 --hostfile /h -am mine --mca plm local --mca btl tcp --tag-output --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 1},
+			"-np 3 --hostfile /h -am mine --mca plm local --mca crs_criu_binary /opt/criu --mca btl tcp --tag-output --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 2},
 	}
 	for _, tt := range tests {
 		args, warns := Command(point, tt.ov, params)
 		if got := strings.Join(args, " "); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
 		}
-		if len(warns) != tt.warn || !strings.Contains(warns[0], "nobody_knows_me") {
+		if len(warns) != tt.warn || !strings.Contains(warns[0], "nobody_knows_me") || !strings.Contains(warns[1], "crs_self_gone") {
 			t.Errorf("%s: warnings %v", tt.name, warns)
 		}
 	}
