@@ -217,12 +217,14 @@ func TestUserProgramsLinkNoDaemonOrCommands(t *testing.T) {
 		})
 }
 
-// examples/plainheat is the program with no C/R code that transparent
-// checkpoints are tested on: it must not reach package cr, even through
-// the solver it shares with heat.
+// examples/plainheat and examples/traffic are the programs with no C/R
+// code that transparent checkpoints are tested on: they must not reach
+// package cr, even through the solver plainheat shares with heat.
 func TestPlainProgramHasNoCRCode(t *testing.T) {
-	forbidDeps(t, "examples/plainheat has no checkpoint/restart code (no package cr)",
-		func(p string) bool { return p == examples+"/plainheat" || p == examples+"/heat/solver" },
+	forbidDeps(t, "examples/plainheat and examples/traffic have no checkpoint/restart code (no package cr)",
+		func(p string) bool {
+			return p == examples+"/plainheat" || p == examples+"/heat/solver" || p == examples+"/traffic"
+		},
 		func(d string) bool { return d == cr || under(d, cr) })
 }
 

@@ -37,6 +37,9 @@ func (d *daemon) start(ctx context.Context, l *pb.Launch) {
 		if err := becomeSubreaper(); err != nil {
 			d.log.Error("restored ranks will not be waited on", "err", err)
 		}
+		if err := closeInheritedOnExec(); err != nil {
+			d.log.Warn("ranks may inherit descriptors gompid inherited, and be dumped with them", "err", err)
+		}
 	}
 	if err := d.startLocal(l); err != nil {
 		d.log.Error("no local snapshot coordinator; checkpoints of this job will fail", "err", err)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -48,6 +49,19 @@ func rankShapeAs(vals *mca.Values, uid int) (underInit bool, self string, err er
 		return true, "", fmt.Errorf("the rank init is gompid itself, whose path is unknown: %w", err)
 	}
 	return true, self, nil
+}
+
+// closeInheritedOnExec marks every descriptor gompid holds from 3 up
+// close-on-exec. Everything Go opens already is; what is not was
+// inherited from whoever started gompid (a shell, a test harness) and
+// would reach every rank init and rank, be dumped with them and be
+// restored with no other end. What gompid hands a child on purpose goes
+// through exec.Cmd (ExtraFiles), which gives the child its own copy.
+func closeInheritedOnExec() error {
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
+	}
+	return nil
 }
 
 // becomeSubreaper makes gompid its descendants' reaper: a process whose

@@ -72,7 +72,7 @@ func checkpointCRIU(t *testing.T, j *job, ref string, seq string, flags ...strin
 	begin := time.Now()
 	code, out, errs := tool(t, "gompi-checkpoint", append(flags, pidArg(j))...)
 	t.Logf("gompi-checkpoint %v: %v", flags, time.Since(begin).Round(time.Millisecond))
-	if code != 0 || out != "Snapshot Ref.:   "+seq+" "+ref+"\n" {
+	if code != 0 || out != fmt.Sprintf("Snapshot Ref.: %3s %s\n", seq, ref) {
 		t.Fatalf("gompi-checkpoint %v: status %d, want sequence %s\n%s%s\njob's stderr:\n%s", flags, code, seq, out, errs, j.errText())
 	}
 }

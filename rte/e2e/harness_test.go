@@ -89,7 +89,7 @@ func build() error {
 	return buildCRIU(modRoot)
 }
 
-// buildCRIU builds what the crs=criu tests add: the program with no C/R
+// buildCRIU builds what the crs=criu tests add: the programs with no C/R
 // code they checkpoint, in bin, and the criu plugin in plugins/, a folder
 // the criu jobs name with mca_base_component_path (the other tests'
 // processes load no plugin, as before). Rank binaries are never built with
@@ -98,7 +98,7 @@ func build() error {
 // installation finds it: root/.local links to the module's .local, where
 // scripts/install-criu.sh puts it, when that exists.
 func buildCRIU(modRoot string) error {
-	plain := exec.Command("go", "build", "-o", bin+"/", "./examples/plainheat")
+	plain := exec.Command("go", "build", "-o", bin+"/", "./examples/plainheat", "./examples/traffic")
 	plain.Dir, plain.Stderr = modRoot, os.Stderr
 	if err := plain.Run(); err != nil {
 		return err

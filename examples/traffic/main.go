@@ -1,0 +1,127 @@
+// Command traffic is a randomized message-passing program with no line of
+// checkpoint/restart code (it never imports package cr): point-to-point
+// (blocking sends and receives, non-blocking ones with requests left
+// outstanding across rounds, AnySource), blocking and non-blocking
+// collectives, and a goroutine per rank blocked in a receive for long
+// stretches, in a pattern drawn from -seed. Every rank draws the same
+// choices; each round one rank (the laggard, drawn too) is slowed by
+// -pace, so the others spend the round blocked inside the library: in a
+// receive, a Wait or a collective. That is where a transparent
+// checkpoint (crs=criu) is meant to find them.
+//
+// Each message carries its stream's sequence number and content drawn
+// from the seed: the receiver checks both on arrival (a message lost,
+// duplicated or reordered fails the run at once, naming the stream and
+// the sender), and folds it into a running hash per stream and sender.
+// At the end the ranks exchange what each sent every other (count and
+// running hash per stream) and compare it with what was received, then
+// rank 0 prints
+//
+//	traffic: rounds=R messages=M digest=<16 hex digits>
+//
+// which depends on -seed and -rounds only: not on the number of nodes, the
+// transport, the pacing, or how often the job was checkpointed, stopped
+// or restarted. Every rank also prints the transport it reaches each peer
+// with ("transports rank=R self uds tcp ...").
+//
+// With -pace-while PATH, a rank paces only while PATH exists: a test
+// removes it once it has checkpointed the job enough, and a job restored
+// later from one of those checkpoints runs its remaining rounds at full
+// speed.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"gompi/mpi"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := mpi.Init(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "traffic:", err)
+		os.Exit(1)
+	}
+	_, err := run(mpi.Default(), os.Args[1:], os.Stdout)
+	if ferr := mpi.Finalize(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "traffic:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command line's.
+type options struct {
+	seed      uint64
+	rounds    int
+	every     int
+	pace      time.Duration
+	paceWhile string
+}
+
+func parse(args []string, out io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("traffic", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the pattern (the digest depends on it)")
+	fs.IntVar(&o.rounds, "rounds", 500, "rounds of traffic")
+	fs.IntVar(&o.every, "every", 0, "rank 0 prints \"round N\" every this many rounds (0: never)")
+	fs.DurationVar(&o.pace, "pace", 0, "mean time the round's laggard is held before it joins (0: no pacing)")
+	fs.StringVar(&o.paceWhile, "pace-while", "", "pace only while this file exists (empty: always)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case o.rounds < 1:
+		return o, fmt.Errorf("-rounds %d: want at least 1", o.rounds)
+	case o.every < 0 || o.pace < 0:
+		return o, fmt.Errorf("-every and -pace are not negative")
+	}
+	return o, nil
+}
+
+// run runs the traffic on p's world and returns the digest rank 0 prints
+// (the empty string on other ranks).
+func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
+	o, err := parse(args, out)
+	if err != nil {
+		return "", err
+	}
+	t, err := newTraffic(p.World(), o)
+	if err != nil {
+		return "", err
+	}
+	for round := 0; round < o.rounds; round++ {
+		if err := t.round(round); err != nil {
+			return "", fmt.Errorf("rank %d, round %d: %w", t.me, round, err)
+		}
+		if t.me == 0 && o.every > 0 && (round+1)%o.every == 0 {
+			fmt.Fprintf(out, "round %d\n", round+1)
+		}
+	}
+	digest, err := t.finish()
+	if err != nil {
+		return "", fmt.Errorf("rank %d: %w", t.me, err)
+	}
+	ts := fmt.Sprintf("transports rank=%d", t.me)
+	for q := 0; q < t.n; q++ {
+		ts += " " + p.Transport(q)
+	}
+	fmt.Fprintln(out, ts)
+	if t.me == 0 {
+		fmt.Fprintf(out, "traffic: rounds=%d messages=%d digest=%s\n", o.rounds, t.messages, digest)
+	}
+	return digest, nil
+}
