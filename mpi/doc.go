@@ -101,11 +101,19 @@
 // bookmarks: every context the library sends on, collectives' included),
 // and each waits until it has taken off its connections what every peer
 // counted; the reader goroutines put it in the unexpected queue or a
-// posted receive. Then the rank closes every listener (the uds socket file
-// goes) and connection it owns and waits for its readers to end: Suspend
-// returns once this rank is quiet, with its totals (Quiet). A peer closes
-// its connections after its own count, the last frame it sent: a
-// connection ending just after that count is no failure of the peer, as a
+// posted receive. That is the way of bkmrk (and of a job with no
+// protocol installed). With crcp flag (its module's TransparentQuiesce
+// says which, crcp.Transparent; another protocol is refused, naming the
+// two that work), each rank instead writes a flag frame behind its last
+// frame down every connection and reads each peer's connection up to that
+// peer's flag: connections are FIFO, so nothing is counted or exchanged,
+// and the flags bypass the matching engine. Every rank of a job selects
+// the same protocol from the job's parameters. Then the rank closes every
+// listener (the uds socket file goes) and connection it owns and waits
+// for its readers to end: Suspend returns once this rank is quiet, with
+// its totals and the frames the protocol cost (Quiet). A peer closes its
+// connections after its own count or flag, the last frame it sent: a
+// connection ending just after it is no failure of the peer, as a
 // migration's moving ranks are none (migrate.go).
 //
 // Resume listens again (tcp picks a new port), exchanges the new addresses
@@ -122,8 +130,10 @@
 // implements Rejoiner (package mpitest's does; the rank client does not
 // yet, and Suspend says so with errors.ErrUnsupported) and transports that
 // listen again (btl.Relistener: tcp and uds). A Suspend given up (its ctx
-// ended, a peer failed) before every rank's counts arrived leaves this rank
-// running; when some ranks completed and others gave up, the completed
+// ended, a peer failed) before every rank's counts or flags arrived leaves
+// this rank running (a flag that comes late is harmless: the next
+// suspension's carry a larger tag); when some ranks completed and others
+// gave up, the completed
 // ones must be resumed, which needs every rank's Remodex: the coordinator
 // gives up a suspension on every rank or on none. Suspend refuses a rank
 // that is finalizing or stopped, or a job with a failed or finalized rank.

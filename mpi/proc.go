@@ -98,8 +98,12 @@ type Proc struct {
 	finalizing atomic.Bool
 	leaving    atomic.Bool // this rank is migrating: peers drop their connections to this process (migrate.go)
 
-	gate gate       // library entries wait here during a suspension (suspend.go)
-	susp suspension // Suspend and Resume
+	gate  gate       // library entries wait here during a suspension (suspend.go)
+	susp  suspension // Suspend and Resume
+	flags flagState  // the peers' flags of suspensions by crcp flag (flag.go)
+	// ctlFrames counts the library's own frames written to peers (control
+	// context messages and flags): what a suspension's protocol cost.
+	ctlFrames atomic.Uint64
 }
 
 // hookBox holds the active coordination protocol; a nil box means none, and
@@ -621,6 +625,9 @@ func (p *Proc) transmit(pe *peer, kind uint8, ctx uint64, tag int, seq uint64, d
 	if err := pe.out.WriteFrame(pe.hdr[:], data); err != nil {
 		return &ProcFailedError{Rank: pe.rank, Cause: fmt.Errorf("send: %w", err)}
 	}
+	if kind == kindFlag || (kind == kindData && ctx>>1 == ctxControl>>1) {
+		p.ctlFrames.Add(1)
+	}
 	if kind == kindBye {
 		pe.out.Close()
 	}
@@ -720,6 +727,8 @@ func (p *Proc) read(c btl.Conn) {
 					err = p.readData(c, src, &h, pn)
 				case h.kind == kindBye && pn == 0:
 					p.peerGone(src)
+				case h.kind == kindFlag && pn == 0:
+					p.flagged(src, h.tag)
 				default:
 					err = fmt.Errorf("unexpected frame kind %d", h.kind)
 				}
@@ -836,6 +845,7 @@ func (p *Proc) failPeer(rank int, cause error) {
 		r.complete(Status{}, e)
 	}
 	p.failDrains(rank)
+	p.wakeFlags()
 }
 
 var errFinalized = errors.New("it finalized")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gompi/frameworks/btl"
+	"gompi/frameworks/crcp"
 )
 
 // A suspension quiesces a rank transparently, so that its process can be
@@ -18,10 +19,14 @@ import (
 // non-blocking collective. The runtime's link calls Suspend on every rank
 // with the same epoch; each closes its gate (library entries wait there:
 // see gate below), lets the sends already under way reach the transport,
-// exchanges per-peer message counts with every rank (bkmrk's bookmarks,
-// over every context the library uses: they are the library's totals), waits
-// until it has taken off the transport everything its peers sent, and
-// closes every socket and listener it owns. Resume listens anew, exchanges
+// makes its channels quiet the way the job's coordination protocol says
+// (crcp.Transparent) and closes every socket and listener it owns. By
+// counts (bkmrk, or no protocol installed): it exchanges per-peer message
+// counts with every rank (bkmrk's bookmarks, over every context the
+// library uses: they are the library's totals) and waits until it has
+// taken off the transport everything its peers sent. By flags (crcp flag,
+// flag.go): it writes a flag behind its last frame to every peer and
+// reads each peer's connection up to that peer's flag. Resume listens anew, exchanges
 // the new addresses through the runtime (Rejoiner) and opens the gate:
 // communicators, requests and sequence numbers go on as they were.
 
@@ -53,6 +58,12 @@ type Quiet struct {
 	// suspension (the library's control traffic excluded); RecvdFrom[r]
 	// equals what rank r says it sent here.
 	SentTo, RecvdFrom []uint64
+	// Way is how the channels were made quiet (counts or flags).
+	Way crcp.Quiesce
+	// Frames is the number of the library's own frames this rank wrote
+	// to its peers during the suspension: what the protocol cost (the
+	// counts' messages or the flags).
+	Frames uint64
 }
 
 // gate holds back the library's entries during a suspension. Public
@@ -178,14 +189,15 @@ func (p *Proc) Suspend(ctx context.Context, epoch uint64) (Quiet, error) {
 	s := &p.susp
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tag, err := p.canSuspend(epoch)
+	tag, way, err := p.canSuspend(epoch)
 	if err != nil {
 		return Quiet{}, err
 	}
 	s.epoch, s.begun = epoch, true
 	s.tag.Store(int64(tag))
+	frames := p.ctlFrames.Load()
 	p.gate.shut()
-	sentTo, recvd, err := p.agree(ctx, tag)
+	sentTo, recvd, err := p.quietChannels(ctx, way, tag)
 	if err != nil {
 		s.tag.Store(0)
 		p.gate.reopen()
@@ -194,44 +206,68 @@ func (p *Proc) Suspend(ctx context.Context, epoch uint64) (Quiet, error) {
 	p.disconnect()
 	s.suspended, s.listening = true, false
 	s.quiet.Store(true)
-	q := Quiet{Epoch: epoch, Took: time.Since(start), SentTo: sentTo, RecvdFrom: recvd}
-	p.log.Debug("suspended", "epoch", epoch, "took", q.Took)
+	q := Quiet{Epoch: epoch, Took: time.Since(start), SentTo: sentTo, RecvdFrom: recvd,
+		Way: way, Frames: p.ctlFrames.Load() - frames}
+	p.log.Debug("suspended", "epoch", epoch, "by", way, "took", q.Took)
 	return q, nil
 }
 
 // canSuspend checks that a suspension for epoch may start and returns
-// the tag of its count exchange.
-func (p *Proc) canSuspend(epoch uint64) (int, error) {
+// the tag of its count exchange or flags, and how the channels are made
+// quiet.
+func (p *Proc) canSuspend(epoch uint64) (int, crcp.Quiesce, error) {
 	s := &p.susp
 	switch {
 	case s.suspended:
-		return 0, fmt.Errorf("mpi: suspend epoch %d: %w: already suspended (epoch %d)", epoch, ErrArg, s.epoch)
+		return 0, 0, fmt.Errorf("mpi: suspend epoch %d: %w: already suspended (epoch %d)", epoch, ErrArg, s.epoch)
 	case p.finalizing.Load():
-		return 0, fmt.Errorf("mpi: suspend epoch %d: %w: finalizing", epoch, ErrStopped)
+		return 0, 0, fmt.Errorf("mpi: suspend epoch %d: %w: finalizing", epoch, ErrStopped)
 	case p.isStopped():
-		return 0, fmt.Errorf("mpi: suspend epoch %d: %w", epoch, p.stopErr())
+		return 0, 0, fmt.Errorf("mpi: suspend epoch %d: %w", epoch, p.stopErr())
 	case s.begun && epoch <= s.epoch:
-		return 0, fmt.Errorf("mpi: suspend epoch %d: %w: epochs must grow (the last was %d)", epoch, ErrArg, s.epoch)
+		return 0, 0, fmt.Errorf("mpi: suspend epoch %d: %w: epochs must grow (the last was %d)", epoch, ErrArg, s.epoch)
 	case epoch >= suspendTagBase:
-		return 0, fmt.Errorf("mpi: suspend epoch %d: %w: beyond %d", epoch, ErrArg, uint64(suspendTagBase-1))
+		return 0, 0, fmt.Errorf("mpi: suspend epoch %d: %w: beyond %d", epoch, ErrArg, uint64(suspendTagBase-1))
+	}
+	way, err := p.quiesceWay()
+	if err != nil {
+		return 0, 0, fmt.Errorf("mpi: suspend: %w", err)
 	}
 	if p.size == 1 {
-		return suspendTagBase + int(epoch), nil
+		return suspendTagBase + int(epoch), way, nil
 	}
 	if _, ok := p.boot.(Rejoiner); !ok {
-		return 0, fmt.Errorf("mpi: suspend: %w: the runtime cannot give the ranks' new addresses after a suspension (its bootstrap %T is no mpi.Rejoiner)", errors.ErrUnsupported, p.boot)
+		return 0, 0, fmt.Errorf("mpi: suspend: %w: the runtime cannot give the ranks' new addresses after a suspension (its bootstrap %T is no mpi.Rejoiner)", errors.ErrUnsupported, p.boot)
 	}
 	for i, m := range p.mods {
 		if _, ok := m.(btl.Relistener); !ok {
-			return 0, fmt.Errorf("mpi: suspend: %w: btl %s cannot listen again", errors.ErrUnsupported, p.modName[i])
+			return 0, 0, fmt.Errorf("mpi: suspend: %w: btl %s cannot listen again", errors.ErrUnsupported, p.modName[i])
 		}
 	}
 	for _, pe := range p.peers {
 		if err := pe.goneOrFailed(); err != nil {
-			return 0, fmt.Errorf("mpi: suspend epoch %d: %w", epoch, err)
+			return 0, 0, fmt.Errorf("mpi: suspend epoch %d: %w", epoch, err)
 		}
 	}
-	return suspendTagBase + int(epoch), nil
+	return suspendTagBase + int(epoch), way, nil
+}
+
+// quietChannels lets the sends that passed the gate reach the transport
+// and makes every channel toward this rank quiet, the way given. It
+// returns this rank's totals.
+func (p *Proc) quietChannels(ctx context.Context, way crcp.Quiesce, tag int) (sentTo, recvd []uint64, err error) {
+	if way == crcp.QuiesceCounts {
+		return p.agree(ctx, tag)
+	}
+	if err := p.settle(ctx); err != nil {
+		return nil, nil, err
+	}
+	// The flags queue behind every send queued before them: no flush.
+	if err := p.flagAll(ctx, tag); err != nil {
+		return nil, nil, err
+	}
+	sentTo, recvd = p.Counts()
+	return sentTo, recvd, nil
 }
 
 // agree lets the sends that passed the gate reach the transport, then
@@ -326,12 +362,14 @@ func (pe *peer) dropOut() {
 
 // quietEnd reports whether a connection from src that ended did so for a
 // suspension: this rank closed it, or the peer closed it after its count
-// of the suspension in progress (its last frame). The slot is freed.
+// or flag of the suspension in progress (its last frame). The slot is
+// freed.
 func (p *Proc) quietEnd(src int, c btl.Conn, last *header) bool {
 	s := &p.susp
 	tag := s.tag.Load()
 	ours := s.closing.Load()
-	theirs := tag != 0 && last.kind == kindData && last.ctx == ctxControl && last.tag == tag
+	theirs := tag != 0 && last.tag == tag &&
+		(last.kind == kindFlag || last.kind == kindData && last.ctx == ctxControl)
 	if !ours && !theirs {
 		return false
 	}

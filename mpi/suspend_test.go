@@ -10,16 +10,35 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"gompi/frameworks/crcp"
+	"gompi/frameworks/crs"
 	"gompi/mca"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
+
+// protocols are the ways a suspension makes the channels quiet, chosen by
+// the coordination protocol the job selects: every suspension test runs
+// under each.
+var protocols = []struct {
+	crcp string
+	way  crcp.Quiesce
+}{{"bkmrk", crcp.QuiesceCounts}, {"flag", crcp.QuiesceFlags}}
+
+// withCRCP is cfg with C/R on and the coordination protocol name, for
+// every rank (as gompirun passes the job's parameters to all).
+func withCRCP(cfg mpitest.Config, name string) mpitest.Config {
+	cfg.Settings = append(slices.Clone(cfg.Settings),
+		mca.Setting{Name: mca.ParamCREnabled, Value: "1"}, mca.Setting{Name: crcp.Name, Value: name})
+	return cfg
+}
 
 // traffic is a randomized program with no C/R code: point-to-point
 // (blocking and not, random sizes and tags, AnySource), blocking and
@@ -344,15 +363,36 @@ func allRanks(ps []*mpi.Proc, timeout time.Duration, f func(ctx context.Context,
 }
 
 // suspendAll suspends every rank at once and checks each owns no socket
-// and no listener once its Suspend returned.
-func suspendAll(ps []*mpi.Proc, epoch uint64, timeout time.Duration) []error {
-	return allRanks(ps, timeout, func(ctx context.Context, p *mpi.Proc) error {
+// and no listener once its Suspend returned, and that it made its
+// channels quiet the way given. When every rank of the job is quiet, it
+// checks each took off its connections exactly what every peer says it
+// sent it (claim 1 of the protocol: for every ordered pair, the frames
+// written before the flag or count are the frames read before it).
+func suspendAll(ps []*mpi.Proc, epoch uint64, way crcp.Quiesce, timeout time.Duration) ([]mpi.Quiet, []error) {
+	qs := make([]mpi.Quiet, len(ps))
+	errs := allRanks(ps, timeout, func(ctx context.Context, p *mpi.Proc) error {
 		addrs := mpi.Listening(p)
-		if _, err := p.Suspend(ctx, epoch); err != nil {
+		q, err := p.Suspend(ctx, epoch)
+		if err != nil {
 			return err
+		}
+		qs[p.Rank()] = q
+		if q.Way != way {
+			return fmt.Errorf("rank %d made its channels quiet by %v, want %v", p.Rank(), q.Way, way)
 		}
 		return checkClosed(p, addrs)
 	})
+	if errors.Join(errs...) != nil || len(ps) != ps[0].Size() {
+		return qs, errs
+	}
+	for j, q := range qs {
+		for i := range qs {
+			if i != j && q.RecvdFrom[i] != qs[i].SentTo[j] {
+				errs[j] = errors.Join(errs[j], fmt.Errorf("rank %d took %d messages of rank %d off its connection, which sent %d", j, q.RecvdFrom[i], i, qs[i].SentTo[j]))
+			}
+		}
+	}
+	return qs, errs
 }
 
 // checkClosed: no connection, no reader, and the addresses published
@@ -413,51 +453,58 @@ func TestSuspendTraffic(t *testing.T) {
 		if cfg.Settings != nil {
 			name += "+tls"
 		}
-		t.Run(name, func(t *testing.T) {
-			tr := traffic{seed: rand.Uint64(), rounds: 240}
-			if raceOn {
-				tr.rounds = 60
+		for _, pr := range protocols {
+			t.Run(pr.crcp+"/"+name, func(t *testing.T) { suspendTraffic(t, withCRCP(cfg, pr.crcp), pr.way, suspends) })
+		}
+	}
+}
+
+func suspendTraffic(t *testing.T, cfg mpitest.Config, way crcp.Quiesce, suspends uint64) {
+	tr := traffic{seed: rand.Uint64(), rounds: 240}
+	if raceOn {
+		tr.rounds = 60
+	}
+	t.Logf("seed %d", tr.seed)
+	want := tr.job(t, cfg, nil)
+	mid := 0
+	base := socketFDs()
+	got := tr.job(t, cfg, func(ps []*mpi.Proc, rounds func() int) {
+		r := rand.New(rand.NewPCG(tr.seed, 1))
+		for e := uint64(1); e <= suspends; e++ {
+			// A random moment: up to 3 ms more of the program.
+			time.Sleep(time.Duration(r.IntN(3000)) * time.Microsecond)
+			if rounds() < tr.rounds {
+				mid++
 			}
-			t.Logf("seed %d", tr.seed)
-			want := tr.job(t, cfg, nil)
-			mid := 0
-			base := socketFDs()
-			got := tr.job(t, cfg, func(ps []*mpi.Proc, rounds func() int) {
-				r := rand.New(rand.NewPCG(tr.seed, 1))
-				for e := uint64(1); e <= suspends; e++ {
-					// A random moment: up to 3 ms more of the program.
-					time.Sleep(time.Duration(r.IntN(3000)) * time.Microsecond)
-					if rounds() < tr.rounds {
-						mid++
-					}
-					for i, err := range suspendAll(ps, e, time.Minute) {
-						if err != nil {
-							t.Errorf("suspend %d, rank %d: %v", e, i, err)
-						}
-					}
-					// Every rank of this process is quiet: no socket but
-					// those open before the job started (the real process's
-					// check, for a job that is all in one process).
-					for s := range socketFDs() {
-						if !base[s] {
-							t.Errorf("suspend %d: %s is open while every rank is suspended", e, s)
-						}
-					}
-					if err := resumeAll(ps, time.Minute); err != nil {
-						t.Errorf("resume %d: %v", e, err)
-					}
-					if t.Failed() {
-						return
-					}
-				}
-			})
-			t.Logf("%d of %d suspensions came while the program ran", mid, suspends)
-			for i := range want {
-				if got[i] != want[i] {
-					t.Errorf("rank %d: checksum %x with suspensions, %x without", i, got[i], want[i])
+			qs, errs := suspendAll(ps, e, way, time.Minute)
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("suspend %d, rank %d: %v", e, i, err)
+				} else if q := qs[i]; q.Frames != uint64(len(ps)-1) {
+					t.Errorf("suspend %d, rank %d: wrote %d frames of its own, want one to each of its %d peers", e, i, q.Frames, len(ps)-1)
 				}
 			}
-		})
+			// Every rank of this process is quiet: no socket but
+			// those open before the job started (the real process's
+			// check, for a job that is all in one process).
+			for s := range socketFDs() {
+				if !base[s] {
+					t.Errorf("suspend %d: %s is open while every rank is suspended", e, s)
+				}
+			}
+			if err := resumeAll(ps, time.Minute); err != nil {
+				t.Errorf("resume %d: %v", e, err)
+			}
+			if t.Failed() {
+				return
+			}
+		}
+	})
+	t.Logf("%d of %d suspensions came while the program ran", mid, suspends)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("rank %d: checksum %x with suspensions, %x without", i, got[i], want[i])
+		}
 	}
 }
 
@@ -465,8 +512,14 @@ func TestSuspendTraffic(t *testing.T) {
 // never asked) ends with the callers' contexts and leaves the job
 // working; a later one, with a larger epoch, completes.
 func TestSuspendCancelled(t *testing.T) {
+	for _, pr := range protocols {
+		t.Run(pr.crcp, func(t *testing.T) { suspendCancelled(t, pr.crcp, pr.way) })
+	}
+}
+
+func suspendCancelled(t *testing.T, name string, way crcp.Quiesce) {
 	const n = 4
-	cfg := mpitest.Config{N: n, BTL: "tcp"}
+	cfg := withCRCP(mpitest.Config{N: n, BTL: "tcp"}, name)
 	tr := traffic{seed: rand.Uint64(), rounds: 120}
 	if raceOn {
 		tr.rounds = 40
@@ -474,7 +527,7 @@ func TestSuspendCancelled(t *testing.T) {
 	t.Logf("seed %d", tr.seed)
 	want := tr.job(t, cfg, nil)
 	got := tr.job(t, cfg, func(ps []*mpi.Proc, rounds func() int) {
-		errs := suspendAll(ps[:n-1], 1, 300*time.Millisecond)
+		_, errs := suspendAll(ps[:n-1], 1, way, 300*time.Millisecond)
 		for i, err := range errs {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("rank %d: suspend without rank %d: %v, want the deadline", i, n-1, err)
@@ -483,7 +536,8 @@ func TestSuspendCancelled(t *testing.T) {
 				t.Errorf("rank %d is suspended after its suspension was given up", i)
 			}
 		}
-		for i, err := range suspendAll(ps, 2, time.Minute) {
+		_, errs = suspendAll(ps, 2, way, time.Minute)
+		for i, err := range errs {
 			if err != nil {
 				t.Errorf("rank %d: the next suspension: %v", i, err)
 			}
@@ -502,6 +556,16 @@ func TestSuspendCancelled(t *testing.T) {
 // noRejoin is a runtime that cannot give new addresses (as the real
 // rank client cannot yet).
 type noRejoin struct{ mpi.Bootstrap }
+
+// opaqueCRCP is a coordination protocol that cannot say how to quiesce
+// for a transparent checkpoint (no crcp.Transparent).
+type opaqueCRCP struct{}
+
+func (opaqueCRCP) Sent(crcp.Envelope)     {}
+func (opaqueCRCP) Received(crcp.Envelope) {}
+func (opaqueCRCP) FTEvent(context.Context, crs.State, crcp.Channels) error {
+	return nil
+}
 
 // TestSuspendErrors: misuse and states where a suspension cannot be
 // made give clear errors, and the rank runs on.
@@ -543,6 +607,15 @@ func TestSuspendErrors(t *testing.T) {
 			_, err := p.Suspend(t.Context(), 1)
 			return err
 		}, mpi.ErrProcFailed},
+		{"crcp that cannot quiesce", nil, func(p *mpi.Proc) error {
+			p.SetCRCP(opaqueCRCP{})
+			defer p.SetCRCP(nil)
+			_, err := p.Suspend(t.Context(), 1)
+			if err != nil && !strings.Contains(err.Error(), "select crcp bkmrk or flag") {
+				return fmt.Errorf("%w (the error does not say what to select)", err)
+			}
+			return err
+		}, errors.ErrUnsupported},
 		{"after finalize", nil, func(p *mpi.Proc) error {
 			if err := p.Finalize(); err != nil {
 				return fmt.Errorf("finalize: %w", err)
@@ -576,23 +649,32 @@ func TestSuspendErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkSuspend measures a suspension: from the request to every rank
-// quiet (every socket closed), with every rank's application blocked in a
-// receive and connections open between every pair; then the resume.
+// BenchmarkSuspend measures a suspension by each protocol side by side:
+// from the request to every rank quiet (every socket closed), with every
+// rank's application blocked in a receive and connections open between
+// every pair; then the resume. ctl-frames is the library's own frames
+// every rank together wrote for one suspension (the protocol's extra
+// messages).
 func BenchmarkSuspend(b *testing.B) {
-	for _, n := range []int{4, 8} {
+	for _, n := range []int{4, 8, 16} {
 		for _, btl := range []string{"tcp", "uds"} {
-			b.Run(fmt.Sprintf("ranks=%d/%s", n, btl), func(b *testing.B) { benchSuspend(b, n, btl) })
+			for _, pr := range protocols {
+				b.Run(fmt.Sprintf("ranks=%d/%s/%s", n, btl, pr.crcp), func(b *testing.B) {
+					benchSuspend(b, withCRCP(mpitest.Config{N: n, BTL: btl}, pr.crcp), pr.way)
+				})
+			}
 		}
 	}
 }
 
-func benchSuspend(b *testing.B, n int, btl string) {
+func benchSuspend(b *testing.B, cfg mpitest.Config, way crcp.Quiesce) {
+	n := cfg.N
 	ps := make([]*mpi.Proc, n)
 	var mu sync.Mutex
 	started := holdAll(n)
 	var quiet, resume time.Duration
-	mpitest.Run(b, n, btl, func(p *mpi.Proc) error {
+	var frames atomic.Uint64
+	mpitest.RunWith(b, cfg, func(p *mpi.Proc) error {
 		w := p.World()
 		mu.Lock()
 		ps[p.Rank()] = p
@@ -617,7 +699,11 @@ func benchSuspend(b *testing.B, n int, btl string) {
 			t0 := time.Now()
 			epoch := uint64(i + 1)
 			for r, err := range allRanks(ps, time.Minute, func(ctx context.Context, p *mpi.Proc) error {
-				_, err := p.Suspend(ctx, epoch)
+				q, err := p.Suspend(ctx, epoch)
+				if err == nil && q.Way != way {
+					err = fmt.Errorf("quiet by %v, want %v", q.Way, way)
+				}
+				frames.Add(q.Frames)
 				return err
 			}) {
 				if err != nil {
@@ -641,6 +727,7 @@ func benchSuspend(b *testing.B, n int, btl string) {
 	b.StopTimer()
 	b.ReportMetric(float64(quiet.Microseconds())/1000/float64(b.N), "ms-quiet")
 	b.ReportMetric(float64(resume.Microseconds())/1000/float64(b.N), "ms-resume")
+	b.ReportMetric(float64(frames.Load())/float64(b.N), "ctl-frames")
 }
 
 // movingBoot is the runtime of a rank whose process may be restored on
@@ -666,11 +753,17 @@ func (b movingBoot) Remodex(ctx context.Context, epoch uint64, mine map[string]s
 // placement, uds within a node and tcp between nodes, and the program's
 // results are those of a run that never moved.
 func TestResumeOnAnotherNode(t *testing.T) {
+	for _, pr := range protocols {
+		t.Run(pr.crcp, func(t *testing.T) { resumeOnAnotherNode(t, pr.crcp, pr.way) })
+	}
+}
+
+func resumeOnAnotherNode(t *testing.T, name string, way crcp.Quiesce) {
 	const n = 4
 	nodes := make([]atomic.Pointer[string], n)
-	cfg := mpitest.Config{N: n, BTL: "tcp,uds", Wrap: func(r int, b mpi.Bootstrap) mpi.Bootstrap {
+	cfg := withCRCP(mpitest.Config{N: n, BTL: "tcp,uds", Wrap: func(r int, b mpi.Bootstrap) mpi.Bootstrap {
 		return movingBoot{Bootstrap: b, node: &nodes[r]}
-	}}
+	}}, name)
 	tr := traffic{seed: rand.Uint64(), rounds: 60}
 	t.Logf("seed %d", tr.seed)
 	want := tr.job(t, cfg, nil)
@@ -678,7 +771,8 @@ func TestResumeOnAnotherNode(t *testing.T) {
 	placements := [][]string{{"a", "a", "b", "b"}, {"a", "a", "a", "a"}, {"c", "a", "a", "a"}}
 	got := tr.job(t, cfg, func(ps []*mpi.Proc, rounds func() int) {
 		for e, place := range placements {
-			for i, err := range suspendAll(ps, uint64(e+1), time.Minute) {
+			_, errs := suspendAll(ps, uint64(e+1), way, time.Minute)
+			for i, err := range errs {
 				if err != nil {
 					t.Errorf("suspend %d, rank %d: %v", e+1, i, err)
 				}

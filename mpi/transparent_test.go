@@ -70,13 +70,19 @@ func receive[T any](t *testing.T, c <-chan T, what string) T {
 // uninterrupted run. A Quiesce that cannot complete (one rank never
 // asked) is withdrawn by Cancel: the others refuse and the job goes on.
 func TestQuiesceRequests(t *testing.T) {
+	for _, pr := range protocols {
+		t.Run(pr.crcp, func(t *testing.T) { quiesceRequests(t, pr.crcp) })
+	}
+}
+
+func quiesceRequests(t *testing.T, crcp string) {
 	const n, quiesces = 4, 12
 	tr := traffic{seed: rand.Uint64(), rounds: 160}
 	if raceOn {
 		tr.rounds = 60
 	}
 	t.Logf("seed %d", tr.seed)
-	cfg := mpitest.Config{N: n, BTL: "tcp,uds", Nodes: []string{"a", "a", "b", "b"}}
+	cfg := withCRCP(mpitest.Config{N: n, BTL: "tcp,uds", Nodes: []string{"a", "a", "b", "b"}}, crcp)
 	want := tr.job(t, cfg, nil)
 	boots := make([]pausedBoot, n)
 	cfg.Wrap = func(rank int, b mpi.Bootstrap) mpi.Bootstrap {

@@ -10,6 +10,10 @@ const (
 	kindData  = 1 // a message
 	kindHello = 2 // first frame of a connection: who dials whom, in which job
 	kindBye   = 3 // last frame: the sender finalized, EOF follows
+	// kindFlag (after the hello's kinds, hello.go): a suspension's flag,
+	// behind everything the sender sent before it (flag.go); its tag is
+	// the suspension's.
+	kindFlag = 6
 )
 
 // hdrLen is the size of every header mpi sends.
@@ -46,7 +50,7 @@ func parseHeader(b []byte) (header, error) {
 		tag:  int64(binary.LittleEndian.Uint64(b[16:24])),
 		seq:  binary.LittleEndian.Uint64(b[24:32]),
 	}
-	if h.kind < kindData || h.kind > kindProof {
+	if h.kind < kindData || h.kind > kindFlag {
 		return header{}, fmt.Errorf("unknown frame kind %d", h.kind)
 	}
 	return h, nil

@@ -6,6 +6,7 @@ import (
 	btltcp "gompi/components/btl/tcp"
 	btluds "gompi/components/btl/uds"
 	crcpbkmrk "gompi/components/crcp/bkmrk"
+	crcpflag "gompi/components/crcp/flag"
 	crcpnone "gompi/components/crcp/none"
 	crsnone "gompi/components/crs/none"
 	crsself "gompi/components/crs/self"
@@ -33,6 +34,7 @@ func Register(set *frameworks.Set) {
 	set.CRS.Register(crsself.New())
 	set.CRCP.Register(crcpnone.New())
 	set.CRCP.Register(crcpbkmrk.New())
+	set.CRCP.Register(crcpflag.New())
 	set.INC.Register(incdefault.New())
 	set.SStore.Register(sstorenone.New())
 	set.SStore.Register(sstorecentral.New())

@@ -5,7 +5,8 @@
 // through the selected module (the PML wrapper of Hursey's section 3.4.1).
 //
 // Components: bkmrk (bookmark exchange and drain; -am ft-enable-cr
-// selects it) and none (C/R off: the mpi package does not call it at all).
+// selects it), flag (MVAPICH2-CR's flags, for transparent checkpoints
+// only) and none (C/R off: the mpi package does not call it at all).
 // Modules run inside a rank, on its message path, so the framework stays
 // in process: it is no plugin framework. Package crcptest is the
 // conformance kit.
@@ -54,4 +55,39 @@ type Module interface {
 	// makes the channels consistent; at StateContinue or StateRestart it
 	// resumes them.
 	FTEvent(ctx context.Context, state crs.State, ch Channels) error
+}
+
+// Quiesce is how the mpi library makes a rank's channels quiet for a
+// transparent checkpoint (a CRS that dumps the rank from outside, such as
+// criu: mpi.Proc.Suspend), where the library, not the module's FTEvent,
+// drains the channels and then closes every connection.
+type Quiesce int
+
+const (
+	// QuiesceCounts: every rank tells every peer how many messages it
+	// sent it and waits until it has received what each peer counted
+	// (bkmrk's bookmarks).
+	QuiesceCounts Quiesce = iota + 1
+	// QuiesceFlags: every rank writes a flag down every connection behind
+	// its last message and reads each peer's connection up to that peer's
+	// flag; no counts are exchanged (channels are FIFO).
+	QuiesceFlags
+)
+
+func (q Quiesce) String() string {
+	switch q {
+	case QuiesceCounts:
+		return "counts"
+	case QuiesceFlags:
+		return "flags"
+	}
+	return "unknown"
+}
+
+// Transparent is implemented by a protocol that can quiesce a rank for a
+// transparent checkpoint: it says which way the library does it. Every
+// rank of a job selects the same protocol (the job's parameters reach
+// every rank), so both ends of every connection agree.
+type Transparent interface {
+	TransparentQuiesce() Quiesce
 }

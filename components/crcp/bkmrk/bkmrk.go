@@ -161,6 +161,12 @@ func (m *Module) FTEvent(ctx context.Context, state crs.State, ch crcp.Channels)
 	return nil
 }
 
+// TransparentQuiesce tells the library to quiesce by counts for a
+// transparent checkpoint (mpi.Proc.Suspend): the same bookmarks, kept by
+// the library itself.
+func (m *Module) TransparentQuiesce() crcp.Quiesce { return crcp.QuiesceCounts }
+
 var (
-	_ crcp.Module = (*Module)(nil)
+	_ crcp.Module      = (*Module)(nil)
+	_ crcp.Transparent = (*Module)(nil)
 )
