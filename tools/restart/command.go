@@ -160,8 +160,10 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 	if err != nil {
 		return err
 	}
+	known, closeKnown := o.knownParams(ctx, p, point.Meta, stderr)
+	defer closeKnown()
 	argv, warnings := Command(point, Overrides{MCA: append(reach, o.params.MCA...), AMCA: o.params.AMCA, Hostfile: o.hostfile,
-		Extra: strings.Fields(o.mpirunOpts)}, p.Params)
+		Extra: strings.Fields(o.mpirunOpts)}, known)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "gompi-restart: warning: %s\n", w)
 	}
@@ -354,7 +356,27 @@ type Overrides struct {
 	Extra    []string // more gompirun options
 }
 
-// Command returns gompirun's arguments (without the program name) that
+// knownParams returns the parameters the restarted job can be given:
+// p's (built-in components: gompi-restart loads no plugins, to start
+// fast), or, when the snapshot stores a parameter p does not know, those
+// of the installed plugins too (crs_criu_binary is gompi-plugin-criu's),
+// loaded once here and closed by the returned func.
+func (o *options) knownParams(ctx context.Context, p *boot.Process, meta *snapshot.GlobalMeta, stderr io.Writer) (*mca.Params, func()) {
+	unknown := slices.ContainsFunc(meta.Params, func(s mca.Setting) bool {
+		_, ok := p.Params.Lookup(s.Name)
+		return !ok
+	})
+	if !unknown {
+		return p.Params, func() {}
+	}
+	withPlugins, err := boot.Load(ctx, boot.Options{Role: mca.RoleTool, Sources: o.params.SourceOptions(), LogOutput: stderr})
+	if err != nil {
+		return p.Params, func() {}
+	}
+	return withPlugins.Params, func() { withPlugins.Close() }
+}
+
+// Command returns// Command returns gompirun's arguments (without the program name) that
 // restart point: the stored AMCA sets and parameters (except those the AMCA
 // sets give, and those overridden), the user's overrides, the rank count,
 // the launch, and the restart spec. Stored parameters this gompi does not
@@ -383,7 +405,7 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 			continue
 		}
 		if known != nil {
-			if _, ok := known.Lookup(s.Name); !ok && !ofUnloadedComponent(known, s.Name) {
+			if _, ok := known.Lookup(s.Name); !ok {
 				warnings = append(warnings, fmt.Sprintf("parameter %s = %q stored in the snapshot is not known to this gompi; left out", s.Name, s.Value))
 				continue
 			}
@@ -408,26 +430,6 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 	}
 	args = append(args, "--", l.Program)
 	return append(args, l.Args...), warnings
-}
-
-// ofUnloadedComponent reports whether name is a parameter of a component
-// of a known framework that this process did not register: a plugin's
-// (crs_criu_binary), since gompi-restart loads no plugins. gompirun,
-// which loads them, checks it; a parameter of a component registered
-// here that is not known any more is left out as unknown.
-func ofUnloadedComponent(known *mca.Params, name string) bool {
-	fw, rest, ok := strings.Cut(name, "_")
-	if _, isFW := known.Lookup(fw); !ok || !isFW || strings.HasPrefix(rest, "base_") {
-		return false
-	}
-	for i := range len(rest) {
-		if rest[i] == '_' {
-			if _, registered := known.Lookup(fw + "_" + rest[:i] + "_priority"); registered {
-				return false
-			}
-		}
-	}
-	return strings.Contains(rest, "_")
 }
 
 // Main runs gompi-restart with the process's arguments.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"gompi/cli"
-	"gompi/components/builtin"
 	"gompi/frameworks"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/sstore/snapshot"
@@ -264,29 +264,27 @@ func TestCommand(t *testing.T) {
 			{Name: "btl", Value: "uds", Origin: mca.Origin{Source: mca.SourceCommandLine}},
 			{Name: "plm", Value: "local", Origin: mca.Origin{Source: mca.SourceUserFile}},
 			{Name: "nobody_knows_me", Value: "1", Origin: mca.Origin{Source: mca.SourceEnv}},
-			{Name: "crs_criu_binary", Value: "/opt/criu", Origin: mca.Origin{Source: mca.SourceCommandLine}},
-			{Name: "crs_self_gone", Value: "1", Origin: mca.Origin{Source: mca.SourceCommandLine}},
 		},
 		Launch: crs.Launch{Argv: []string{"/bin/p", "-np", "--"}, Dir: "/w", Env: []string{"A=1"}}}
 	point := snapshot.RestartPoint{Ref: ref, Meta: meta, Seq: snapshot.SeqRecord{Seq: 4}}
 	params := mca.NewParams()
-	builtin.Register(frameworks.New(params)) // as gompi-restart: built-in components, no plugins
+	frameworks.New(params)
 	tests := []struct {
 		name string
 		ov   Overrides
 		want string
 		warn int
 	}{
-		{"stored", Overrides{}, "-np 3 -am ft-enable-cr --mca btl uds --mca plm local --mca crs_criu_binary /opt/criu --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 2},
+		{"stored", Overrides{}, "-np 3 -am ft-enable-cr --mca btl uds --mca plm local --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 1},
 		{"overrides", Overrides{MCA: []string{"btl=tcp"}, AMCA: []string{"mine"}, Hostfile: "/h", Extra: []string{"--tag-output"}},
-			"-np 3 --hostfile /h -am mine --mca plm local --mca crs_criu_binary /opt/criu --mca btl tcp --tag-output --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 2},
+			"-np 3 --hostfile /h -am mine --mca plm local --mca btl tcp --tag-output --wdir /w -x A=1 --restart-ref /g/r.ckpt --restart-seq 4 -- /bin/p -np --", 1},
 	}
 	for _, tt := range tests {
 		args, warns := Command(point, tt.ov, params)
 		if got := strings.Join(args, " "); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
 		}
-		if len(warns) != tt.warn || !strings.Contains(warns[0], "nobody_knows_me") || !strings.Contains(warns[1], "crs_self_gone") {
+		if len(warns) != tt.warn || !strings.Contains(warns[0], "nobody_knows_me") {
 			t.Errorf("%s: warnings %v", tt.name, warns)
 		}
 	}
@@ -474,4 +472,44 @@ func infoJSON(t *testing.T, ref snapshot.Ref, args ...string) Info {
 		t.Fatal(err)
 	}
 	return in
+}
+
+// A stored parameter of an installed plugin's component reaches the
+// restarted job: gompi-restart, which starts no plugins for a snapshot
+// it fully knows, loads them when one of its parameters is not a
+// built-in's (crs_criu_binary is gompi-plugin-criu's). One nobody knows
+// is still left out with a warning.
+func TestPluginParamRestarted(t *testing.T) {
+	// The build keeps go's caches, which live in the HOME isolate replaces.
+	caches, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	isolate(t)
+	dir := filepath.Join(os.Getenv("HOME"), ".gompi", "plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "gompi-plugin-kit"), "gompi/testdata/plugins/gompi-plugin-kit")
+	if c := strings.Fields(string(caches)); len(c) == 2 {
+		build.Env = append(os.Environ(), "GOCACHE="+c[0], "GOMODCACHE="+c[1])
+	}
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build plugin: %v\n%s", err, out)
+	}
+	ref := reference(t)
+	fakeGompirun(t, ref)
+	g, err := snapshot.ReadGlobal(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Params = append(g.Params, mca.Setting{Name: "crs_context_priority", Value: "7", Origin: mca.Origin{Source: mca.SourceCommandLine, Where: "--mca"}})
+	if err := snapshot.WriteGlobal(ref, g); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, ref, "--showme", ref.Path())
+	if code != 0 || !strings.Contains(out, "--mca crs_context_priority 7") || strings.Contains(errs, "crs_context_priority") ||
+		!strings.Contains(errs, "crs_gone_param") {
+		t.Fatalf("status %d\nstdout %s\nstderr %s", code, out, errs)
+	}
 }
