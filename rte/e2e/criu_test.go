@@ -170,6 +170,9 @@ func TestCRIUStop(t *testing.T) {
 	if ranks != 4 || stopped != 4 {
 		t.Fatalf("after --stop: %d of %d ranks stopped, want all 4", stopped, ranks)
 	}
+	if code, out, errs := tool(t, "gompi-ps", pidArg(j)); code != 0 || !strings.Contains(out, "stopped by gompi-checkpoint --stop (kill -CONT "+pidArg(j)+" resumes)") {
+		t.Errorf("gompi-ps after --stop: status %d\n%s%s", code, out, errs)
+	}
 	if err := j.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

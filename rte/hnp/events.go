@@ -25,6 +25,7 @@ func (evPredict) jobEvent()        {}
 func (evRecover) jobEvent()        {}
 func (evSnapcSend) jobEvent()      {}
 func (evTerminate) jobEvent()      {}
+func (evStopped) jobEvent()        {}
 func (evRankCheckpoint) jobEvent() {}
 
 // unknownEvent is the panic of handle for an event it has no case for.

@@ -77,6 +77,7 @@ type job struct {
 	exitSet       bool
 	err           error
 	interrupted   bool
+	stopped       bool // a checkpoint --stop left every rank stopped; SIGCONT clears it
 	timers        [nTimers]<-chan time.Time // armed ones; see timerKind
 
 	// The episodes under way (episode.go), nil when none. recovery is
@@ -468,6 +469,8 @@ func (j *job) handle(e event) {
 		j.startRankCheckpoint(e)
 	case evTerminate:
 		j.terminate()
+	case evStopped:
+		j.stopped = j.state == jobRunning
 	default:
 		panic(unknownEvent(e))
 	}
@@ -843,6 +846,7 @@ func (j *job) signal(s os.Signal) {
 	}
 	// SIGCONT resumes ranks a checkpoint --stop left stopped.
 	if sig == syscall.SIGUSR1 || sig == syscall.SIGUSR2 || sig == syscall.SIGCONT {
+		j.stopped = j.stopped && sig != syscall.SIGCONT
 		j.log.Info("forwarding signal to the ranks", "signal", sig)
 		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Signal{Signal: &pb.SignalRanks{Signal: int32(sig)}}})
 		return
@@ -901,6 +905,9 @@ func (j *job) heartbeat() {
 func (j *job) status() *pb.StatusResponse {
 	st := &pb.StatusResponse{Job: j.id, HnpPid: int32(os.Getpid()), State: j.state.String(), StartUnixNano: j.start.UnixNano(),
 		Command: j.o.Command, Np: int32(len(j.ranks))}
+	if j.stopped && j.state == jobRunning {
+		st.State = fmt.Sprintf("stopped by gompi-checkpoint --stop (kill -CONT %d resumes)", os.Getpid())
+	}
 	nodes := slices.Clone(j.m.Nodes)
 	for _, n := range nodes {
 		d := j.daemons[n]

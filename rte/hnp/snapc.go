@@ -155,6 +155,8 @@ type (
 		errc chan error
 	}
 	evTerminate struct{}
+	// evStopped: a checkpoint --stop committed, its ranks stay stopped.
+	evStopped struct{}
 )
 
 func (l snapcLink) Send(node string, req snapc.LocalRequest) error {
@@ -217,6 +219,9 @@ func (s *service) Checkpoint(req *pb.CheckpointRequest, stream grpc.ServerStream
 		res, err = j.p.global.Checkpoint(ctx, snapc.Request{Options: opts}, func(e snapc.Event) {
 			_ = stream.Send(control.EventToProto(e)) // a tool that went away misses the rest
 		})
+	}
+	if err == nil && opts.Stop {
+		j.send(evStopped{}) // before the tool hears of the commit, so a gompi-ps after it says so
 	}
 	final := &pb.CheckpointEvent{Done: true, Phase: string(snapc.PhaseCommit), Seq: int32(res.Seq), Ref: res.Ref, Dir: res.Dir,
 		DurationNano: int64(res.Duration), UnixNano: j.p.now().UnixNano()}
