@@ -24,6 +24,11 @@
 // or restarted. Every rank also prints the transport it reaches each peer
 // with ("transports rank=R self uds tcp ...").
 //
+// With -out PREFIX, rank R also writes a line per round to the file
+// PREFIX.R, which it keeps open for writing from start to end: what it
+// holds at the end depends on -seed and -rounds only, like the digest
+// (for tests of a checkpointed program's output files).
+//
 // With -pace-while PATH, a rank paces only while PATH exists: a test
 // removes it once it has checkpointed the job enough, and a job restored
 // later from one of those checkpoints runs its remaining rounds at full
@@ -67,6 +72,7 @@ type options struct {
 	every     int
 	pace      time.Duration
 	paceWhile string
+	out       string
 }
 
 func parse(args []string, out io.Writer) (options, error) {
@@ -78,6 +84,7 @@ func parse(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.every, "every", 0, "rank 0 prints \"round N\" every this many rounds (0: never)")
 	fs.DurationVar(&o.pace, "pace", 0, "mean time the round's laggard is held before it joins (0: no pacing)")
 	fs.StringVar(&o.paceWhile, "pace-while", "", "pace only while this file exists (empty: always)")
+	fs.StringVar(&o.out, "out", "", "rank R writes a line per round to the file OUT.R (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -103,9 +110,17 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	file, err := outFile(o.out, t.me)
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
 	for round := 0; round < o.rounds; round++ {
 		if err := t.round(round); err != nil {
 			return "", fmt.Errorf("rank %d, round %d: %w", t.me, round, err)
+		}
+		if err := file.line(round+1, t); err != nil {
+			return "", err
 		}
 		if t.me == 0 && o.every > 0 && (round+1)%o.every == 0 {
 			fmt.Fprintf(out, "round %d\n", round+1)
@@ -114,6 +129,9 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 	digest, err := t.finish()
 	if err != nil {
 		return "", fmt.Errorf("rank %d: %w", t.me, err)
+	}
+	if err := file.Close(); err != nil {
+		return "", err
 	}
 	ts := fmt.Sprintf("transports rank=%d", t.me)
 	for q := 0; q < t.n; q++ {
@@ -124,4 +142,39 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 		fmt.Fprintf(out, "traffic: rounds=%d messages=%d digest=%s\n", o.rounds, t.messages, digest)
 	}
 	return digest, nil
+}
+
+// output is -out's file of one rank; nil when there is none.
+type output struct{ f *os.File }
+
+func outFile(prefix string, rank int) (*output, error) {
+	if prefix == "" {
+		return nil, nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", prefix, rank))
+	if err != nil {
+		return nil, err
+	}
+	return &output{f}, nil
+}
+
+// line writes round's line: the collectives' books and how many
+// point-to-point messages arrived, as of the end of the round. One write
+// per line, unbuffered: the file grows as the rank runs.
+func (o *output) line(round int, t *traffic) error {
+	if o == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(o.f, "round %d coll %016x world %d\n", round, t.coll.Sum64(), t.recvdWorld())
+	return err
+}
+
+// Close closes the file; again is a no-op.
+func (o *output) Close() error {
+	if o == nil || o.f == nil {
+		return nil
+	}
+	err := o.f.Close()
+	o.f = nil
+	return err
 }

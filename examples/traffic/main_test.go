@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +109,27 @@ func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"-rounds", "0"}, {"-pace", "-1s"}, {"-every", "-1"}, {"extra"}, {"-bogus"}} {
 		if _, err := parse(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestOutFiles: -out's files hold a line per round and the same bytes for
+// the same seed over another transport and pacing.
+func TestOutFiles(t *testing.T) {
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	digestOf(t, mpitest.Config{N: 3, BTL: "tcp"}, "-seed", "5", "-rounds", "40", "-out", a)
+	digestOf(t, mpitest.Config{N: 3, BTL: "uds"}, "-seed", "5", "-rounds", "40", "-out", b, "-pace", "100us")
+	for r := range 3 {
+		x, err := os.ReadFile(fmt.Sprintf("%s.%d", a, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile(fmt.Sprintf("%s.%d", b, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Split(string(x), "\n"); len(lines) != 41 || !strings.HasPrefix(lines[39], "round 40 coll ") || !bytes.Equal(x, y) {
+			t.Errorf("rank %d's files differ or lack a line per round:\n%s\n%s", r, x, y)
 		}
 	}
 }

@@ -141,6 +141,15 @@ func (t *traffic) received(s, src int, b []byte) error {
 	return nil
 }
 
+// recvdWorld is how many messages of the world stream arrived.
+func (t *traffic) recvdWorld() uint64 {
+	var n uint64
+	for _, l := range t.recvd[streamWorld] {
+		n += l.n
+	}
+	return n
+}
+
 // sideRecv receives the side stream's messages from the left neighbour,
 // blocked in Recv for sideEvery rounds between them.
 func (t *traffic) sideRecv() error {

@@ -83,16 +83,7 @@ func trafficProg() string { return filepath.Join(bin, "traffic") }
 func trafficJob(t *testing.T, rng *rand.Rand, want int) trafficRun {
 	t.Helper()
 	run := trafficRun{seed: rng.Uint64(), rounds: trafficRounds(want)}
-	dir := t.TempDir()
-	pace := filepath.Join(t.TempDir(), "pace")
-	if err := os.WriteFile(pace, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
-		"--mca", "snapc_base_global_snapshot_dir", dir}, criuParams()...)
-	j := start(t, append(append(args, run.args()...), "-every", "20", "-pace", trafficPace, "-pace-while", pace)...)
-	j.waitFor("the first rounds", func(lines []string, _ string) bool { return lastRound(lines) > 0 })
-	run.ref = refOf(t, j, dir)
+	j, pace := pacedTraffic(t, &run, "-every", "20")
 	// Two moments leave the ranks stopped after their dump, to look at
 	// what they hold then: the first, and one drawn.
 	stopAt := 1 + rng.IntN(max(want-1, 1))
@@ -124,11 +115,30 @@ func trafficJob(t *testing.T, rng *rand.Rand, want int) trafficRun {
 	return run
 }
 
-// trafficReference is the digest of an uninterrupted, unpaced run of r's
-// seed and rounds, without C/R.
-func trafficReference(t *testing.T, r trafficRun) string {
+// pacedTraffic starts r's job with crs=criu on two nodes, paced while
+// the returned file exists, with more of traffic's flags, sets r.ref, and
+// waits for its first "round" line.
+func pacedTraffic(t *testing.T, r *trafficRun, more ...string) (*job, string) {
 	t.Helper()
-	code, out, errs := start(t, append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes)}, r.args()...)...).wait()
+	dir := t.TempDir()
+	pace := filepath.Join(t.TempDir(), "pace")
+	if err := os.WriteFile(pace, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+		"--mca", "snapc_base_global_snapshot_dir", dir}, criuParams()...)
+	args = append(append(args, r.args()...), "-pace", trafficPace, "-pace-while", pace)
+	j := start(t, append(args, more...)...)
+	j.waitFor("the first rounds", func(lines []string, _ string) bool { return lastRound(lines) > 0 })
+	r.ref = refOf(t, j, dir)
+	return j, pace
+}
+
+// trafficReference is the digest of an uninterrupted, unpaced run of r's
+// seed and rounds, without C/R, with more of traffic's flags.
+func trafficReference(t *testing.T, r trafficRun, more ...string) string {
+	t.Helper()
+	code, out, errs := start(t, append(append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes)}, r.args()...), more...)...).wait()
 	d := trafficDigest(out)
 	if code != 0 || d == "" {
 		t.Fatalf("uninterrupted traffic: status %d, output %q\n%s", code, out, errs)

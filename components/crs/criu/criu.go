@@ -18,10 +18,16 @@
 // which of the root's descriptors were pipes (criu_fd_N = "pipe:[inode]"),
 // which Restore replaces with the pipes it is given; the image files are
 // the snapshot's files, in name order, each owner-only (0600: they hold
-// the processes' whole memory). CRIU's logs go to a temporary folder,
+// the processes' whole memory). Regular files the tree has open for
+// writing are saved with them as they are at the dump (gompi-file-N, its
+// path and permissions in Meta) and put back before a restore, since
+// CRIU refuses to restore a file whose size changed; a file open for
+// writing that cannot be saved so (not a regular file, or one of /proc or
+// /sys) is refused naming it (files.go). CRIU's logs go to a temporary folder,
 // never into the snapshot.
 //
-// Restore (crs.Restorer) restores the images in req.Dir in CRIU's
+// Restore (crs.Restorer) first writes the files the dump saved back to
+// their paths, then restores the images in req.Dir in CRIU's
 // restore-sibling mode: the restored root is a child of the process
 // running the module, which waits on it (Process.Wait). The request's
 // Stdin, Stdout, Stderr and Files take the place of the root's
@@ -168,7 +174,7 @@ func (m *Module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs
 	if err := crs.Alive(req.PID); err != nil {
 		return fail(err)
 	}
-	meta, n, err := inspect(req.PID)
+	meta, n, saved, err := inspect(req.PID)
 	if err != nil {
 		return fail(err)
 	}
@@ -178,7 +184,11 @@ func (m *Module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs
 		return fail(err)
 	}
 	start := time.Now()
-	err = m.dump(ctx, req)
+	var nfy criu.Notify
+	if len(saved) > 0 {
+		nfy = &fileSaver{dir: req.Dir, paths: saved, meta: meta}
+	}
+	err = m.dump(ctx, req, nfy)
 	unlock()
 	if err != nil {
 		return fail(err)
@@ -187,7 +197,7 @@ func (m *Module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs
 	if err != nil {
 		return fail(err)
 	}
-	m.logger().Debug("crs/criu: dumped", "pid", req.PID, "processes", n, "files", len(files), "took", time.Since(start))
+	m.logger().Debug("crs/criu: dumped", "pid", req.PID, "processes", n, "files", len(files), "saved files", saved, "took", time.Since(start))
 	res := crs.CheckpointResult{State: crs.StateContinue, Files: files, Meta: meta}
 	if req.Options.Term {
 		res.State = crs.StateTerm
@@ -195,9 +205,10 @@ func (m *Module) Checkpoint(ctx context.Context, req crs.CheckpointRequest) (crs
 	return res, nil
 }
 
-// dump runs CRIU's dump. A dump that fails leaves req.Dir as it found it
-// (empty): what CRIU wrote there is removed.
-func (m *Module) dump(ctx context.Context, req crs.CheckpointRequest) (err error) {
+// dump runs CRIU's dump, with nfy (when not nil) told once the tree is
+// dumped and still frozen. A dump that fails leaves req.Dir as it found
+// it (empty): what CRIU and nfy wrote there is removed.
+func (m *Module) dump(ctx context.Context, req crs.CheckpointRequest, nfy criu.Notify) (err error) {
 	images, err := os.Open(req.Dir)
 	if err != nil {
 		return fmt.Errorf("open the snapshot folder: %w", err)
@@ -224,7 +235,7 @@ func (m *Module) dump(ctx context.Context, req crs.CheckpointRequest) (err error
 	}
 	c := criu.MakeCriu()
 	c.SetCriuPath(m.path)
-	if derr := c.Dump(opts, nil); derr != nil {
+	if derr := c.Dump(opts, nfy); derr != nil {
 		clearDir(req.Dir)
 		if aerr := crs.Alive(req.PID); aerr != nil {
 			return fmt.Errorf("%w (CRIU: %w)", aerr, derr)

@@ -86,33 +86,42 @@ func descriptors(pid int) (map[int]string, error) {
 }
 
 // inspect checks the tree rooted at pid holds nothing crs=criu does not
-// dump (sockets), and returns the Meta recording the root's pipes.
-func inspect(pid int) (map[string]string, int, error) {
+// dump (sockets, files open for writing it cannot save), and returns the
+// Meta recording the root's pipes, how many processes it holds and the
+// regular files open for writing in it (files.go), each once.
+func inspect(pid int) (meta map[string]string, procs int, files []string, err error) {
 	pids, err := tree(pid)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	meta := map[string]string{metaPID: strconv.Itoa(pid), metaTree: strconv.Itoa(len(pids))}
+	meta = map[string]string{metaPID: strconv.Itoa(pid), metaTree: strconv.Itoa(len(pids))}
 	for _, p := range pids {
 		fds, err := descriptors(p)
 		if err != nil {
 			if p != pid && errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return nil, 0, err
+			return nil, 0, nil, err
 		}
 		for _, n := range slices.Sorted(maps.Keys(fds)) {
 			target := fds[n]
 			if strings.HasPrefix(target, "socket:[") {
-				return nil, 0, fmt.Errorf("%w: pid %d (%s) holds descriptor %d, %s (%s): crs=criu dumps no sockets; a rank's library closes its own before the dump, so this is a socket the program opened itself",
+				return nil, 0, nil, fmt.Errorf("%w: pid %d (%s) holds descriptor %d, %s (%s): crs=criu dumps no sockets; a rank's library closes its own before the dump, so this is a socket the program opened itself",
 					crs.ErrNotCheckpointable, p, command(p), n, target, socketKind(p, target))
+			}
+			save, err := toSave(p, n, target)
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			if save && !slices.Contains(files, target) {
+				files = append(files, target)
 			}
 			if p == pid && strings.HasPrefix(target, "pipe:[") {
 				meta[metaFD(n)] = target
 			}
 		}
 	}
-	return meta, len(pids), nil
+	return meta, len(pids), files, nil
 }
 
 // command is pid's command name, for messages.
