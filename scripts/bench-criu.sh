@@ -9,8 +9,12 @@
 # PID namespace, session leader; alone, since a running rank holds
 # sockets a bare dump refuses), with `criu dump --leave-running`, one
 # after the other as gompid's host lock makes them, timed as a whole. Bytes are
-# those each sequence holds on disk. Needs root and a CRIU (as crs criu:
-# PATH or .local/criu); sync before each measurement. Not part of CI.
+# those each sequence holds on disk. Then each CRS's last sequence is
+# restarted with gompi-restart, timed from the command to every rank
+# connected again (gompi-ps, polled every 20 ms), against a bare `criu
+# restore --restore-detached` of the 4 processes' last dumps, one after
+# the other. Needs root and a CRIU (as crs criu: PATH or .local/criu);
+# sync before each measurement. Not part of CI.
 #
 #   bash scripts/bench-criu.sh [ROUNDS] [MIB]   (default 5 256)
 set -euo pipefail
@@ -29,7 +33,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$work/bin" "$work/lib/gompi" "$work/noplugins"
-go build -o "$work/bin/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-checkpoint ./examples/noop
+go build -o "$work/bin/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-checkpoint ./cmd/gompi-restart ./cmd/gompi-ps ./examples/noop
 go build -o "$work/lib/gompi/" ./cmd/gompi-plugin-criu
 
 # start CRS: runs the job and waits for every rank to hold its state.
@@ -65,7 +69,39 @@ startSingles() {
 		until grep -q holds "$work/single.$i"; do sleep 0.2; done
 	done
 }
-# bare dumps the 4 single processes with CRIU itself, one after the other.
+# restart writes to $work/t the seconds from gompi-restart of the last
+# sequence of the reference in $work/ck to every rank of the restarted
+# job connected; the job runs on as $pid (not in a subshell, for stop).
+restart() {
+	local start n
+	sync
+	start=$(date +%s.%N)
+	"$work/bin/gompi-restart" "$work"/ck/*.ckpt >"$work/out" 2>&1 &
+	pid=$!
+	until n=$("$work/bin/gompi-ps" --json --ranks "$pid" 2>/dev/null |
+		jq '[.[].ranks[]? | select(.state == "connected")] | length') && [ "${n:-0}" = 4 ]; do
+		kill -0 "$pid" 2>/dev/null || { cat "$work/out" >&2; exit 1; }
+		sleep 0.02
+	done
+	awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", b - a}' >"$work/t"
+}
+# bareRestore ends the 4 single processes and restores them from their
+# last bare dumps with CRIU itself, one after the other.
+bareRestore() {
+	local start
+	for u in "${singles[@]}"; do pkill -KILL -P "$u" 2>/dev/null; kill -KILL "$u" 2>/dev/null; wait "$u" 2>/dev/null || true; done
+	singles=()
+	sync
+	start=$(date +%s.%N)
+	for d in "$work"/last.*; do
+		criu restore -D "$d" --restore-detached --shell-job -o restore.log --pidfile "$d/pid" ||
+			{ tail -n 5 "$d/restore.log" >&2; exit 1; }
+	done
+	awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", b - a}'
+	for d in "$work"/last.*; do kill -KILL "$(cat "$d/pid")" 2>/dev/null || true; done
+}
+# bare dumps the 4 single processes with CRIU itself, one after the other;
+# the last round's dumps are kept for bareRestore.
 bare() {
 	local start pids
 	pids=$(for u in "${singles[@]}"; do pgrep -P "$u"; done)
@@ -78,7 +114,8 @@ bare() {
 	done
 	awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", b - a}'
 	du -scb "$work"/bare.* | tail -n 1 | awk '{print $1}' >"$work/bytes.bare"
-	rm -rf "$work"/bare.*
+	rm -rf "$work"/last.*
+	for d in "$work"/bare.*; do mv "$d" "$work/last.${d##*.}"; done
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
@@ -92,16 +129,29 @@ for ((r = 0; r < rounds; r++)); do
 	echo "round $((r + 1))/$rounds: crs criu ${cr[-1]} s ($crb bytes), bare criu dump ${br[-1]} s ($(cat "$work/bytes.bare") bytes)" >&2
 done
 stop
+restart
+stop
+rc=$(cat "$work/t")
+rb=$(bareRestore)
+echo "restart of the last sequence: crs criu $rc s, bare criu restore $rb s" >&2
 start self
 for ((r = 0; r < rounds; r++)); do
 	sf+=("$(checkpoint)")
 	echo "round $((r + 1))/$rounds: crs self ${sf[-1]} s ($(seqbytes "$r") bytes)" >&2
 done
 stop
+restart
+stop
+rs=$(cat "$work/t")
+echo "restart of the last sequence: crs self $rs s" >&2
 mc=$(median "${cr[@]}") mb=$(median "${br[@]}") ms=$(median "${sf[@]}")
-awk -v c="$mc" -v b="$mb" -v s="$ms" -v n="$rounds" -v m="$mib" 'BEGIN {
+awk -v c="$mc" -v b="$mb" -v s="$ms" -v n="$rounds" -v m="$mib" -v rc="$rc" -v rb="$rb" -v rs="$rs" 'BEGIN {
 	printf "noop 4 ranks x %d MiB on two simulated nodes, %d rounds (medians):\n", m, n
 	printf "  crs criu checkpoint (request to commit): %.2f s\n", c
 	printf "  bare criu dump of 4 such processes:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", b, c / b
 	printf "  crs self checkpoint:                     %.2f s\n", s
+	printf "restart of the last sequence (one each):\n"
+	printf "  crs criu (command to all ranks connected): %.2f s\n", rc
+	printf "  bare criu restore of the 4 processes:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", rb, rc / rb
+	printf "  crs self (command to all ranks connected): %.2f s\n", rs
 }'
