@@ -22,6 +22,22 @@
 // flight, sequence numbers, communicators), Protect fills the values, and
 // the loop goes on from the step that was saved.
 //
+// A program that does not import cr needs none of this: under -am
+// ft-enable-cr it gets crs=criu where CRIU can be used, and its ranks are
+// saved from outside, wherever they are (package mpi quiesces them).
+//
+// # Under crs=criu
+//
+// A program that imports cr gets crs=self unless crs=criu is named. Named,
+// the job's ranks are saved whole by their daemons, at any moment, and
+// this package has nothing to save: Protect registers values that are
+// never read back (the restored process has them in memory), OnCheckpoint
+// and OnContinue callbacks never run, Requested never fires and SafePoint
+// returns at once (no request reaches a safe point). Checkpoint and Migrate
+// from inside are refused by the coordinator with what to do instead
+// (gompi-checkpoint from outside); restarting such a snapshot brings the
+// processes back, and Init does not run again.
+//
 // # Safe points
 //
 // Each rank counts its calls to SafePoint (and Checkpoint, QuiesceStart).
