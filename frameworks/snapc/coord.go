@@ -158,8 +158,9 @@ type Dumper interface {
 	// still suspending is withdrawn with an AppRequest Cancel instead.
 	Resume(rank int, id uint64) error
 	// End ends a rank a checkpoint-and-terminate dump (request id) held
-	// quiesced, once its sequence is committed: it is saved, so its end
-	// is no fault.
+	// quiesced, once its sequence is committed, or a migration's moving
+	// rank at the migration's release (it runs again elsewhere, restored
+	// from its dump): it is saved, so its end is no fault.
 	End(rank int, id uint64) error
 }
 

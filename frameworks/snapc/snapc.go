@@ -29,14 +29,19 @@ type Request struct {
 	// but only these ranks are saved; the others are held there, unsaved.
 	// Once committed (as a sequence marked Migrate, not a restart point)
 	// every rank stays held until Global.Release. Empty: a checkpoint of
-	// the whole job.
+	// the whole job. For a job whose CRS saves ranks from outside
+	// (JobSpec.FromOutside) there is no safe point: every rank is
+	// quiesced now, these ranks are dumped, and every rank is held
+	// quiesced, with no socket, until the Release.
 	Ranks []int `json:"ranks,omitempty"`
 }
 
 // Release ends a committed migration checkpoint: the ranks in Leave end
 // (they run again elsewhere, started from their local snapshots), the
 // others resume, reaching the moved ranks at their new endpoints (Peers,
-// by rank: each one's new modex entry). A Release with nothing in it
+// by rank: each one's new modex entry; ranks quiesced from outside find
+// them in the exchange of addresses that follows every suspension and
+// need none). A Release with nothing in it
 // resumes every rank where it was (the migration was abandoned).
 type Release struct {
 	Leave []int                     `json:"leave,omitempty"`

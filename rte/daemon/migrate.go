@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"gompi/frameworks/crs"
 	"gompi/rte"
 	pb "gompi/rte/control/proto"
 )
@@ -36,11 +37,14 @@ func (d *daemon) launchMore(ctx context.Context, l *pb.Launch) {
 	}
 	// The job's launch record gains the ranks; program, args and env stay.
 	nl := proto.Clone(d.launch).(*pb.Launch)
+	// A rank restored from its dump (a crs.Restorer's) does not rejoin:
+	// it exchanges its new endpoints with every rank as it resumes.
+	_, restored := d.cr.crs.(crs.Restorer)
 	for _, r := range l.Ranks {
 		if !slices.Contains(nl.Ranks, r) {
 			nl.Ranks = append(nl.Ranks, r)
 		}
-		d.mig.rejoin[r] = true
+		d.mig.rejoin[r] = !restored
 	}
 	slices.Sort(nl.Ranks)
 	nl.RankNodes = l.RankNodes

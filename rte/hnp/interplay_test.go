@@ -229,6 +229,41 @@ func TestInterplay(t *testing.T) {
 			stderr: []string{"migration: rank 0 n1 -> n3"},
 		},
 		{
+			name: "a migration of ranks dumped from outside is released once they were restored, with no rejoin",
+			run: func(t *testing.T, h *harness) {
+				h.j.mods.CRSFromOutside = true
+				h.global.seq = 5
+				reply := migrating(h)
+				h.settle()
+				if k := kinds(h.sent("n3")); !slices.Equal(k, []string{"Launch"}) {
+					t.Fatalf("n3 got %v, want the moved rank's launch", k)
+				}
+				h.msg("n3", &pb.DaemonMessage{Body: &pb.DaemonMessage_Rejoin{Rejoin: &pb.RankData{Rank: 0}}})
+				if len(h.global.released) != 0 || h.j.migration == nil {
+					t.Fatal("a rejoin released a migration whose ranks are restored from their dumps")
+				}
+				h.msg("n3", &pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: 0, Pid: 42}}})
+				select {
+				case o := <-reply:
+					if o.err != nil || o.res.Seq != 5 {
+						t.Fatalf("migration outcome %+v", o)
+					}
+				default:
+					t.Fatal("the migration is not over once its rank was restored")
+				}
+				if len(h.global.released) != 1 || !slices.Equal(h.global.released[0].Leave, []int{0}) || len(h.global.released[0].Peers) != 0 {
+					t.Errorf("released %+v, want rank 0 leaving and no endpoints (the ranks exchange theirs as they resume)", h.global.released)
+				}
+				if k := kinds(h.sent("n3")); !slices.Equal(k, []string{"MoveRanks"}) {
+					t.Errorf("n3 got %v, want the new placement and no rejoin table", k)
+				}
+				h.exited("n1", 0, &pb.RankExited{})
+				h.settle()
+			},
+			state:  jobRunning,
+			stderr: []string{"migration: rank 0 n1 -> n3"},
+		},
+		{
 			name: "a lost node that runs no ranks is no fault",
 			run: func(t *testing.T, h *harness) {
 				h.step(evLaunchExit{node: "n3", err: errors.New("ssh: connection closed")})

@@ -578,6 +578,7 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 			return
 		}
 		r.pid = int(b.Started.Pid)
+		j.restoredStarted(r, node)
 	case *pb.DaemonMessage_Phase:
 		if r := rank(b.Phase.Rank); r != nil && !r.done {
 			switch b.Phase.Phase {

@@ -29,6 +29,15 @@ import (
 //	         ranks at their new endpoints; the daemons and the global
 //	         coordinator learn the new placement
 //
+// For a job whose CRS saves ranks from outside (crs criu) the save is a
+// dump: every rank is quiesced now (no safe point), the moving ranks are
+// dumped, and every rank holds quiesced, with no socket; the start
+// restores the dumps on the new nodes through their gompids and the CRS;
+// the moved ranks have nothing to rejoin with, so the release comes once
+// each was restored (started), and every rank, moved or not, meets the
+// others at their new endpoints in the exchange of addresses that ends
+// any suspension (mpi's Rejoiner.Remodex).
+//
 // A failure before the save is committed leaves the job as it was (every
 // rank resumes). A failure after it abandons the migration: the fault goes
 // to the ErrMgr stack as any other, and autor recovers the job from its
@@ -43,7 +52,10 @@ type migration struct {
 	saved   time.Time // the save was committed
 	seq     int
 	entries map[int]map[string]string // rejoined ranks' new endpoints
-	reply   chan migrateOutcome
+	// restored: the ranks run again from their dumps (fromOutside), nil
+	// for ranks that rejoin.
+	restored map[int]bool
+	reply    chan migrateOutcome
 }
 
 type migrateOutcome struct {
@@ -137,6 +149,9 @@ func (j *job) startMigration(e evMigrate) {
 		return
 	}
 	mig := &migration{dest: map[int]string{}, from: map[int]string{}, start: j.p.now(), reply: e.reply, entries: map[int]map[string]string{}}
+	if j.mods.CRSFromOutside {
+		mig.restored = map[int]bool{}
+	}
 	for r, n := range e.m.Dest {
 		if r < 0 || r >= len(j.ranks) {
 			refuse("rank %d: the job has ranks 0 to %d", r, len(j.ranks)-1)
@@ -216,7 +231,7 @@ func (j *job) placementWith(dest map[int]string) []string {
 func (j *job) rejoin(node string, e *pb.RankData) {
 	mig := j.migration
 	r := int(e.GetRank())
-	if mig == nil || mig.saved.IsZero() || mig.dest[r] != node {
+	if mig == nil || mig.saved.IsZero() || mig.dest[r] != node || mig.restored != nil {
 		j.log.Warn("rejoin of a rank no migration moves to this node", "node", node, "rank", r)
 		return
 	}
@@ -242,7 +257,28 @@ func (j *job) rejoin(node string, e *pb.RankData) {
 	for n := range dests {
 		j.daemons[n].box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Rejoined{Rejoined: table}})
 	}
-	// The old processes end; the others resume toward the new ones.
+	j.moved(mig)
+}
+
+// restoredStarted records that a rank a migration restores from its dump
+// runs on its new node (its daemon reported it started); once every moved
+// rank does, the migration is released. Ranks quiesced from outside
+// exchange their new endpoints among themselves when they resume.
+func (j *job) restoredStarted(r *rankProc, node string) {
+	mig := j.migration
+	if mig == nil || mig.restored == nil || mig.saved.IsZero() || mig.dest[r.rank] != node {
+		return
+	}
+	mig.restored[r.rank] = true
+	if len(mig.restored) == len(mig.ranks) {
+		j.moved(mig)
+	}
+}
+
+// moved releases migration mig once its ranks run on their new nodes:
+// their old processes end, the others resume toward the new ones, and
+// every daemon and the global coordinator learn the new placement.
+func (j *job) moved(mig *migration) {
 	if err := j.p.global.Release(snapc.Release{Leave: mig.ranks, Peers: mig.entries}); err != nil {
 		j.abandonMigration(fmt.Sprintf("the held ranks could not be released: %v", err))
 		return

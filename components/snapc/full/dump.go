@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -24,6 +25,16 @@ import (
 // request's Done) and gompirun the job (NodeLink.Terminate), or until the
 // request fails, when they go on: a checkpoint that fails never ends a
 // job.
+//
+// A migration's dump (LocalDump with Ranks) quiesces every rank the same
+// way but dumps only the moving ones, and lets none go: every rank is
+// held quiesced, with no socket, while the moving ranks are restored on
+// their new nodes (gompirun's part, rte/hnp). Its release (LocalRelease)
+// ends the moving ranks' old processes (Dumper.End) and lets the others
+// go on (Dumper.Resume); each then meets the restored ranks at their new
+// addresses in the exchange every rank makes after a suspension (mpi's
+// Rejoiner.Remodex). A migration that fails before its release lets every
+// rank go on where it was (LocalCancel), the moving ones included.
 
 // errFromOutside refuses what has no meaning for a CRS that saves ranks
 // from outside.
@@ -42,7 +53,7 @@ func (c *ckpt) fromOutsideSteps() []func() error {
 func (c *ckpt) dumpRound() error {
 	g, r, seq := c.g, c.r, c.seq
 	var gaveUp []string // ranks withdrawn because of another's failure
-	err := g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalDump, Seq: seq, Ref: c.ref, Options: r.opts},
+	err := g.round(r, snapc.LocalRequest{ID: r.id, Kind: snapc.LocalDump, Seq: seq, Ref: c.ref, Options: r.opts, Ranks: r.migrate},
 		c.place.nodeRanks,
 		func(node string, rr snapc.RankReply) error {
 			switch {
@@ -54,9 +65,7 @@ func (c *ckpt) dumpRound() error {
 			return nil
 		},
 		func(rep snapc.LocalReply) { g.event(r, snapc.PhaseLocalWrite, rep.Node, seq, c.path.written(rep)) },
-		func() {
-			g.event(r, snapc.PhaseTarget, "", seq, fmt.Sprintf("sequence %d recorded in %s; every rank is dumped now, wherever it is", seq, c.ref.Name))
-		})
+		func() { g.event(r, snapc.PhaseTarget, "", seq, c.dumpNow()) })
 	if err == nil && len(gaveUp) > 0 {
 		err = errors.New(strings.Join(gaveUp, "; "))
 	}
@@ -64,6 +73,15 @@ func (c *ckpt) dumpRound() error {
 		return err
 	}
 	return g.pauseAt(r, PauseLocal, seq)
+}
+
+// dumpNow describes the dump round once every node was asked.
+func (c *ckpt) dumpNow() string {
+	if c.r.migrate != nil {
+		return fmt.Sprintf("sequence %d recorded in %s for a migration (not a restart point); ranks %v are dumped now, wherever they are, and every rank holds quiesced",
+			c.seq, c.ref.Name, c.r.migrate)
+	}
+	return fmt.Sprintf("sequence %d recorded in %s; every rank is dumped now, wherever it is", c.seq, c.ref.Name)
 }
 
 // withdrawn starts a rank's error when it was not saved because of
@@ -81,8 +99,9 @@ func anyErr(m map[int]error) bool {
 }
 
 // dump runs a LocalDump on the node: quiesce every rank at once, dump
-// each, let each go on (with Term, hold them until the request is done
-// or withdrawn).
+// each (a migration's: each moving one), let each go on (with Term, or
+// for a migration, hold them until the request is done, released or
+// withdrawn).
 func (l *local) dump(ctx context.Context, req snapc.LocalRequest, ranks []int, cancel <-chan struct{}) []snapc.RankReply {
 	if l.spec.Dumper == nil {
 		out := map[int]snapc.RankReply{}
@@ -91,7 +110,9 @@ func (l *local) dump(ctx context.Context, req snapc.LocalRequest, ranks []int, c
 		}
 		return inOrder(ranks, out)
 	}
-	dirs, out := l.localDirs(ctx, req, ranks, func(int) bool { return true })
+	// A migration's ranks not in req.Ranks hold unsaved: no directory.
+	saved := func(r int) bool { return len(req.Ranks) == 0 || slices.Contains(req.Ranks, r) }
+	dirs, out := l.localDirs(ctx, req, ranks, saved)
 	if len(out) > 0 {
 		// The other ranks are not asked; the failed request is withdrawn
 		// on every node, which ends the waits of the ranks elsewhere.
@@ -119,8 +140,14 @@ func (l *local) dump(ctx context.Context, req snapc.LocalRequest, ranks []int, c
 		l.resume(req.ID, ranks, quiet)
 		return inOrder(ranks, out)
 	}
-	l.dumpAll(ctx, req, ranks, dirs, out)
-	if !req.Options.Term || !l.hold(req.ID, ranks, cancel) {
+	l.dumpAll(ctx, req, slices.DeleteFunc(slices.Clone(ranks), func(r int) bool { return !saved(r) }), dirs, out)
+	for _, r := range ranks {
+		if !saved(r) {
+			out[r] = snapc.RankReply{Rank: r}
+		}
+	}
+	keep := req.Options.Term || len(req.Ranks) > 0
+	if !keep || !l.hold(req.ID, ranks, cancel) {
 		l.resume(req.ID, ranks, quiet)
 	}
 	return inOrder(ranks, out)
@@ -180,8 +207,9 @@ func (l *local) quiesceAll(ctx context.Context, req snapc.LocalRequest, ranks []
 	return quiet, cause
 }
 
-// hold keeps the dumped ranks of a Term request quiesced until the
-// request is done or withdrawn, and reports whether it does; a request
+// hold keeps the dumped ranks of a Term request (every rank of a
+// migration's) quiesced until the request is done, released or
+// withdrawn, and reports whether it does; a request
 // withdrawn already is not held (the caller lets its ranks go). The
 // check is made under the lock Handle closes cancel with, before
 // releaseHeld looks, so no withdrawal is missed.
@@ -248,6 +276,23 @@ func (l *local) endHeld(id uint64) {
 func (l *local) releaseHeld(id uint64) {
 	if ranks := l.takeHeld(id); len(ranks) > 0 {
 		l.resume(id, ranks, nil)
+	}
+}
+
+// releaseMoved ends a migration's dump on the node (LocalRelease): its
+// held ranks in req.Leave, saved and restored elsewhere by now, end; the
+// others go on.
+func (l *local) releaseMoved(req snapc.LocalRequest) {
+	for _, r := range l.takeHeld(req.ID) {
+		var err error
+		if slices.Contains(req.Leave, r) {
+			err = l.spec.Dumper.End(r, req.ID)
+		} else {
+			err = l.spec.Dumper.Resume(r, req.ID)
+		}
+		if err != nil {
+			l.log.Warn("could not release a rank a migration held", "rank", r, "request", req.ID, "leave", slices.Contains(req.Leave, r), "err", err)
+		}
 	}
 }
 

@@ -281,13 +281,55 @@ func TestDumpTerm(t *testing.T) {
 	}
 }
 
-// TestFromOutsideRefusals: no migration, no checkpoint at a safe point,
-// and a node without a Dumper says so.
+// TestDumpMigration: a migration's dump quiesces every rank, dumps only
+// the moving ones, commits a migration's sequence with their records,
+// and holds every rank until the release, which ends the moving ranks
+// (restored elsewhere by then) and lets the others go on. A migration
+// whose dump fails lets every rank go on, the moving ones included.
+func TestDumpMigration(t *testing.T) {
+	c, d := dumpCluster(t)
+	res, err := c.g.Checkpoint(t.Context(), snapc.Request{Ranks: []int{3, 2}}, nil)
+	if err != nil || res.Seq != 0 {
+		t.Fatalf("migration's dump: %+v %v", res, err)
+	}
+	q, dumped, resumed := d.counts()
+	if !reflect.DeepEqual(q, each(4, 1)) || !reflect.DeepEqual(dumped, map[int]int{2: 1, 3: 1}) || len(resumed) != 0 {
+		t.Errorf("quiesced %v, dumped %v, resumed %v; want all quiesced, 2 and 3 dumped, none let go before the release", q, dumped, resumed)
+	}
+	rec, _ := c.meta().Seq(0)
+	if want := []snapshot.ProcRecord{{Rank: 2, Node: "n2", CRS: "criu"}, {Rank: 3, Node: "n2", CRS: "criu"}}; !rec.Committed || !rec.Migrate || !reflect.DeepEqual(rec.Procs, want) {
+		t.Errorf("sequence 0: %+v, want a committed migration's with %+v", rec, want)
+	}
+	if err := c.g.Release(snapc.Release{Leave: []int{2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitReleased()
+	c.handling.Wait()
+	_, _, resumed = d.counts()
+	d.mu.Lock()
+	ended := clone(d.ended)
+	d.mu.Unlock()
+	if !reflect.DeepEqual(resumed, map[int]int{0: 1, 1: 1}) || !reflect.DeepEqual(ended, map[int]int{2: 1, 3: 1}) {
+		t.Errorf("after the release: resumed %v, ended %v; want 0 and 1 let go, 2 and 3 ended", resumed, ended)
+	}
+
+	d.failDump[3] = "criu: no space left on device"
+	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{Ranks: []int{3}}, nil); !errors.Is(err, snapc.ErrFailed) {
+		t.Fatalf("migration whose dump failed: %v", err)
+	}
+	c.handling.Wait()
+	if _, _, resumed = d.counts(); !reflect.DeepEqual(resumed, map[int]int{0: 2, 1: 2, 2: 1, 3: 1}) {
+		t.Errorf("after a failed migration's dump: resumed %v; want every rank let go", resumed)
+	}
+	if c.held() != nil {
+		t.Error("a failed migration left a hold")
+	}
+}
+
+// TestFromOutsideRefusals: no checkpoint at a safe point, and a node
+// without a Dumper says so.
 func TestFromOutsideRefusals(t *testing.T) {
 	c, _ := dumpCluster(t)
-	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{Ranks: []int{1}}, nil); !errors.Is(err, snapc.ErrRefused) || !strings.Contains(err.Error(), "crs self to migrate") {
-		t.Errorf("migration: %v", err)
-	}
 	if _, err := c.g.AppCheckpoint(t.Context(), 0, 3, crs.Options{}); !errors.Is(err, snapc.ErrRefused) || !strings.Contains(err.Error(), "gompi-checkpoint") {
 		t.Errorf("checkpoint at a safe point: %v", err)
 	}

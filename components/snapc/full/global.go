@@ -272,9 +272,6 @@ func (g *global) Checkpoint(ctx context.Context, req snapc.Request, progress fun
 	if err != nil {
 		return snapc.Result{}, err
 	}
-	if migrate != nil && g.spec.FromOutside {
-		return snapc.Result{}, fmt.Errorf("snapc/full: migration: %w: %w; moving ranks is not done for it yet (run the job with --mca crs self to migrate)", snapc.ErrRefused, errFromOutside)
-	}
 	g.mu.Lock()
 	if g.closed != nil {
 		err := g.closed

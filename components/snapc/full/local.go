@@ -147,7 +147,12 @@ func (l *local) Handle(ctx context.Context, req snapc.LocalRequest) snapc.LocalR
 		l.forget(req.ID, nil)
 		l.endHeld(req.ID) // a Term checkpoint committed: the job ends
 	case snapc.LocalRelease:
-		l.release(req, l.forget(req.ID, ranks))
+		ranks = l.forget(req.ID, ranks)
+		if l.spec.Dumper != nil {
+			l.releaseMoved(req)
+		} else {
+			l.release(req, ranks)
+		}
 	default:
 		rep.Err = fmt.Sprintf("snapc/full: node %s: unknown request kind %v (a newer gompirun?)", l.spec.Node, req.Kind)
 	}

@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestCRIUMigrate: gompi-migrate moves node n2's ranks of plainheat (no
+// line of C/R code) to n1 with crs=criu: every rank is quiesced, ranks 2
+// and 3 are dumped and restored on n1 through its gompid, and every rank
+// reconnects at the new addresses. gompi-ps shows them on n1 with new
+// processes, the job ends with the uninterrupted checksum, never started
+// anew (its first progress line is printed once), and nothing is left.
+func TestCRIUMigrate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("CRIU and the rank init's PID namespace need root")
+	}
+	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+		"--mca", "snapc_base_global_snapshot_dir", t.TempDir()}, criuParams()...)
+	j := start(t, append(append(args, plainheat()), plainArgs...)...)
+	j.waitFor("plainheat's first progress line", func(lines []string, _ string) bool {
+		return len(lines) > 0 && strings.HasPrefix(lines[0], "step ")
+	})
+	first := j.output()[0]
+	old := map[int]int{2: j.waitPID(2, ""), 3: j.waitPID(3, "")}
+	code, out, errs := tool(t, "gompi-migrate", pidArg(j), "--off", "n2")
+	if code != 0 {
+		t.Fatalf("gompi-migrate --off n2: status %d\n%s%s\ngompirun:\n%s", code, out, errs, j.errText())
+	}
+	for _, w := range []string{"Rank 2: n2 -> n1", "Rank 3: n2 -> n1", "Migrated 2 ranks in"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("gompi-migrate --off n2 printed no %q:\n%s", w, out)
+		}
+	}
+	j.waitFor("ranks 2 and 3 connected on n1", func([]string, string) bool {
+		js := psNow(j)
+		if js == nil {
+			return false
+		}
+		on := 0
+		for _, r := range js.Ranks {
+			if (r.Rank == 2 || r.Rank == 3) && r.Node == "n1" && r.State == "connected" && r.PID > 0 && r.PID != old[r.Rank] {
+				on++
+			}
+		}
+		return on == 2
+	})
+	code, lines, stderr := j.wait()
+	if got, _ := heatChecksum(lines, ""); code != 0 || got != plainSum(t) {
+		t.Fatalf("plainheat after its migration: status %d, checksum %q\n%s", code, got, stderr)
+	}
+	if n := strings.Count("\n"+strings.Join(lines, "\n")+"\n", "\n"+first+"\n"); n != 1 {
+		t.Errorf("plainheat's first progress line %q printed %d times", first, n)
+	}
+	if strings.Contains(stderr, "peer failed") {
+		t.Errorf("a successful migration reported a peer failure:\n%s", stderr)
+	}
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "gompirun: migration:") {
+			t.Log(l)
+		}
+	}
+	noSurvivors(t, "after the migration", func() []int { return marked(j.mark) })
+}
