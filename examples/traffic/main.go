@@ -22,7 +22,11 @@
 // which depends on -seed and -rounds only: not on the number of nodes, the
 // transport, the pacing, or how often the job was checkpointed, stopped
 // or restarted. Every rank also prints the transport it reaches each peer
-// with ("transports rank=R self uds tcp ...").
+// with ("transports rank=R self uds tcp ..."), and how many times each
+// part of a round (the laggard's hold, completing the lazy stream, each
+// kind of operation) took a quarter of a second or more ("stalls rank=R
+// hold=0 lazy=0 fan-in=1 ..."): something stopped the rank there, such as
+// a checkpoint, which freezes it for about a second.
 //
 // With -out PREFIX, rank R also writes a line per round to the file
 // PREFIX.R, which it keeps open for writing from start to end: what it
@@ -138,6 +142,11 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 		ts += " " + p.Transport(q)
 	}
 	fmt.Fprintln(out, ts)
+	st := fmt.Sprintf("stalls rank=%d", t.me)
+	for i, n := range t.stalls {
+		st += fmt.Sprintf(" %s=%d", partNames[i], n)
+	}
+	fmt.Fprintln(out, st)
 	if t.me == 0 {
 		fmt.Fprintf(out, "traffic: rounds=%d messages=%d digest=%s\n", o.rounds, t.messages, digest)
 	}

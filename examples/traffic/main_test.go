@@ -43,8 +43,8 @@ func TestDigest(t *testing.T) {
 	if len(want) != 16 || !strings.Contains(out, "traffic: rounds=120 messages=") || !strings.Contains(out, "digest="+want+"\n") {
 		t.Fatalf("output %q lacks the digest line", out)
 	}
-	if !strings.Contains(out, "transports rank=3 tcp tcp tcp self\n") {
-		t.Errorf("output %q lacks rank 3's transports", out)
+	if !strings.Contains(out, "transports rank=3 tcp tcp tcp self\n") || !strings.Contains(out, "stalls rank=3 hold=0 lazy=0 fan-in=") {
+		t.Errorf("output %q lacks rank 3's transports or stall counts", out)
 	}
 	for _, c := range []struct {
 		cfg  mpitest.Config

@@ -46,16 +46,17 @@ type pairLog struct {
 
 // traffic is one rank's program and its books.
 type traffic struct {
-	o                options
-	w, side, lazy    *mpi.Comm
-	me, n            int
-	sent, recvd      [nStreams][]pairLog
-	coll             hash.Hash64 // the collectives' results, in order
-	pending          []pendingRecv
-	pendingSends     []*mpi.Request
-	sideDone         chan error
-	messages         uint64 // every rank's messages, known after finish
-	sideSent, nSides int
+	o             options
+	w, side, lazy *mpi.Comm
+	me, n         int
+	sent, recvd   [nStreams][]pairLog
+	coll          hash.Hash64 // the collectives' results, in order
+	pending       []pendingRecv
+	pendingSends  []*mpi.Request
+	sideDone      chan error
+	messages      uint64 // every rank's messages, known after finish
+	nSides        int
+	stalls        [nParts]int // the rounds' parts that took stallBound or more
 }
 
 // pendingRecv is a lazy receive posted and not yet completed.
@@ -179,6 +180,37 @@ func size(r *rand.Rand) int {
 	}
 }
 
+// Where a round's time goes, for the stall counts: the laggard's hold,
+// completing the lazy stream, and the round's operation.
+const (
+	partHold = iota
+	partLazy
+	partFanIn
+	partRing
+	partExchange
+	partColl
+	partIColl
+	nParts
+)
+
+var partNames = [nParts]string{"hold", "lazy", "fan-in", "ring", "exchange", "collective", "icollective"}
+
+// stallBound is how long a part of a round takes only when something
+// stopped the rank meanwhile (a checkpoint freezes it for about a second;
+// a round's part takes milliseconds).
+const stallBound = 250 * time.Millisecond
+
+// timed runs f as part p of a round, counting it as stalled when it took
+// stallBound or more.
+func (t *traffic) timed(p int, f func() error) error {
+	start := time.Now()
+	err := f()
+	if time.Since(start) >= stallBound {
+		t.stalls[p]++
+	}
+	return err
+}
+
 // round runs one round: every rank draws the same operation, and the
 // laggard waits before joining it.
 func (t *traffic) round(round int) error {
@@ -186,28 +218,29 @@ func (t *traffic) round(round int) error {
 	// One Float64 draw whatever the pace: the pattern is the seed's alone.
 	laggard, hold := r.IntN(t.n), time.Duration(2*r.Float64()*float64(t.o.pace))
 	if t.me == laggard && hold > 0 && t.pacing() {
-		time.Sleep(hold) // the others wait for it inside the operation
+		// The others wait for it inside the operation.
+		t.timed(partHold, func() error { time.Sleep(hold); return nil })
 	}
 	if round%sideEvery == sideEvery-1 {
 		if err := t.side.Send(t.message(streamSide, (t.me+1)%t.n, 8), (t.me+1)%t.n, 5); err != nil {
 			return err
 		}
 	}
-	if err := t.lazyRound(r); err != nil {
+	if err := t.timed(partLazy, func() error { return t.lazyRound(r) }); err != nil {
 		return err
 	}
 	tag := round % 30000 // a round's own tag: AnySource never takes another round's
 	switch op := r.IntN(10); {
 	case op < 2:
-		return t.fanIn(r, tag)
+		return t.timed(partFanIn, func() error { return t.fanIn(r, tag) })
 	case op < 3:
-		return t.ring(r, tag)
+		return t.timed(partRing, func() error { return t.ring(r, tag) })
 	case op < 5:
-		return t.exchange(r, tag)
+		return t.timed(partExchange, func() error { return t.exchange(r, tag) })
 	case op < 7:
-		return t.blockingColl(r, round)
+		return t.timed(partColl, func() error { return t.blockingColl(r, round) })
 	default:
-		return t.nonBlockingColl(r, round)
+		return t.timed(partIColl, func() error { return t.nonBlockingColl(r, round) })
 	}
 }
 

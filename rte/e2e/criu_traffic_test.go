@@ -111,6 +111,7 @@ func trafficJob(t *testing.T, rng *rand.Rand, want int) trafficRun {
 		t.Fatalf("checkpointed traffic (seed %d): status %d, digest %q, want %q\n%s", run.seed, code, got, run.digest, errs)
 	}
 	checkTransports(t, out, []string{"n1", "n1", "n2", "n2"})
+	t.Logf("where the ranks were when a checkpoint stopped them (parts of rounds that took 250 ms or more, over the 4 ranks): %s", stalls(out))
 	noSurvivors(t, "after the checkpointed job", func() []int { return marked(j.mark) })
 	return run
 }
@@ -225,6 +226,29 @@ func checkTransports(t *testing.T, out []string, nodes []string) {
 	if seen != len(nodes) {
 		t.Errorf("%d ranks said their transports, want %d:\n%s", seen, len(nodes), strings.Join(out, "\n"))
 	}
+}
+
+// stalls sums the ranks' "stalls rank=R part=N ..." lines, by part.
+func stalls(out []string) string {
+	var parts []string
+	sum := map[string]int{}
+	for _, l := range out {
+		if !strings.HasPrefix(l, "stalls rank=") {
+			continue
+		}
+		for _, f := range strings.Fields(l)[2:] {
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.Atoi(v)
+			if _, ok := sum[k]; !ok {
+				parts = append(parts, k)
+			}
+			sum[k] += n
+		}
+	}
+	for i, k := range parts {
+		parts[i] = fmt.Sprintf("%s=%d", k, sum[k])
+	}
+	return strings.Join(parts, " ")
 }
 
 // trafficDigest finds traffic's closing line's digest.
