@@ -31,6 +31,7 @@ import (
 
 	"gompi/boot"
 	"gompi/cli"
+	"gompi/frameworks/crs"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
@@ -376,6 +377,19 @@ func (o *options) knownParams(ctx context.Context, p *boot.Process, meta *snapsh
 	return withPlugins.Params, func() { withPlugins.Close() }
 }
 
+// savedBy is the CRS that saved every rank of seq, "" when they differ
+// or none is recorded.
+func savedBy(seq snapshot.SeqRecord) string {
+	name := ""
+	for i, p := range seq.Procs {
+		if i > 0 && p.CRS != name {
+			return ""
+		}
+		name = p.CRS
+	}
+	return name
+}
+
 // Command returns// Command returns gompirun's arguments (without the program name) that
 // restart point: the stored AMCA sets and parameters (except those the AMCA
 // sets give, and those overridden), the user's overrides, the rank count,
@@ -411,6 +425,11 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 			}
 		}
 		args = append(args, "--mca", s.Name, s.Value)
+	}
+	if name := savedBy(point.Seq); name != "" && !overridden[crs.Name] && !slices.Contains(args, crs.Name) {
+		// The CRS that made the snapshot restores it: -am ft-enable-cr
+		// alone would choose again, maybe another (no CRIU here).
+		args = append(args, "--mca", crs.Name, name)
 	}
 	for _, kv := range ov.MCA {
 		name, value, _ := strings.Cut(kv, "=")

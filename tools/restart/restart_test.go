@@ -513,3 +513,42 @@ func TestPluginParamRestarted(t *testing.T) {
 		t.Fatalf("status %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 }
+
+// The CRS that saved a sequence restores it unless the user or the stored
+// parameters name one; mixed or unrecorded CRSs pin nothing.
+func TestRestartPinsTheSnapshotsCRS(t *testing.T) {
+	meta := &snapshot.GlobalMeta{Ranks: 2, AMCA: []string{"ft-enable-cr"}, Launch: crs.Launch{Argv: []string{"/bin/p"}}}
+	procs := func(names ...string) []snapshot.ProcRecord {
+		var ps []snapshot.ProcRecord
+		for i, n := range names {
+			ps = append(ps, snapshot.ProcRecord{Rank: i, CRS: n})
+		}
+		return ps
+	}
+	for _, tt := range []struct {
+		name   string
+		procs  []snapshot.ProcRecord
+		stored []mca.Setting
+		ov     Overrides
+		want   string // the crs settings of the command, in order
+	}{
+		{"criu", procs("criu", "criu"), nil, Overrides{}, "crs criu"},
+		{"user names one", procs("criu", "criu"), nil, Overrides{MCA: []string{"crs=self"}}, "crs self"},
+		{"stored explicit", procs("criu", "criu"), []mca.Setting{{Name: "crs", Value: "criu", Origin: mca.Origin{Source: mca.SourceCommandLine}}}, Overrides{}, "crs criu"},
+		{"mixed", procs("criu", "self"), nil, Overrides{}, ""},
+		{"none recorded", nil, nil, Overrides{}, ""},
+	} {
+		m := *meta
+		m.Params = tt.stored
+		args, _ := Command(snapshot.RestartPoint{Ref: snapshot.Ref{Dir: "/g", Name: "r.ckpt"}, Meta: &m, Seq: snapshot.SeqRecord{Procs: tt.procs}}, tt.ov, nil)
+		var got []string
+		for i := 0; i+2 < len(args); i++ {
+			if args[i] == "--mca" && args[i+1] == "crs" {
+				got = append(got, "crs "+args[i+2])
+			}
+		}
+		if strings.Join(got, ",") != tt.want {
+			t.Errorf("%s: crs settings %q, want %q (%v)", tt.name, got, tt.want, args)
+		}
+	}
+}
