@@ -77,7 +77,7 @@ type job struct {
 	exitSet       bool
 	err           error
 	interrupted   bool
-	stopped       bool // a checkpoint --stop left every rank stopped; SIGCONT clears it
+	stopped       bool                      // a checkpoint --stop left every rank stopped; SIGCONT clears it
 	timers        [nTimers]<-chan time.Time // armed ones; see timerKind
 
 	// The episodes under way (episode.go), nil when none. recovery is
