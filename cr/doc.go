@@ -33,10 +33,12 @@
 // this package has nothing to save: Protect registers values that are
 // never read back (the restored process has them in memory), OnCheckpoint
 // and OnContinue callbacks never run, Requested never fires and SafePoint
-// returns at once (no request reaches a safe point). Checkpoint and Migrate
-// from inside are refused by the coordinator with what to do instead
-// (gompi-checkpoint from outside); restarting such a snapshot brings the
-// processes back, and Init does not run again.
+// returns at once (no request reaches a safe point). Migrate moves the
+// ranks as gompi-migrate does: they are saved whole where they are and go
+// on inside the call on their new node. Checkpoint from inside is refused
+// by the coordinator with what to do instead (gompi-checkpoint from
+// outside); restarting such a snapshot brings the processes back, and
+// Init does not run again.
 //
 // # Safe points
 //
