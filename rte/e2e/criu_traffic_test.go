@@ -31,9 +31,11 @@ import (
 // tcp; two nodes mapped by node: a mix) and must end with that digest
 // again, reaching its peers over the transports of its new placement.
 //
-// Everything random comes from one seed, logged: GOMPI_TRAFFIC_SEED
-// replays a run. GOMPI_TRAFFIC_MOMENTS asks for more moments (default
-// 50) for a long run.
+// Each job's ranks quiesce their channels with a CRCP drawn from bkmrk
+// and flag (GOMPI_TRAFFIC_CRCP forces one). Everything random comes from
+// one seed, logged: GOMPI_TRAFFIC_SEED replays a run.
+// GOMPI_TRAFFIC_MOMENTS asks for more moments (default 50) for a long
+// run.
 func TestCRIUTraffic(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("CRIU and the rank init's PID namespace need root")
@@ -60,7 +62,12 @@ type trafficRun struct {
 	ref    snapshot.Ref
 	seqs   int    // sequences committed, 0 to seqs-1
 	digest string // an uninterrupted run's
+	crcp   string // how the ranks quiesce their channels ("": the default)
 }
+
+// trafficCRCPs are the ways of quiescing the channels a job draws from:
+// bkmrk's counts (the default) and flag's flags (issue 21 item 8).
+var trafficCRCPs = []string{"bkmrk", "flag"}
 
 // trafficPace is the laggard's mean hold per round: with it a round takes
 // about 10 ms, most of it spent by the other ranks inside the operation.
@@ -82,7 +89,10 @@ func trafficProg() string { return filepath.Join(bin, "traffic") }
 // the uninterrupted digest.
 func trafficJob(t *testing.T, rng *rand.Rand, want int) trafficRun {
 	t.Helper()
-	run := trafficRun{seed: rng.Uint64(), rounds: trafficRounds(want)}
+	run := trafficRun{seed: rng.Uint64(), rounds: trafficRounds(want), crcp: trafficCRCPs[rng.IntN(len(trafficCRCPs))]}
+	if c := os.Getenv("GOMPI_TRAFFIC_CRCP"); c != "" {
+		run.crcp = c
+	}
 	j, pace := pacedTraffic(t, &run, "-every", "20")
 	// Two moments leave the ranks stopped after their dump, to look at
 	// what they hold then: the first, and one drawn.
@@ -101,7 +111,7 @@ func trafficJob(t *testing.T, rng *rand.Rand, want int) trafficRun {
 		}
 		run.seqs++
 	}
-	t.Logf("job of seed %d: %d checkpoints by round %d of %d in %v", run.seed, run.seqs, lastRound(j.output()), run.rounds, time.Since(begin).Round(time.Millisecond))
+	t.Logf("job of seed %d, crcp %s: %d checkpoints by round %d of %d in %v", run.seed, run.crcp, run.seqs, lastRound(j.output()), run.rounds, time.Since(begin).Round(time.Millisecond))
 	if err := os.Remove(pace); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +138,9 @@ func pacedTraffic(t *testing.T, r *trafficRun, more ...string) (*job, string) {
 	}
 	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
 		"--mca", "snapc_base_global_snapshot_dir", dir}, criuParams()...)
+	if r.crcp != "" {
+		args = append(args, "--mca", "crcp", r.crcp)
+	}
 	args = append(append(args, r.args()...), "-pace", trafficPace, "-pace-while", pace)
 	j := start(t, append(args, more...)...)
 	j.waitFor("the first rounds", func(lines []string, _ string) bool { return lastRound(lines) > 0 })
