@@ -195,3 +195,66 @@ func TestPutBackRefusal(t *testing.T) {
 		t.Errorf("put back with a garbled mode: %v", err)
 	}
 }
+
+// TestProgramChanged: a tree dumped while running its own copy of the
+// shell is refused at the restore, naming the program and its sizes, once
+// that copy changed size (a rebuilt program, an upgraded gompid) or is
+// gone; CRIU is not asked. Meta records each program once.
+func TestProgramChanged(t *testing.T) {
+	m := newModule(t)
+	for _, change := range []string{"grown", "removed"} {
+		t.Run(change, func(t *testing.T) {
+			sh := filepath.Join(t.TempDir(), "sh")
+			b, err := os.ReadFile("/bin/sh")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(sh, b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out := crstest.Pipe(t)
+			cmd := exec.Command(sh, "-c", `while :; do echo x; read -t 1 line; done`)
+			cmd.Stdout = out[1]
+			crstest.StartIsolated(t, cmd)
+			out[1].Close()
+			if _, err := bufio.NewReader(out[0]).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			res, err := m.Checkpoint(t.Context(), crs.CheckpointRequest{PID: cmd.Process.Pid, Dir: dir, Options: crs.Options{Term: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			if want := fmt.Sprintf("%d %s", len(b), sh); res.Meta[metaExePrefix+"0"] != want {
+				t.Fatalf("meta %v: want %s0 = %q", res.Meta, metaExePrefix, want)
+			}
+			switch change {
+			case "grown":
+				err = os.WriteFile(sh, append(b, 0), 0o755)
+			case "removed":
+				err = os.Remove(sh)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = crstest.Pipe(t)
+			_, err = m.(crs.Restorer).Restore(t.Context(), crs.RestoreRequest{Dir: dir, Meta: res.Meta, Stdout: out[1]})
+			if err == nil || !strings.Contains(err.Error(), "the program "+sh) || strings.Contains(err.Error(), "CRIU's restore failed") {
+				t.Fatalf("restore after the program was %s: %v; want a refusal naming %s before CRIU runs", change, err, sh)
+			}
+		})
+	}
+}
+
+// A metadata entry that is not a size and a path is a broken snapshot.
+func TestCheckExesMeta(t *testing.T) {
+	for _, v := range []string{"", "12", "x /bin/sh", "12 bin/sh"} {
+		if err := checkExes(map[string]string{metaExePrefix + "0": v}); !errors.Is(err, crs.ErrNoSnapshot) {
+			t.Errorf("%q: %v, want ErrNoSnapshot", v, err)
+		}
+	}
+	if err := checkExes(map[string]string{metaExePrefix + "0": "0 /dev/null"}); err != nil {
+		t.Errorf("an unchanged program: %v", err)
+	}
+}

@@ -37,6 +37,9 @@ func (m *Module) Restore(ctx context.Context, req crs.RestoreRequest) (crs.Proce
 	if len(stray) > 0 {
 		m.logger().Warn("crs/criu: restoring pipes the daemon gave no replacement for, with no other end", "rank", req.Rank, "descriptors", stray)
 	}
+	if err := checkExes(req.Meta); err != nil {
+		return fail(err)
+	}
 	// Before CRIU opens them: it checks their size against the images.
 	if err := putBack(req.Dir, req.Meta); err != nil {
 		return fail(err)

@@ -95,6 +95,9 @@ func inspect(pid int) (meta map[string]string, procs int, files []string, err er
 		return nil, 0, nil, err
 	}
 	meta = map[string]string{metaPID: strconv.Itoa(pid), metaTree: strconv.Itoa(len(pids))}
+	if err := recordExes(pids, meta); err != nil {
+		return nil, 0, nil, err
+	}
 	for _, p := range pids {
 		fds, err := descriptors(p)
 		if err != nil {
