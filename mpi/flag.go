@@ -63,10 +63,23 @@ func (p *Proc) flagAll(ctx context.Context, tag int) error {
 		if pe.rank == p.rank {
 			continue
 		}
-		op := &sendOp{kind: kindFlag, tag: tag, wake: make(chan error, 1)}
 		pe.mu.Lock()
-		p.enqueueLocked(pe, op)
-		waits = append(waits, op.wake)
+		if pe.writing {
+			// Behind the sends still queued toward pe.
+			op := &sendOp{kind: kindFlag, tag: tag, wake: make(chan error, 1)}
+			p.enqueueLocked(pe, op)
+			waits = append(waits, op.wake)
+			continue
+		}
+		// Nothing queued: written here, as a send would be, rather than
+		// by a writer goroutine of its own.
+		pe.writing = true
+		pe.mu.Unlock()
+		err := p.transmit(pe, kindFlag, 0, tag, 0, nil)
+		p.release(pe, err)
+		if err != nil {
+			return fmt.Errorf("send a flag: %w", err)
+		}
 	}
 	for _, w := range waits {
 		select {
@@ -87,6 +100,9 @@ func (p *Proc) flagAll(ctx context.Context, tag int) error {
 // taken off its connection.
 func (p *Proc) awaitFlags(ctx context.Context, tag int64) error {
 	f := &p.flags
+	// Waiting for frames, as a receive does: the readers may poll.
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
 	for {
 		f.mu.Lock()
 		missing := -1
