@@ -300,124 +300,238 @@ func TestCheckpointRefused(t *testing.T) {
 // restartable; the second is recorded only once past the query, and
 // committed only if the kill came after its commit mark, or if only
 // gompi-checkpoint died (gompirun then finishes the checkpoint by itself
-// and the job runs on).
+// and the job runs on). The matrix runs with crs=self (crprog) at every
+// point, and with crs=criu (plainheat, no C/R code: criuCrashCases) at a
+// subset of the points a criu checkpoint passes (it has no query and no
+// rank writing its own snapshot).
 func TestCheckpointCrash(t *testing.T) {
 	hnpPoints := []string{full.PauseQuery, full.PauseSeq, full.PauseLocal, full.PauseCommit, full.PauseCommitted}
-	type tc struct{ point, victim string }
-	var cases []tc
+	var cases []crashCase
 	for _, v := range []string{"rank", "daemon", "gompirun"} {
 		for _, p := range full.PausePoints {
-			cases = append(cases, tc{p, v})
+			cases = append(cases, crashCase{point: p, victim: v})
 		}
 	}
 	for _, p := range hnpPoints {
-		cases = append(cases, tc{p, "tool"})
+		cases = append(cases, crashCase{point: p, victim: "tool"})
 	}
+	cases = append(cases, criuCrashCases...)
 	for _, c := range cases {
-		t.Run(c.victim+"-at-"+c.point, func(t *testing.T) {
+		name := c.victim + "-at-" + c.point
+		if c.criu {
+			name = "criu/" + name
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel() // jobs of their own; mostly waiting, so -parallel (the CPU count) of them share the machine well
-			dir := t.TempDir()
-			j := crJob(t, dir, "--mca", full.ParamPauseAt, c.point+":1")
-			ref := refOf(t, j, dir)
-			if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
-				t.Fatalf("first checkpoint: status %d\n%s%s", code, out, errs)
-			}
-			ck := exec.Command(filepath.Join(bin, "gompi-checkpoint"), "--status", pidArg(j))
-			var ckOut bytes.Buffer
-			ck.Stdout, ck.Stderr = &ckOut, &ckOut
-			if err := ck.Start(); err != nil {
-				t.Fatal(err)
-			}
-			ckDone := make(chan struct{})
-			go func() { ck.Wait(); close(ckDone) }()
-			t.Cleanup(func() { ck.Process.Kill(); <-ckDone })
+			checkpointCrash(t, c)
+		})
+	}
+}
 
-			msg := full.PauseMessage(c.point, 1)
-			if c.point == full.PauseWrite {
-				j.waitFor("4 ranks paused writing", func(lines []string, _ string) bool {
-					n := 0
-					for _, l := range lines {
-						if l == msg {
-							n++
-						}
-					}
-					return n == 4
-				})
-			} else {
-				j.waitFor("the pause at "+c.point, func(_ []string, stderr string) bool { return strings.Contains(stderr, msg) })
-			}
+// crashCase is one case of the crash matrix: victim killed while the
+// second checkpoint is held at point, in a crs=criu job when criu.
+type crashCase struct {
+	point, victim string
+	criu          bool
+}
 
-			switch c.victim {
-			case "rank":
-				pids := j.waitReady(4)
-				syscall.Kill(pids[3], syscall.SIGKILL)
-			case "daemon":
-				var pid int
-				for _, js := range ps(t, "--json", pidArg(j)) {
-					for _, d := range js.Daemons {
-						if d.Node == "n2" {
-							pid = d.PID
-						}
-					}
-				}
-				if pid == 0 {
-					t.Fatal("no daemon of n2 in gompi-ps")
-				}
-				syscall.Kill(pid, syscall.SIGKILL)
-			case "gompirun":
-				j.cmd.Process.Kill()
-			case "tool":
-				ck.Process.Kill()
-				<-ckDone
-				// The checkpoint goes on without its tool: a second request
-				// is answered once the first is over.
-				code, out, errs := tool(t, "gompi-checkpoint", pidArg(j))
-				if code != 0 || out != "Snapshot Ref.:   2 "+ref.Name+"\n" {
-					t.Errorf("checkpoint after the tool was killed: status %d\n%s%s", code, out, errs)
-				}
-				j.signal(syscall.SIGINT)
-			}
-			code, _, errs := j.wait()
-			if code == 0 {
-				t.Errorf("job ended with status 0 after its %s was killed", c.victim)
-			}
-			if c.victim != "gompirun" && c.victim != "tool" && !strings.Contains(errs, "gompirun: job aborted") {
-				t.Errorf("no abort report:\n%s", errs)
-			}
-			noSurvivors(t, "after the crash", func() []int { return marked(j.mark) })
+// criuCrashCases are the crash matrix's crs=criu cases. A criu checkpoint
+// passes seq (recorded, nothing dumped), local (every rank dumped and let
+// go on), sync (a gompid storing its dumps), commit (stored, no commit
+// mark) and committed. Every victim is killed at local, where the dumps
+// are new; then each point has one victim more, the one whose loss there
+// differs most: a rank before the dump (seq), a daemon amid its own step
+// (sync), gompirun before the commit mark (commit), the tool after it
+// (committed): 9 cases, not the 19 of the full product. Each starts a
+// job, dumps it once or twice, kills, and restores four ranks (CRIU runs
+// one at a time per host): 19-47 s a case under -race on 2 cores loaded
+// by other jobs (load 10), two at a time, about 2.5 minutes added to the
+// matrix; the full product would be twice that.
+var criuCrashCases = []crashCase{
+	{point: full.PauseLocal, victim: "rank", criu: true},
+	{point: full.PauseLocal, victim: "daemon", criu: true},
+	{point: full.PauseLocal, victim: "gompirun", criu: true},
+	{point: full.PauseLocal, victim: "tool", criu: true},
+	{point: full.PauseSeq, victim: "rank", criu: true},
+	{point: full.PauseSync, victim: "daemon", criu: true},
+	{point: full.PauseCommit, victim: "gompirun", criu: true},
+	{point: full.PauseCommitted, victim: "tool", criu: true},
+	{point: full.PauseCommitted, victim: "rank", criu: true},
+}
 
-			yes, no := committed(t, ref)
-			wantYes, wantNo := []int{0}, []int{1}
-			switch {
-			case c.victim == "tool":
-				wantYes, wantNo = []int{0, 1, 2}, nil
-			case c.point == full.PauseQuery: // held before its sequence was recorded
-				wantNo = nil
-			case c.point == full.PauseCommitted:
-				wantYes, wantNo = []int{0, 1}, nil
-			}
-			if !reflect.DeepEqual(yes, wantYes) || !reflect.DeepEqual(no, wantNo) {
-				t.Errorf("committed %v, uncommitted %v; want %v and %v", yes, no, wantYes, wantNo)
-			}
+// checkpointCrash runs one case of the crash matrix.
+func checkpointCrash(t *testing.T, c crashCase) {
+	dir := t.TempDir()
+	j := crashJob(t, c, dir)
+	ref := refOf(t, j, dir)
+	if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
+		t.Fatalf("first checkpoint: status %d\n%s%s", code, out, errs)
+	}
+	ck := exec.Command(filepath.Join(bin, "gompi-checkpoint"), "--status", pidArg(j))
+	var ckOut bytes.Buffer
+	ck.Stdout, ck.Stderr = &ckOut, &ckOut
+	if err := ck.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ckDone := make(chan struct{})
+	go func() { ck.Wait(); close(ckDone) }()
+	t.Cleanup(func() { ck.Process.Kill(); <-ckDone })
 
-			// The newest committed sequence restarts.
-			last := wantYes[len(wantYes)-1]
-			r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, twoNodes), ref.Path())
-			r.waitReady(4)
-			want := fmt.Sprintf("ref=%s seq=%d ", ref.Name, last)
+	msg := full.PauseMessage(c.point, 1)
+	if c.point == full.PauseWrite {
+		j.waitFor("4 ranks paused writing", func(lines []string, _ string) bool {
 			n := 0
-			for _, l := range r.output() {
-				if strings.HasPrefix(l, "restarted ") && strings.Contains(l, want) {
+			for _, l := range lines {
+				if l == msg {
 					n++
 				}
 			}
-			if n != 4 {
-				t.Errorf("%d ranks restarted from seq %d:\n%s", n, last, strings.Join(r.output(), "\n"))
-			}
-			r.signal(syscall.SIGINT)
-			r.wait()
+			return n == 4
 		})
+	} else {
+		j.waitFor("the pause at "+c.point, func(_ []string, stderr string) bool { return strings.Contains(stderr, msg) })
 	}
+
+	switch c.victim {
+	case "rank":
+		syscall.Kill(crashRankPID(t, j, c), syscall.SIGKILL)
+	case "daemon":
+		var pid int
+		for _, js := range ps(t, "--json", pidArg(j)) {
+			for _, d := range js.Daemons {
+				if d.Node == "n2" {
+					pid = d.PID
+				}
+			}
+		}
+		if pid == 0 {
+			t.Fatal("no daemon of n2 in gompi-ps")
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+	case "gompirun":
+		j.cmd.Process.Kill()
+	case "tool":
+		ck.Process.Kill()
+		<-ckDone
+		// The checkpoint goes on without its tool: a second request
+		// is answered once the first is over.
+		code, out, errs := tool(t, "gompi-checkpoint", pidArg(j))
+		if code != 0 || out != "Snapshot Ref.:   2 "+ref.Name+"\n" {
+			t.Errorf("checkpoint after the tool was killed: status %d\n%s%s", code, out, errs)
+		}
+		j.signal(syscall.SIGINT)
+	}
+	code, _, errs := j.wait()
+	if code == 0 {
+		t.Errorf("job ended with status 0 after its %s was killed", c.victim)
+	}
+	if c.victim != "gompirun" && c.victim != "tool" && !strings.Contains(errs, "gompirun: job aborted") {
+		t.Errorf("no abort report:\n%s", errs)
+	}
+	noSurvivors(t, "after the crash", func() []int { return marked(j.mark) })
+
+	yes, no := committed(t, ref)
+	wantYes, wantNo := []int{0}, []int{1}
+	switch {
+	case c.victim == "tool":
+		wantYes, wantNo = []int{0, 1, 2}, nil
+	case c.point == full.PauseQuery: // held before its sequence was recorded
+		wantNo = nil
+	case c.point == full.PauseCommitted:
+		wantYes, wantNo = []int{0, 1}, nil
+	}
+	if !reflect.DeepEqual(yes, wantYes) || !reflect.DeepEqual(no, wantNo) {
+		t.Errorf("committed %v, uncommitted %v; want %v and %v", yes, no, wantYes, wantNo)
+	}
+	// The newest committed sequence restarts.
+	crashRestart(t, c, ref, wantYes[len(wantYes)-1])
+}
+
+// crashJob starts the crash matrix's job, its second checkpoint held at
+// c.point: crprog (crs=self), or plainheat with crs=criu, slowed so that
+// it is still computing when its gompirun is killed or signalled.
+func crashJob(t *testing.T, c crashCase, dir string) *job {
+	t.Helper()
+	pause := []string{"--mca", full.ParamPauseAt, c.point + ":1"}
+	if !c.criu {
+		return crJob(t, dir, pause...)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("CRIU and the rank init's PID namespace need root")
+	}
+	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+		"--mca", "snapc_base_global_snapshot_dir", dir}, append(criuParams(), pause...)...)
+	j := start(t, append(args, plainheat(), "-size", "96", "-steps", "100000", "-every", "20", "-sleep", "20ms")...)
+	j.waitFor("plainheat's first progress line", func(lines []string, _ string) bool {
+		return len(lines) > 0 && strings.HasPrefix(lines[0], "step ")
+	})
+	return j
+}
+
+// crashRankPID is the pid of rank 3 of j: crprog prints it; under
+// crs=criu gompi-ps gives its init's (connected or not: the ranks may be
+// reconnecting after the dump).
+func crashRankPID(t *testing.T, j *job, c crashCase) int {
+	t.Helper()
+	if !c.criu {
+		return j.waitReady(4)[3]
+	}
+	var pid int
+	j.waitFor("rank 3's pid", func([]string, string) bool {
+		if js := psNow(j); js != nil {
+			for _, r := range js.Ranks {
+				if r.Rank == 3 {
+					pid = r.PID
+				}
+			}
+		}
+		return pid > 0
+	})
+	return pid
+}
+
+// crashRestart restarts ref, which must start from sequence seq, and
+// ends the restarted job once its 4 ranks run: crprog says where it
+// restarted from; a criu job's restored ranks reconnect (gompi-ps), and
+// gompi-restart --verbose names the sequence.
+func crashRestart(t *testing.T, c crashCase, ref snapshot.Ref, seq int) {
+	t.Helper()
+	if !c.criu {
+		r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, twoNodes), ref.Path())
+		r.waitReady(4)
+		want := fmt.Sprintf("ref=%s seq=%d ", ref.Name, seq)
+		n := 0
+		for _, l := range r.output() {
+			if strings.HasPrefix(l, "restarted ") && strings.Contains(l, want) {
+				n++
+			}
+		}
+		if n != 4 {
+			t.Errorf("%d ranks restarted from seq %d:\n%s", n, seq, strings.Join(r.output(), "\n"))
+		}
+		r.signal(syscall.SIGINT)
+		r.wait()
+		return
+	}
+	r := startProg(t, "gompi-restart", append(criuParams(), "--verbose", "--hostfile", hostfile(t, twoNodes), ref.Path())...)
+	r.waitErr(fmt.Sprintf("gompi-restart: restarting %s from sequence %d:", ref.Name, seq))
+	r.waitFor("4 restored ranks connected", func([]string, string) bool {
+		js := psNow(r)
+		if js == nil || len(js.Ranks) != 4 {
+			return false
+		}
+		for _, rk := range js.Ranks {
+			if rk.State != "connected" {
+				return false
+			}
+		}
+		return true
+	})
+	r.signal(syscall.SIGINT)
+	if code, _, errs := r.wait(); code != 130 {
+		t.Errorf("restored job after SIGINT: status %d, want 130\n%s", code, errs)
+	}
+	noSurvivors(t, "after the restored job", func() []int { return marked(r.mark) })
 }
 
 // TestMPICheckpointRestart runs programs of packages mpi and cr (crs=self,
