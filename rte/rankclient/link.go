@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gompi/mca"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -92,6 +94,9 @@ func (c *Client) Reattach(ctx context.Context, m lifeline.Message) error {
 	conn, rpc, hello, err := hello(ctx, sock, c.rank, secrets)
 	if err != nil {
 		return fmt.Errorf("reattach: %w", err)
+	}
+	if m.Kind == lifeline.Restart {
+		c.warnKeptTransports(control.SettingsFromProto(hello.Settings))
 	}
 	c.mu.Lock()
 	c.conn, c.rpc, c.detached = conn, rpc, false
@@ -226,4 +231,22 @@ func (c *Client) Remodex(ctx context.Context, epoch uint64, mine map[string]stri
 		return nil, fmt.Errorf("rankclient: new addresses after suspension %d: %w", epoch, err)
 	}
 	return t, nil
+}
+
+// warnKeptTransports says once, after a restore, that the restarted job's
+// transport settings that differ from the ones this process started with
+// are not applied: its library keeps the transport modules it selected at
+// Init (the placement still decides which peers share a node). Silence
+// would let a user believe a restart's --mca btl took effect.
+func (c *Client) warnKeptTransports(now []mca.Setting) {
+	var differ []string
+	for _, s := range now {
+		if (s.Name == "btl" || strings.HasPrefix(s.Name, "btl_")) && c.proc.Values.Has(s.Name) && c.proc.Values.String(s.Name) != s.Value {
+			differ = append(differ, fmt.Sprintf("%s = %q (was %q)", s.Name, s.Value, c.proc.Values.String(s.Name)))
+		}
+	}
+	if len(differ) > 0 {
+		slog.New(c.proc.LogHandler).Warn("a restored rank keeps the transports it selected when it started; the restart's transport settings are not applied to it",
+			"settings", strings.Join(differ, ", "))
+	}
 }

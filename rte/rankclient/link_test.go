@@ -14,7 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"gompi/boot"
 	"gompi/frameworks/snapc"
+	"gompi/mca"
 	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
@@ -299,6 +301,35 @@ func TestBadLifelineEnvironment(t *testing.T) {
 		t.Setenv(rte.EnvLifelineFDs, v)
 		if _, _, err := lifelineFromEnv(); err == nil || !strings.Contains(err.Error(), rte.EnvLifelineFDs) {
 			t.Errorf("%s=%q: %v", rte.EnvLifelineFDs, v, err)
+		}
+	}
+}
+
+// A restored rank says once that a restart's transport settings that
+// differ from its own are not applied to it; equal or other settings are
+// silent.
+func TestWarnKeptTransports(t *testing.T) {
+	var logs bytes.Buffer
+	p, err := boot.Load(t.Context(), boot.Options{Role: mca.RoleApp, NoPlugins: true, LogOutput: &logs,
+		Settings: []mca.Setting{{Name: "btl", Value: "uds,tcp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := &Client{proc: p}
+	for _, tt := range []struct {
+		name string
+		now  []mca.Setting
+		warn string
+	}{
+		{"same", []mca.Setting{{Name: "btl", Value: "uds,tcp"}, {Name: "crs", Value: "criu"}}, ""},
+		{"other btl", []mca.Setting{{Name: "btl", Value: "tcp"}}, `btl = \"tcp\" (was \"uds,tcp\")`},
+		{"unknown here", []mca.Setting{{Name: "btl_nobody_param", Value: "1"}}, ""},
+	} {
+		logs.Reset()
+		c.warnKeptTransports(tt.now)
+		if got := logs.String(); (tt.warn == "") != (got == "") || !strings.Contains(got, tt.warn) {
+			t.Errorf("%s: logged %q, want %q", tt.name, got, tt.warn)
 		}
 	}
 }
