@@ -123,11 +123,11 @@ func (a *autorJob) checkpoint(seq int) {
 }
 
 // waitConnected waits (woken by the job's output) until every rank of
-// the job is connected.
-func (a *autorJob) waitConnected() {
-	a.t.Helper()
-	a.waitFor("every rank connected", func([]string, string) bool {
-		js := psNow(a.job)
+// the job (4) is connected.
+func (j *job) waitConnected() {
+	j.t.Helper()
+	j.waitFor("every rank connected", func([]string, string) bool {
+		js := psNow(j)
 		if js == nil || len(js.Ranks) != 4 {
 			return false
 		}

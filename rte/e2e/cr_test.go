@@ -515,18 +515,7 @@ func crashRestart(t *testing.T, c crashCase, ref snapshot.Ref, seq int) {
 	}
 	r := startProg(t, "gompi-restart", append(criuParams(), "--verbose", "--hostfile", hostfile(t, twoNodes), ref.Path())...)
 	r.waitErr(fmt.Sprintf("gompi-restart: restarting %s from sequence %d:", ref.Name, seq))
-	r.waitFor("4 restored ranks connected", func([]string, string) bool {
-		js := psNow(r)
-		if js == nil || len(js.Ranks) != 4 {
-			return false
-		}
-		for _, rk := range js.Ranks {
-			if rk.State != "connected" {
-				return false
-			}
-		}
-		return true
-	})
+	r.waitConnected()
 	r.signal(syscall.SIGINT)
 	if code, _, errs := r.wait(); code != 130 {
 		t.Errorf("restored job after SIGINT: status %d, want 130\n%s", code, errs)
