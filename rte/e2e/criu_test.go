@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"gompi/mca"
 )
 
 // The crs=criu tests checkpoint examples/plainheat, a program with no line
@@ -99,29 +102,39 @@ func restartCRIUWith(t *testing.T, refPath, want string, params []string) {
 
 // TestCRIUCheckpointContinueRestart: plainheat is checkpointed twice while
 // it runs and finishes with the uninterrupted checksum; its last sequence,
-// restarted after it ended, finishes with it again.
+// restarted after it ended, finishes with it again. Once with the ranks
+// quiescing their channels by bkmrk's counts (ft-enable-cr's crcp), once
+// by flags (--mca crcp flag: mpi.Proc.Suspend's crcp.QuiesceFlags), which
+// the snapshot records.
 func TestCRIUCheckpointContinueRestart(t *testing.T) {
-	dir := t.TempDir()
-	j := criuJob(t, dir)
-	ref := refOf(t, j, dir)
-	checkpointCRIU(t, j, ref.Name, "0")
-	checkpointCRIU(t, j, ref.Name, "1")
-	code, out, errs := j.wait()
-	want := plainSum(t)
-	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
-		t.Fatalf("checkpointed plainheat: status %d, checksum %q, want %q\n%s", code, got, want, errs)
+	for _, crcp := range []string{"bkmrk", "flag"} {
+		t.Run(crcp, func(t *testing.T) {
+			dir := t.TempDir()
+			j := criuJobWith(t, dir, append(criuParams(), "--mca", "crcp", crcp))
+			ref := refOf(t, j, dir)
+			checkpointCRIU(t, j, ref.Name, "0")
+			checkpointCRIU(t, j, ref.Name, "1")
+			code, out, errs := j.wait()
+			want := plainSum(t)
+			if got, _ := heatChecksum(out, ""); code != 0 || got != want {
+				t.Fatalf("checkpointed plainheat: status %d, checksum %q, want %q\n%s", code, got, want, errs)
+			}
+			noSurvivors(t, "after the checkpointed job", func() []int { return marked(j.mark) })
+			in := info(t, ref)
+			if yes, no := committed(t, ref); !reflect.DeepEqual(yes, []int{0, 1}) || len(no) != 0 {
+				t.Errorf("committed %v, uncommitted %v", yes, no)
+			}
+			for _, p := range in.Seqs[len(in.Seqs)-1].Procs {
+				if want := []string{"n1", "n1", "n2", "n2"}[p.Rank]; p.Node != want || p.CRS != "criu" || len(p.Files) == 0 {
+					t.Errorf("rank %d of the last sequence: %+v", p.Rank, p)
+				}
+			}
+			if i := slices.IndexFunc(in.Params, func(s mca.Setting) bool { return s.Name == "crcp" }); i < 0 || in.Params[i].Value != crcp {
+				t.Errorf("the snapshot does not record crcp %s: params %v", crcp, in.Params)
+			}
+			restartCRIU(t, ref.Path(), want)
+		})
 	}
-	noSurvivors(t, "after the checkpointed job", func() []int { return marked(j.mark) })
-	in := info(t, ref)
-	if yes, no := committed(t, ref); !reflect.DeepEqual(yes, []int{0, 1}) || len(no) != 0 {
-		t.Errorf("committed %v, uncommitted %v", yes, no)
-	}
-	for _, p := range in.Seqs[len(in.Seqs)-1].Procs {
-		if want := []string{"n1", "n1", "n2", "n2"}[p.Rank]; p.Node != want || p.CRS != "criu" || len(p.Files) == 0 {
-			t.Errorf("rank %d of the last sequence: %+v", p.Rank, p)
-		}
-	}
-	restartCRIU(t, ref.Path(), want)
 }
 
 // TestCRIUTerm: gompi-checkpoint --term ends plainheat once its ranks are
