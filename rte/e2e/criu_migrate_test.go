@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -62,4 +63,44 @@ func TestCRIUMigrate(t *testing.T) {
 		}
 	}
 	noSurvivors(t, "after the migration", func() []int { return marked(j.mark) })
+}
+
+// TestCRIUMigrateFailureRecovered: a rank that stays is killed while a
+// crs=criu migration holds every rank quiesced (its dumps committed, the
+// moved ranks not restored yet): the migration is abandoned, and autor
+// restores every rank from the last full checkpoint, never from the
+// migration's dumps; the job ends with the uninterrupted checksum.
+func TestCRIUMigrateFailureRecovered(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("CRIU and the rank init's PID namespace need root")
+	}
+	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+		"--mca", "errmgr", "crmig,autor,default", "--mca", "snapc_base_global_snapshot_dir", t.TempDir(),
+		"--mca", "snapc_full_test_pause_at", "committed:1"}, criuParams()...)
+	j := start(t, append(append(args, plainheat()), plainArgs...)...)
+	j.waitFor("plainheat's first progress line", func(lines []string, _ string) bool {
+		return len(lines) > 0 && strings.HasPrefix(lines[0], "step ")
+	})
+	victim := j.waitPID(0, "")
+	if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 {
+		t.Fatalf("checkpoint: status %d\n%s%s", code, out, errs)
+	}
+	mig := startProg(t, "gompi-migrate", pidArg(j), "--off", "n2")
+	j.waitErr("paused at committed of seq 1")
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := mig.wait(); code == 0 {
+		t.Errorf("gompi-migrate succeeded although the migration was abandoned:\n%s", strings.Join(mig.output(), "\n"))
+	}
+	code, lines, stderr := j.wait()
+	if got, _ := heatChecksum(lines, ""); code != 0 || got != plainSum(t) {
+		t.Fatalf("plainheat after the abandoned migration: status %d, checksum %q\n%s", code, got, stderr)
+	}
+	for _, w := range []string{"migration abandoned", "every rank restarts from sequence 0", "recovery 1: every rank runs again"} {
+		if !strings.Contains(stderr+strings.Join(mig.output(), "\n"), w) {
+			t.Errorf("no %q in the output:\n%s", w, stderr)
+		}
+	}
+	noSurvivors(t, "after the abandoned migration", func() []int { return marked(j.mark) })
 }
