@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,15 +13,7 @@ import (
 // processes, the job ends with the uninterrupted checksum, never started
 // anew (its first progress line is printed once), and nothing is left.
 func TestCRIUMigrate(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("CRIU and the rank init's PID namespace need root")
-	}
-	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
-		"--mca", "snapc_base_global_snapshot_dir", t.TempDir()}, criuParams()...)
-	j := start(t, append(append(args, plainheat()), plainArgs...)...)
-	j.waitFor("plainheat's first progress line", func(lines []string, _ string) bool {
-		return len(lines) > 0 && strings.HasPrefix(lines[0], "step ")
-	})
+	j := criuJob(t, t.TempDir())
 	first := j.output()[0]
 	old := map[int]int{2: j.waitPID(2, ""), 3: j.waitPID(3, "")}
 	code, out, errs := tool(t, "gompi-migrate", pidArg(j), "--off", "n2")
@@ -71,16 +62,7 @@ func TestCRIUMigrate(t *testing.T) {
 // restores every rank from the last full checkpoint, never from the
 // migration's dumps; the job ends with the uninterrupted checksum.
 func TestCRIUMigrateFailureRecovered(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("CRIU and the rank init's PID namespace need root")
-	}
-	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
-		"--mca", "errmgr", "crmig,autor,default", "--mca", "snapc_base_global_snapshot_dir", t.TempDir(),
-		"--mca", "snapc_full_test_pause_at", "committed:1"}, criuParams()...)
-	j := start(t, append(append(args, plainheat()), plainArgs...)...)
-	j.waitFor("plainheat's first progress line", func(lines []string, _ string) bool {
-		return len(lines) > 0 && strings.HasPrefix(lines[0], "step ")
-	})
+	j := criuJobWith(t, t.TempDir(), append(criuParams(), "--mca", "errmgr", "crmig,autor,default", "--mca", "snapc_full_test_pause_at", "committed:1"))
 	victim := j.waitPID(0, "")
 	if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 {
 		t.Fatalf("checkpoint: status %d\n%s%s", code, out, errs)

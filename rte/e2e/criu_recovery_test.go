@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,19 +16,10 @@ import (
 
 // startCRIUAutor starts plainheat on 4 ranks over two nodes with crs=criu,
 // C/R on and errmgr autor, and waits for its first progress line.
-func startCRIUAutor(t *testing.T, extra ...string) *autorJob {
+func startCRIUAutor(t *testing.T) *autorJob {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("CRIU and the rank init's PID namespace need root")
-	}
 	a := &autorJob{dir: t.TempDir()}
-	args := []string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
-		"--mca", "errmgr", "autor,default", "--mca", "snapc_base_global_snapshot_dir", a.dir}
-	args = append(append(append(args, criuParams()...), extra...), plainheat())
-	a.job = start(t, append(args, plainArgs...)...)
-	a.waitFor("plainheat's first progress line", func(lines []string, _ string) bool {
-		return len(lines) > 0 && strings.HasPrefix(lines[0], "step ")
-	})
+	a.job = criuJobWith(t, a.dir, append(criuParams(), "--mca", "errmgr", "autor,default"))
 	return a
 }
 
