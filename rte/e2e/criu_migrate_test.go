@@ -10,10 +10,12 @@ import (
 // line of C/R code) to n1 with crs=criu: every rank is quiesced, ranks 2
 // and 3 are dumped and restored on n1 through its gompid, and every rank
 // reconnects at the new addresses. gompi-ps shows them on n1 with new
-// processes, the job ends with the uninterrupted checksum, never started
+// processes, a checkpoint then saves every rank on n1, the job ends with the uninterrupted checksum, never started
 // anew (its first progress line is printed once), and nothing is left.
 func TestCRIUMigrate(t *testing.T) {
-	j := criuJob(t, t.TempDir())
+	dir := t.TempDir()
+	j := criuJob(t, dir)
+	ref := refOf(t, j, dir)
 	first := j.output()[0]
 	old := map[int]int{2: j.waitPID(2, ""), 3: j.waitPID(3, "")}
 	code, out, errs := tool(t, "gompi-migrate", pidArg(j), "--off", "n2")
@@ -38,6 +40,19 @@ func TestCRIUMigrate(t *testing.T) {
 		}
 		return on == 2
 	})
+	// The moved ranks are n1's now: n1's gompid quiesces and dumps all
+	// four, and the sequence records them there.
+	checkpointCRIU(t, j, ref.Name, "1")
+	in := info(t, ref)
+	last := in.Seqs[len(in.Seqs)-1]
+	if len(last.Procs) != 4 {
+		t.Errorf("the checkpoint after the migration saved %d ranks, want 4", len(last.Procs))
+	}
+	for _, p := range last.Procs {
+		if p.Node != "n1" || p.CRS != "criu" {
+			t.Errorf("rank %d of the checkpoint after the migration: %+v, want it saved on n1", p.Rank, p)
+		}
+	}
 	code, lines, stderr := j.wait()
 	if got, _ := heatChecksum(lines, ""); code != 0 || got != plainSum(t) {
 		t.Fatalf("plainheat after its migration: status %d, checksum %q\n%s", code, got, stderr)
