@@ -12,8 +12,8 @@
 # those each sequence holds on disk. Then each CRS's last sequence is
 # restarted with gompi-restart, timed from the command to every rank
 # connected again (gompi-ps, polled every 20 ms), against a bare `criu
-# restore --restore-detached` of the 4 processes' last dumps, one after
-# the other. Needs root and a CRIU (as crs criu: PATH or .local/criu);
+# restore --restore-detached` of the same images (crs criu's last
+# sequence: each rank with its init), one after the other. Needs root and a CRIU (as crs criu: PATH or .local/criu);
 # sync before each measurement. Not part of CI.
 #
 #   bash scripts/bench-criu.sh [ROUNDS] [MIB]   (default 5 256)
@@ -85,23 +85,21 @@ restart() {
 	done
 	awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", b - a}' >"$work/t"
 }
-# bareRestore ends the 4 single processes and restores them from their
-# last bare dumps with CRIU itself, one after the other.
+# bareRestore restores, with CRIU itself, one after the other, the images
+# of every rank of sequence $1 crs criu wrote: the same processes (a rank
+# and its init) restarted with nothing of gompi around them. Each restored
+# tree ends when CRIU exits (its init has a parent-death signal).
 bareRestore() {
 	local start
-	for u in "${singles[@]}"; do pkill -KILL -P "$u" 2>/dev/null; kill -KILL "$u" 2>/dev/null; wait "$u" 2>/dev/null || true; done
-	singles=()
 	sync
 	start=$(date +%s.%N)
-	for d in "$work"/last.*; do
-		criu restore -D "$d" --restore-detached --shell-job -o restore.log --pidfile "$d/pid" ||
-			{ tail -n 5 "$d/restore.log" >&2; exit 1; }
+	for d in "$work"/ck/*/"$1"/*/; do
+		criu restore -D "$d" --restore-detached --shell-job -o "$work/restore.log" ||
+			{ tail -n 5 "$work/restore.log" >&2; exit 1; }
 	done
 	awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", b - a}'
-	for d in "$work"/last.*; do kill -KILL "$(cat "$d/pid")" 2>/dev/null || true; done
 }
-# bare dumps the 4 single processes with CRIU itself, one after the other;
-# the last round's dumps are kept for bareRestore.
+# bare dumps the 4 single processes with CRIU itself, one after the other.
 bare() {
 	local start pids
 	pids=$(for u in "${singles[@]}"; do pgrep -P "$u"; done)
@@ -114,8 +112,7 @@ bare() {
 	done
 	awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", b - a}'
 	du -scb "$work"/bare.* | tail -n 1 | awk '{print $1}' >"$work/bytes.bare"
-	rm -rf "$work"/last.*
-	for d in "$work"/bare.*; do mv "$d" "$work/last.${d##*.}"; done
+	rm -rf "$work"/bare.*
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
@@ -132,7 +129,7 @@ stop
 restart
 stop
 rc=$(cat "$work/t")
-rb=$(bareRestore)
+rb=$(bareRestore $((rounds - 1)))
 echo "restart of the last sequence: crs criu $rc s, bare criu restore $rb s" >&2
 start self
 for ((r = 0; r < rounds; r++)); do
@@ -152,6 +149,6 @@ awk -v c="$mc" -v b="$mb" -v s="$ms" -v n="$rounds" -v m="$mib" -v rc="$rc" -v r
 	printf "  crs self checkpoint:                     %.2f s\n", s
 	printf "restart of the last sequence (one each):\n"
 	printf "  crs criu (command to all ranks connected): %.2f s\n", rc
-	printf "  bare criu restore of the 4 processes:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", rb, rc / rb
+	printf "  bare criu restore of the same images:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", rb, rc / rb
 	printf "  crs self (command to all ranks connected): %.2f s\n", rs
 }'
