@@ -10,11 +10,12 @@
 # sockets a bare dump refuses), with `criu dump --leave-running`, one
 # after the other as gompid's host lock makes them, timed as a whole. Bytes are
 # those each sequence holds on disk. Then each CRS's last sequence is
-# restarted with gompi-restart, timed from the command to every rank
-# connected again (gompi-ps, polled every 20 ms), against a bare `criu
-# restore --restore-detached` of the same images (crs criu's last
-# sequence: each rank with its init), one after the other. Needs root and a CRIU (as crs criu: PATH or .local/criu);
-# sync before each measurement. Not part of CI.
+# restarted ROUNDS times with gompi-restart, timed from the command to
+# every rank connected again (gompi-ps, polled every 20 ms), each crs
+# criu restart paired with a bare `criu restore --restore-detached` of
+# the same images (crs criu's last sequence: each rank with its init),
+# one after the other. Needs root and a CRIU (as crs criu: PATH or
+# .local/criu); sync before each measurement. Not part of CI.
 #
 #   bash scripts/bench-criu.sh [ROUNDS] [MIB]   (default 5 256)
 set -euo pipefail
@@ -116,7 +117,7 @@ bare() {
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
-cr=() br=() sf=()
+cr=() br=() sf=() rc=() rb=() rs=()
 startSingles
 start criu
 for ((r = 0; r < rounds; r++)); do
@@ -126,28 +127,33 @@ for ((r = 0; r < rounds; r++)); do
 	echo "round $((r + 1))/$rounds: crs criu ${cr[-1]} s ($crb bytes), bare criu dump ${br[-1]} s ($(cat "$work/bytes.bare") bytes)" >&2
 done
 stop
-restart
-stop
-rc=$(cat "$work/t")
-rb=$(bareRestore $((rounds - 1)))
-echo "restart of the last sequence: crs criu $rc s, bare criu restore $rb s" >&2
+for ((r = 0; r < rounds; r++)); do
+	restart
+	stop
+	rc+=("$(cat "$work/t")")
+	rb+=("$(bareRestore $((rounds - 1)))")
+	echo "restart $((r + 1))/$rounds of the last sequence: crs criu ${rc[-1]} s, bare criu restore ${rb[-1]} s" >&2
+done
 start self
 for ((r = 0; r < rounds; r++)); do
 	sf+=("$(checkpoint)")
 	echo "round $((r + 1))/$rounds: crs self ${sf[-1]} s ($(seqbytes "$r") bytes)" >&2
 done
 stop
-restart
-stop
-rs=$(cat "$work/t")
-echo "restart of the last sequence: crs self $rs s" >&2
+for ((r = 0; r < rounds; r++)); do
+	restart
+	stop
+	rs+=("$(cat "$work/t")")
+	echo "restart $((r + 1))/$rounds of the last sequence: crs self ${rs[-1]} s" >&2
+done
 mc=$(median "${cr[@]}") mb=$(median "${br[@]}") ms=$(median "${sf[@]}")
-awk -v c="$mc" -v b="$mb" -v s="$ms" -v n="$rounds" -v m="$mib" -v rc="$rc" -v rb="$rb" -v rs="$rs" 'BEGIN {
+mrc=$(median "${rc[@]}") mrb=$(median "${rb[@]}") mrs=$(median "${rs[@]}")
+awk -v c="$mc" -v b="$mb" -v s="$ms" -v n="$rounds" -v m="$mib" -v rc="$mrc" -v rb="$mrb" -v rs="$mrs" 'BEGIN {
 	printf "noop 4 ranks x %d MiB on two simulated nodes, %d rounds (medians):\n", m, n
 	printf "  crs criu checkpoint (request to commit): %.2f s\n", c
 	printf "  bare criu dump of 4 such processes:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", b, c / b
 	printf "  crs self checkpoint:                     %.2f s\n", s
-	printf "restart of the last sequence (one each):\n"
+	printf "restart of the last sequence, %d times each (medians):\n", n
 	printf "  crs criu (command to all ranks connected): %.2f s\n", rc
 	printf "  bare criu restore of the same images:      %.2f s  (crs criu / bare = %.2f, goal <= 1.2)\n", rb, rc / rb
 	printf "  crs self (command to all ranks connected): %.2f s\n", rs
