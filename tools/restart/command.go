@@ -390,7 +390,7 @@ func savedBy(seq snapshot.SeqRecord) string {
 	return name
 }
 
-// Command returns// Command returns gompirun's arguments (without the program name) that
+// Command returns gompirun's arguments (without the program name) that
 // restart point: the stored AMCA sets and parameters (except those the AMCA
 // sets give, and those overridden), the user's overrides, the rank count,
 // the launch, and the restart spec. Stored parameters this gompi does not
@@ -413,6 +413,7 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 		name, _, _ := strings.Cut(kv, "=")
 		overridden[strings.TrimSpace(name)] = true
 	}
+	crsNamed := overridden[crs.Name]
 	for _, s := range meta.Params {
 		switch {
 		case overridden[s.Name], s.Origin.Source == mca.SourceAMCA, s.Name == "mca_base_param_file_prefix":
@@ -425,8 +426,9 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 			}
 		}
 		args = append(args, "--mca", s.Name, s.Value)
+		crsNamed = crsNamed || s.Name == crs.Name
 	}
-	if name := savedBy(point.Seq); name != "" && !overridden[crs.Name] && !slices.Contains(args, crs.Name) {
+	if name := savedBy(point.Seq); name != "" && !crsNamed {
 		// The CRS that made the snapshot restores it: -am ft-enable-cr
 		// alone would choose again, maybe another (no CRIU here).
 		args = append(args, "--mca", crs.Name, name)
