@@ -138,20 +138,21 @@ func AssembleHNP(ctx context.Context, p *Process, program string) (h *HNP, err e
 // (outsideForProgram).
 func jobCRS(ctx context.Context, r *recorder, p *Process, program string) (string, bool, error) {
 	r.add(crs.Name)
-	fw := p.Frameworks.CRS
-	c, err := fw.SelectOne(ctx, p.Values, mca.RoleApp, p.FrameworkLogger(crs.Name))
+	// One query gives the rank's choice and, when there is none, why.
+	cands, probes, err := p.Frameworks.CRS.Candidates(ctx, p.Values, mca.RoleApp, p.FrameworkLogger(crs.Name))
 	if err != nil {
 		set := p.Values.Get(crs.Name)
 		if !set.Origin.Source.Explicit() {
 			return "", false, nil
 		}
-		var why []string
-		if probes, perr := fw.Probe(ctx, p.Values, mca.RoleApp); perr == nil {
-			why = probeReasons(probes)
-		}
-		return "", false, fmt.Errorf("crs = %q (%s): %w%s; gompi-info --mca crs %s says more", set.Value, set.Origin, err, joinWhy(why), set.Value)
+		return "", false, fmt.Errorf("crs = %q (%s): %w%s; gompi-info --mca crs %s says more", set.Value, set.Origin, err, joinWhy(probeReasons(probes)), set.Value)
 	}
-	defer func() { _ = mca.Close(c.Module) }()
+	defer func() {
+		for _, c := range cands {
+			_ = mca.Close(c.Module)
+		}
+	}()
+	c := cands[0]
 	if o, ok := outsideForProgram(ctx, p, c, program); ok {
 		defer func() { _ = mca.Close(o.Module) }()
 		c = o
@@ -177,7 +178,7 @@ func outsideForProgram(ctx context.Context, p *Process, best mca.Candidate[crs.M
 		program == "" || !p.Values.Bool(mca.ParamCREnabled) {
 		return best, false // nothing to choose, or C/R off: no need to read the program
 	}
-	uses, _, err := programUsesCR(program)
+	uses, err := programUsesCR(program)
 	if err != nil {
 		log.Debug("the program's C/R code is not known; the CRS is chosen by priority", "err", err)
 		return best, false

@@ -17,34 +17,34 @@ const crPackage = "gompi/cr"
 // linking package cr, read from its function table (.gopclntab, which
 // stripping keeps), so that gompirun can choose the job's CRS before any
 // rank runs. A program that is not a Go ELF executable (a C program, a
-// script) has no C/R code of gompi's. known is false when the file cannot
-// be read as an executable at all: the caller then keeps the priorities'
+// script) has no C/R code of gompi's. An error says the file cannot be
+// read as an executable at all: the caller then keeps the priorities'
 // choice.
-func programUsesCR(path string) (uses, known bool, err error) {
+func programUsesCR(path string) (bool, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		if _, ok := errors.AsType[*elf.FormatError](err); ok {
-			return false, true, nil // not ELF: a script or another format
+			return false, nil // not ELF: a script or another format
 		}
-		return false, false, fmt.Errorf("read program %s: %w", path, err)
+		return false, fmt.Errorf("read program %s: %w", path, err)
 	}
 	defer f.Close()
 	pcln, text := f.Section(".gopclntab"), f.Section(".text")
 	if pcln == nil || text == nil {
-		return false, true, nil // ELF but not Go (C, C++, ...)
+		return false, nil // ELF but not Go (C, C++, ...)
 	}
 	data, err := pcln.Data()
 	if err != nil {
-		return false, false, fmt.Errorf("read program %s: function table: %w", path, err)
+		return false, fmt.Errorf("read program %s: function table: %w", path, err)
 	}
 	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
 	if err != nil {
-		return false, false, fmt.Errorf("read program %s: function table: %w", path, err)
+		return false, fmt.Errorf("read program %s: function table: %w", path, err)
 	}
 	for _, fn := range tab.Funcs {
 		if strings.HasPrefix(fn.Name, crPackage+".") {
-			return true, true, nil
+			return true, nil
 		}
 	}
-	return false, true, nil
+	return false, nil
 }

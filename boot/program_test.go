@@ -77,9 +77,9 @@ func TestProgramUsesCR(t *testing.T) {
 		{"a script", script, false, true},
 		{"missing", filepath.Join(t.TempDir(), "gone"), false, false},
 	} {
-		uses, known, err := programUsesCR(tt.path)
-		if uses != tt.uses || known != tt.known || (err != nil) == known {
-			t.Errorf("%s: uses %v known %v (%v), want %v %v", tt.name, uses, known, err, tt.uses, tt.known)
+		uses, err := programUsesCR(tt.path)
+		if uses != tt.uses || (err == nil) != tt.known {
+			t.Errorf("%s: uses %v (%v), want %v, known %v", tt.name, uses, err, tt.uses, tt.known)
 		}
 	}
 }
