@@ -470,7 +470,7 @@ func (j *job) handle(e event) {
 	case evTerminate:
 		j.terminate()
 	case evStopped:
-		j.stopped = j.state == jobRunning
+		j.stopped = true
 	default:
 		panic(unknownEvent(e))
 	}
@@ -847,7 +847,9 @@ func (j *job) signal(s os.Signal) {
 	}
 	// SIGCONT resumes ranks a checkpoint --stop left stopped.
 	if sig == syscall.SIGUSR1 || sig == syscall.SIGUSR2 || sig == syscall.SIGCONT {
-		j.stopped = j.stopped && sig != syscall.SIGCONT
+		if sig == syscall.SIGCONT {
+			j.stopped = false
+		}
 		j.log.Info("forwarding signal to the ranks", "signal", sig)
 		j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Signal{Signal: &pb.SignalRanks{Signal: int32(sig)}}})
 		return
