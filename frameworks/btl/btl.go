@@ -27,7 +27,8 @@
 // Conns with NewStreamConn, which frames messages over a byte stream and
 // implements Poller. Package btltest is the conformance kit.
 //
-// Components: tcp (any node) and uds (Unix-domain sockets, same node only).
+// Components: tcp (any node), uds (Unix-domain sockets, same node only)
+// and sm (shared memory, same node only).
 package btl
 
 import (

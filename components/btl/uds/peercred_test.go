@@ -135,8 +135,8 @@ func TestDialRefusesOtherUsersListener(t *testing.T) {
 	}()
 	m := btltest.Module(t, New())
 	c, err := m.Dial(t.Context(), btl.Endpoint{}, btl.Endpoint{Rank: 1, Addr: sock})
-	var pe *peerError
-	if !errors.As(err, &pe) || pe.uid != nobody {
+	var pe *btl.PeerError
+	if !errors.As(err, &pe) || pe.Uid != nobody {
 		if c != nil {
 			c.Close()
 		}
@@ -157,8 +157,8 @@ func TestCheckPeer(t *testing.T) {
 		t.Errorf("own user refused: %v", err)
 	}
 	err = (&module{uid: os.Getuid() + 1}).checkPeer(a)
-	var pe *peerError
-	if !errors.As(err, &pe) || pe.uid != os.Getuid() || pe.pid != os.Getpid() {
+	var pe *btl.PeerError
+	if !errors.As(err, &pe) || pe.Uid != os.Getuid() || pe.Pid != os.Getpid() {
 		t.Errorf("checkPeer = %v, want a refusal naming this process and user", err)
 	}
 }

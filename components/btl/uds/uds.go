@@ -23,8 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"gompi/frameworks/btl"
 	"gompi/mca"
 )
@@ -168,7 +166,7 @@ func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.
 				return
 			}
 			if err := m.checkPeer(c); err != nil {
-				m.refusals.Log(m.log, peerName(err), fmt.Errorf("btl/uds: %w", err))
+				m.refusals.Log(m.log, btl.PeerName(err), fmt.Errorf("btl/uds: %w", err))
 				c.Close()
 				continue
 			}
@@ -202,51 +200,10 @@ func (m *module) Dial(ctx context.Context, _, peer btl.Endpoint) (btl.Conn, erro
 	return m.wrap(uc), nil
 }
 
-// peerError is a peer of another user, or one whose credentials could not
-// be read.
-type peerError struct {
-	pid, uid int
-	err      error
-}
-
-func (e *peerError) Error() string {
-	if e.err != nil {
-		return fmt.Sprintf("peer credentials: %v", e.err)
-	}
-	return fmt.Sprintf("peer process %d runs as user %d, not this user", e.pid, e.uid)
-}
-
-func (e *peerError) Unwrap() error { return e.err }
-
-// peerName names a refused peer by its user, for the log.
-func peerName(err error) string {
-	var pe *peerError
-	if errors.As(err, &pe) && pe.err == nil {
-		return fmt.Sprintf("uid %d", pe.uid)
-	}
-	return "unknown user"
-}
-
-// checkPeer reads the credentials the kernel recorded for the other end
-// of c when it connected or listened (SO_PEERCRED) and refuses another
-// user's process.
+// checkPeer refuses another user's process (btl.CheckPeer).
 func (m *module) checkPeer(c *net.UnixConn) error {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return &peerError{err: err}
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return &peerError{err: err}
-	}
-	if cerr != nil {
-		return &peerError{err: cerr}
-	}
-	if int(cred.Uid) != m.uid {
-		return &peerError{pid: int(cred.Pid), uid: int(cred.Uid)}
-	}
-	return nil
+	_, err := btl.CheckPeer(c, m.uid)
+	return err
 }
 
 func (m *module) wrap(c *net.UnixConn) *btl.StreamConn {
