@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
 # Measures gompi's message path side by side with Open MPI 4.1 (Debian's
-# openmpi-bin) on this machine, in one run: one-way ping-pong latency of an
-# 8-byte message and streaming bandwidth of 1 MiB messages (window 16), for
-# gompi tcp and uds and Open MPI's tcp and shared-memory (vader) transports.
-# Rounds alternate between the four so load drifts hit them alike; the
-# median of each is reported with the ratios the project's goals name.
-# Not part of CI (it installs Open MPI and takes a few minutes).
+# openmpi-bin) on this machine, in one run: ping-pong latency and
+# streaming bandwidth (window 16) from 1 B to 4 MiB, and Allreduce from
+# 8 B to 1 MiB, for gompi tcp vs Open MPI tcp and gompi's on-node
+# transport (sm when gompi-info lists it, else uds) vs Open MPI's shared
+# memory (vader), 2 ranks on one node. Rounds alternate between the
+# series so load drifts hit them alike; the table gives the medians, the
+# plot the curves (scripts/benchplot), the summary the ratios the
+# project's goals name. Not part of CI (it installs Open MPI and takes
+# minutes).
 #
-#   bash scripts/bench-vs-openmpi.sh [ROUNDS]     (default 5)
+#   bash scripts/bench-vs-openmpi.sh [-r ROUNDS] [-l] [-b REV] [-q] [-o DIR]
+#
+#   -r ROUNDS  rounds (default 5)
+#   -l         load test: the same run with other work on the machine, a
+#              busy loop per core (LOAD_PROCS overrides the count) that the
+#              script starts and stops itself
+#   -b REV     also measure gompi tcp as built from git revision REV (a
+#              series "gompi-tcp@REV"), for before/after in one run
+#   -q         quick smoke: few iterations and sizes
+#   -o DIR     where rows.jsonl, table.txt and plot.svg/plot.png go
+#              (default: a new folder under /tmp)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-rounds=${1:-5}
+rounds=5 load=0 base="" quick=0 out=""
+while getopts "r:lb:qo:" opt; do
+	case $opt in
+	r) rounds=$OPTARG ;;
+	l) load=1 ;;
+	b) base=$OPTARG ;;
+	q) quick=1 ;;
+	o) out=$OPTARG ;;
+	*) exit 2 ;;
+	esac
+done
+out=${out:-$(mktemp -d /tmp/gompi-vs-openmpi.XXXXXX)}
+mkdir -p "$out"
 
 if ! command -v mpicc >/dev/null 2>&1; then
 	if [ "$(id -u)" -ne 0 ]; then
@@ -23,51 +48,108 @@ if ! command -v mpicc >/dev/null 2>&1; then
 fi
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-go build -o "$work/" ./cmd/gompirun ./cmd/gompid ./examples/bench
-mpicc -O2 -o "$work/ompi_pingpong" examples/bench/testdata/ompi_pingpong.c
-
-# Each runner prints two numbers: 8 B one-way latency (us) and 1 MiB
-# streaming bandwidth (MB/s).
-gompi() { # BTL
-	local lat bw
-	lat=$("$work/gompirun" -np 2 --host n1,n1 --mca btl "$1" "$work/bench" -tests latency -min 8 -max 8 -iters 100000 -json |
-		sed -n 's/.*"latency_us":\([0-9.]*\).*/\1/p')
-	bw=$("$work/gompirun" -np 2 --host n1,n1 --mca btl "$1" "$work/bench" -tests bandwidth -min 1MiB -max 1MiB -iters 4000 -window 16 -json |
-		sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
-	echo "$lat $bw"
+burners=()
+cleanup() {
+	for pid in "${burners[@]}"; do kill "$pid" 2>/dev/null || true; done
+	rm -rf "$work"
 }
-ompi() { # BTL list
-	mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl "$1" --mca btl_tcp_if_include lo "$work/ompi_pingpong" |
-		awk '/^pingpong 8B:/ {lat=$3} /^stream 1MiB:/ {bw=$3} END {print lat, bw}'
+trap cleanup EXIT
+go build -o "$work/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-info ./examples/bench
+mpicc -O2 -o "$work/ompi_bench" examples/bench/testdata/ompi_bench.c
+if [ -n "$base" ]; then
+	mkdir -p "$work/base/src" "$work/base/bin"
+	git archive "$base" | tar -x -C "$work/base/src"
+	(cd "$work/base/src" && go build -o "$work/base/bin/" ./cmd/gompirun ./cmd/gompid ./examples/bench)
+fi
+# The on-node BTL: sm once it is registered, uds before.
+onnode=uds
+if "$work/gompi-info" | grep -q '^ *MCA btl: sm '; then
+	onnode=sm
+fi
+
+# Iterations per size up to 64 KiB (the bench programs scale them down
+# above), warm-up, and the sizes of each sweep.
+if ((quick)); then
+	iters=200 warmup=10 p2p=(-min 1 -max 4MiB) coll=(-min 8 -max 1MiB)
+else
+	iters=5000 warmup=50 p2p=(-min 1 -max 4MiB) coll=(-min 8 -max 1MiB)
+fi
+common=(-iters "$iters" -warmup "$warmup" -window 16 -json)
+
+# gompi SERIES BINDIR BTL: both sweeps, each row tagged with the series.
+gompi() {
+	local series=$1 bin=$2 btl=$3
+	for sweep in "latency,bandwidth ${p2p[*]}" "allreduce ${coll[*]}"; do
+		set -- $sweep
+		"$bin/gompirun" -np 2 --host n1,n1 --mca btl "$btl" "$bin/bench" -tests "$1" "${@:2}" "${common[@]}"
+	done | sed -n "s/^{/{\"series\":\"$series\",/p"
+}
+# ompi SERIES BTLS: the same with Open MPI.
+ompi() {
+	local series=$1 btl=$2
+	for sweep in "latency,bandwidth ${p2p[*]}" "allreduce ${coll[*]}"; do
+		set -- $sweep
+		mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl "$btl" --mca btl_tcp_if_include lo \
+			"$work/ompi_bench" -tests "$1" "${@:2}" "${common[@]/-json/}"
+	done | sed -n "s/^{/{\"series\":\"$series\",/p"
 }
 
-declare -A lat bw
-names=("gompi-tcp" "ompi-tcp" "gompi-uds" "ompi-sm")
+if ((load)); then
+	n=${LOAD_PROCS:-$(nproc)}
+	for ((i = 0; i < n; i++)); do
+		bash -c 'while :; do :; done' &
+		burners+=($!)
+	done
+	echo "load test: $n busy loops running" >&2
+fi
+names=("gompi-tcp" "ompi-tcp" "gompi-$onnode" "ompi-vader")
+[ -n "$base" ] && names+=("gompi-tcp@$base")
+: >"$out/rows.jsonl"
 for ((r = 1; r <= rounds; r++)); do
 	for n in "${names[@]}"; do
 		case $n in
-		gompi-tcp) out=$(gompi tcp) ;;
-		gompi-uds) out=$(gompi uds) ;;
-		ompi-tcp) out=$(ompi tcp,self) ;;
-		ompi-sm) out=$(ompi vader,self) ;;
-		esac
-		read -r l b <<<"$out"
-		lat[$n]+="$l "
-		bw[$n]+="$b "
+		gompi-tcp) gompi "$n" "$work" tcp ;;
+		gompi-tcp@*) gompi "$n" "$work/base/bin" tcp ;;
+		gompi-*) gompi "$n" "$work" "$onnode" ;;
+		ompi-tcp) ompi "$n" tcp,self ;;
+		ompi-vader) ompi "$n" vader,self ;;
+		esac >>"$out/rows.jsonl"
 	done
 	echo "round $r/$rounds done" >&2
 done
+for pid in "${burners[@]}"; do kill "$pid" 2>/dev/null || true; done
+burners=()
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-declare -A mlat mbw
-printf '%-10s %14s %14s   (median of %d rounds)\n' transport "8B lat (us)" "1MiB BW (MB/s)" "$rounds"
-for n in "${names[@]}"; do
-	mlat[$n]=$(median <<<"${lat[$n]}")
-	mbw[$n]=$(median <<<"${bw[$n]}")
-	printf '%-10s %14.2f %14.0f\n' "$n" "${mlat[$n]}" "${mbw[$n]}"
-done
+title="gompi vs Open MPI 4.1, 2 ranks on one node ($(nproc) cores), median of $rounds rounds"
+((load)) && title+=", under load"
+go run ./scripts/benchplot -in "$out/rows.jsonl" -out "$out/plot.svg" -title "$title" >"$out/table.txt"
+go run ./scripts/benchplot -in "$out/rows.jsonl" -out "$out/plot.png" -title "$title" >/dev/null
+cat "$out/table.txt"
+
+# The goals' figures: 8 B latency, 1 MiB bandwidth, Allreduce 8 B and 1 MiB.
+med() { # SERIES TEST SIZE FIELD
+	grep "\"series\":\"$1\",\"test\":\"$2\",\"size\":$3," "$out/rows.jsonl" |
+		sed -n "s/.*\"$4\":\([0-9.e+-]*\).*/\1/p" | sort -g |
+		awk '{v[NR]=$1} END {if (NR) print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-echo
-echo "gompi tcp / Open MPI tcp: latency $(ratio "${mlat[gompi-tcp]}" "${mlat[ompi-tcp]}")x (goal <= 1.0), bandwidth $(ratio "${mbw[gompi-tcp]}" "${mbw[ompi-tcp]}")x (goal >= 1.0)"
-echo "gompi uds / Open MPI sm:  latency $(ratio "${mlat[gompi-uds]}" "${mlat[ompi-sm]}")x, bandwidth $(ratio "${mbw[gompi-uds]}" "${mbw[ompi-sm]}")x"
+summary() { # GOMPI OMPI
+	local l8 o8 b1 ob1 a8 oa8 a1 oa1
+	l8=$(med "$1" latency 8 latency_us) o8=$(med "$2" latency 8 latency_us)
+	b1=$(med "$1" bandwidth 1048576 mb_per_s) ob1=$(med "$2" bandwidth 1048576 mb_per_s)
+	a8=$(med "$1" allreduce 8 latency_us) oa8=$(med "$2" allreduce 8 latency_us)
+	a1=$(med "$1" allreduce 1048576 latency_us) oa1=$(med "$2" allreduce 1048576 latency_us)
+	printf '%-16s vs %-10s 8B latency %7.2f vs %7.2f us (%sx)  1MiB bandwidth %7.0f vs %7.0f MB/s (%sx)\n' \
+		"$1" "$2" "$l8" "$o8" "$(ratio "$l8" "$o8")" "$b1" "$ob1" "$(ratio "$b1" "$ob1")"
+	printf '%-16s    %-10s Allreduce 8B %7.2f vs %7.2f us (%sx)  Allreduce 1MiB %7.0f vs %7.0f us (%sx)\n' \
+		"" "" "$a8" "$oa8" "$(ratio "$a8" "$oa8")" "$a1" "$oa1" "$(ratio "$a1" "$oa1")"
+}
+{
+	echo "# summary (goals: tcp latency <= 1.0x, bandwidth >= 1.0x; sm latency <= 2x vader, bandwidth >= 1.0x;"
+	echo "#          Allreduce <= 1.5x latency at 8 B, 1 MiB time <= 1.25x)"
+	summary gompi-tcp ompi-tcp
+	summary "gompi-$onnode" ompi-vader
+	[ -n "$base" ] && summary "gompi-tcp@$base" ompi-tcp
+	echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)$( ((load)) && echo ", with the script's own busy loops")"
+} | tee -a "$out/table.txt"
+echo "rows, table and plots (plot.svg, plot.png) in $out" >&2
