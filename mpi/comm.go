@@ -190,6 +190,10 @@ func (c *Comm) recvOn(ctx context.Context, cs *ctxState, buf []byte, src, tag in
 	r.p, r.comm, r.cs, r.src, r.tag, r.buf = p, c, cs, src, tag, buf
 	if !p.postRecv(r) {
 		p.waiting.Add(1)
+		if p.spin(r.done) {
+			p.waiting.Add(-1)
+			return c.recvDone(r)
+		}
 		select {
 		case <-r.done:
 		case <-p.done:
@@ -207,6 +211,11 @@ func (c *Comm) recvOn(ctx context.Context, cs *ctxState, buf []byte, src, tag in
 		}
 		p.waiting.Add(-1)
 	}
+	return c.recvDone(r)
+}
+
+// recvDone returns a completed pooled receive's outcome and pools it.
+func (c *Comm) recvDone(r *Request) (Status, error) {
 	st, err := r.status, r.err
 	r.comm, r.cs, r.buf, r.err = nil, nil, nil, nil
 	recvPool.Put(r)

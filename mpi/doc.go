@@ -58,9 +58,13 @@
 // goroutines busy-poll their sockets for a short while (btl_tcp_poll,
 // btl_uds_poll; 50µs by default) before sleeping, and a writer facing a
 // full socket buffer retries as long: waking a sleeping thread costs more
-// than a small message takes. Latency is best with one Go processor per
-// rank (GOMAXPROCS=1 when ranks fill a node's cores), the way Open MPI
-// binds one rank per core; the launcher should set it.
+// than a small message takes. The waiter itself polls its request as
+// long, yielding between looks, before it parks: the reader goroutine
+// that completes the request then finds it runnable rather than asleep.
+// On an oversubscribed node nothing polls. Latency is best with one Go
+// processor per rank (GOMAXPROCS=1 when ranks fill a node's cores), the
+// way Open MPI binds one rank per core: the launcher sets GOMAXPROCS to
+// max(1, cores / ranks on the node) (plm_base_gomaxprocs).
 //
 // # Checkpoint/restart
 //

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
+	"time"
 )
 
 // Status describes a received (or probed) message.
@@ -59,6 +61,44 @@ func (r *Request) complete(st Status, err error) {
 	close(r.done)
 }
 
+// waitSpin is how long a waiter polls its request before it parks on the
+// request's channel. Parking costs a futex wake-up of the waiter's thread
+// when the reader goroutine completes the request (several µs, more than
+// a small message takes to cross the node); polling with runtime.Gosched
+// between looks instead lets the reader goroutine and the waiter share
+// one processor (GOMAXPROCS=1) without any wake-up. The transports poll
+// their sockets for as long (btl_tcp_poll's default).
+const waitSpin = 50 * time.Microsecond
+
+// spin polls done, yielding the processor between looks, for up to
+// waitSpin, and reports whether it received from done (for a pooled
+// request, that consumed the completion signal). It does not poll on an
+// oversubscribed node (p.pollOK false), where it would steal the
+// processor from the rank being waited for.
+func (p *Proc) spin(done <-chan struct{}) bool {
+	if !p.pollOK.Load() {
+		return false
+	}
+	var deadline time.Time
+	for i := 1; ; i++ {
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		// Look at the clock rarely: a look costs more than a poll.
+		if i%8 == 0 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(waitSpin)
+			} else if now.After(deadline) {
+				return false
+			}
+		}
+		runtime.Gosched()
+	}
+}
+
 var recvPool = sync.Pool{New: func() any { return &Request{kind: reqRecv, pooled: true, done: make(chan struct{}, 1)} }}
 
 // Wait blocks until the request completes and returns its status and
@@ -75,6 +115,9 @@ func (r *Request) Wait() (Status, error) {
 	}
 	r.p.waiting.Add(1)
 	defer r.p.waiting.Add(-1)
+	if r.p.spin(r.done) {
+		return r.status, r.err
+	}
 	select {
 	case <-r.done:
 		return r.status, r.err
@@ -91,6 +134,9 @@ func (r *Request) WaitCtx(ctx context.Context) (Status, error) {
 	}
 	r.p.waiting.Add(1)
 	defer r.p.waiting.Add(-1)
+	if r.p.spin(r.done) {
+		return r.status, r.err
+	}
 	select {
 	case <-r.done:
 		return r.status, r.err

@@ -151,9 +151,13 @@ func (s *StreamConn) pollRead(fd uintptr) bool {
 			if s.ready() {
 				break
 			}
-			// Yield now and then (the owner's other goroutines must run),
-			// and look at the clock as rarely.
-			if s.tries++; s.tries%8 != 0 {
+			// Yield at once, then now and then (the owner's other
+			// goroutines must run), and look at the clock as rarely. The
+			// first yield matters most: a reader that has just completed
+			// a receive lets the waiter it completed run before it polls
+			// on, which on one processor (GOMAXPROCS=1) it otherwise
+			// would only after several polls.
+			if s.tries++; s.tries%8 != 1 {
 				continue
 			}
 			now := time.Now()

@@ -45,6 +45,7 @@ const (
 	ParamHNPAddress    = "plm_base_hnp_address"
 	ParamLaunchTimeout = "plm_base_launch_timeout"
 	ParamKillGrace     = "plm_base_kill_grace"
+	ParamGOMAXPROCS    = "plm_base_gomaxprocs"
 	ParamHBPeriod      = "errmgr_base_heartbeat_period"
 	ParamHBTimeout     = "errmgr_base_heartbeat_timeout"
 )
@@ -62,6 +63,8 @@ func NewFramework(params *mca.Params) *mca.Framework[Module] {
 				Help: "How long gompirun waits for every daemon to start and connect back before giving up"},
 			mca.ParamSpec{Name: ParamKillGrace, Type: mca.Duration, Default: "2s", Level: mca.LevelTuner,
 				Help: "How long a rank has to exit after SIGTERM when a job is aborted, before it is killed with SIGKILL"},
+			mca.ParamSpec{Name: ParamGOMAXPROCS, Type: mca.Int, Default: "0", Level: mca.LevelTuner,
+				Help: "GOMAXPROCS of each rank: 0 shares the node's processors out, max(1, cores / ranks on the node), as Open MPI binds one rank per core; n > 0 sets n; < 0 leaves the Go runtime's default (every core). A GOMAXPROCS in the ranks' environment (-x, or gompirun's own) wins"},
 		))
 	params.Register("errmgr",
 		mca.ParamSpec{Name: ParamHBPeriod, Type: mca.Duration, Default: "1s", Level: mca.LevelTuner,

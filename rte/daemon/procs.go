@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,6 +66,7 @@ func (d *daemon) rankEnv(l *pb.Launch) []string {
 	}
 	env = append(env, d.vals.Environ()...)
 	env = append(env, l.Env...)
+	env = withGOMAXPROCS(env, d.vals.Int(plm.ParamGOMAXPROCS), runtime.NumCPU(), len(l.Ranks))
 	return append(env,
 		rte.EnvSize+"="+fmt.Sprint(l.Size),
 		rte.EnvJob+"="+d.job,

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -27,6 +28,7 @@ func main() {
 		abortRank  = flag.Int("abort-rank", -1, "this rank calls Abort with -exit-code")
 		barriers   = flag.Int("barriers", 0, "run this many barriers after the modex")
 		partial    = flag.Bool("partial", false, "end stdout with a line without a newline")
+		procs      = flag.Bool("gomaxprocs", false, "print the Go runtime's GOMAXPROCS")
 	)
 	flag.Parse()
 	if *noInit {
@@ -62,6 +64,9 @@ func main() {
 		for _, k := range strings.Split(*env, ",") {
 			fmt.Printf("rank %d env %s=%s\n", r, k, os.Getenv(k))
 		}
+	}
+	if *procs {
+		fmt.Printf("rank %d GOMAXPROCS %d\n", r, runtime.GOMAXPROCS(0))
 	}
 	for i := range *barriers {
 		if err := c.Barrier(ctx); err != nil {
