@@ -1,6 +1,6 @@
 // Package mpi is gompi's message-passing library: MPI-style ranks,
 // communicators, point-to-point messages with MPI's matching rules, and
-// collectives built over them, on top of the BTL transports (tcp, uds).
+// collectives built over them, on top of the BTL transports (tcp, uds, sm).
 //
 // # Using it
 //
@@ -45,8 +45,8 @@
 //
 // At Init each selected BTL listens and its address goes into the modex
 // under "btl_<component>", with the node under "node". For each peer the
-// highest-priority module that reaches it is chosen (uds on the same node,
-// else tcp). Connections open on the first send, one per direction:
+// highest-priority module that reaches it is chosen (sm on the same node,
+// else tcp; uds when sm is excluded). Connections open on the first send, one per direction:
 // a rank writes on the connection it dialed and a reader goroutine per
 // accepted connection takes every frame off the wire as it arrives, so no
 // send waits for the receiving application. The runtime reports ranks it
@@ -55,8 +55,8 @@
 // # Waiting
 //
 // While a goroutine is blocked waiting for a message, the reader
-// goroutines busy-poll their sockets for a short while (btl_tcp_poll,
-// btl_uds_poll; 50µs by default) before sleeping, and a writer facing a
+// goroutines busy-poll their sockets or rings for a short while (btl_tcp_poll,
+// btl_uds_poll, btl_sm_poll; 50µs by default) before sleeping, and a writer facing a
 // full socket buffer retries as long: waking a sleeping thread costs more
 // than a small message takes. The waiter itself polls its request as
 // long, yielding between looks, before it parks: the reader goroutine
@@ -113,7 +113,8 @@
 // peer's flag: connections are FIFO, so nothing is counted or exchanged,
 // and the flags bypass the matching engine. Every rank of a job selects
 // the same protocol from the job's parameters. Then the rank closes every
-// listener (the uds socket file goes) and connection it owns and waits
+// listener (the uds socket file goes) and connection it owns (an sm
+// connection unmaps its shared segment) and waits
 // for its readers to end: Suspend returns once this rank is quiet, with
 // its totals and the frames the protocol cost (Quiet). A peer closes its
 // connections after its own count or flag, the last frame it sent: a
@@ -133,7 +134,7 @@
 // Limits: a Proc of more than one rank suspends only over a runtime that
 // implements Rejoiner (package mpitest's does; the rank client does not
 // yet, and Suspend says so with errors.ErrUnsupported) and transports that
-// listen again (btl.Relistener: tcp and uds). A Suspend given up (its ctx
+// listen again (btl.Relistener: tcp, uds and sm). A Suspend given up (its ctx
 // ended, a peer failed) before every rank's counts or flags arrived leaves
 // this rank running (a flag that comes late is harmless: the next
 // suspension's carry a larger tag); when some ranks completed and others
@@ -143,7 +144,7 @@
 // that is finalizing or stopped, or a job with a failed or finalized rank.
 // Resume takes the node name from the Bootstrap again, so a process
 // restored on another node reaches its peers over the transports that fit
-// the new placement (uds within a node, tcp between); the selected
+// the new placement (sm within a node, tcp between); the selected
 // transports and the data-plane secret stay those of Init (ranks restored
 // together share it). The runtime's own connection (the rank client's) is
 // the runtime's to close and reopen.

@@ -11,7 +11,7 @@ import (
 	"gompi/mpi/mpitest"
 )
 
-var transports = []string{"tcp", "uds"}
+var transports = []string{"tcp", "uds", "sm"}
 
 const fenceTag = 999
 
@@ -305,23 +305,26 @@ func TestSelfMessages(t *testing.T) {
 }
 
 func TestTransportChoice(t *testing.T) {
-	// Two nodes: uds within a node, tcp across.
-	cfg := mpitest.Config{N: 4, BTL: "tcp,uds", Nodes: []string{"a", "a", "b", "b"}}
-	mpitest.RunWith(t, cfg, func(p *mpi.Proc) error {
-		for peer := 0; peer < p.Size(); peer++ {
-			want := "tcp"
-			switch {
-			case peer == p.Rank():
-				want = "self"
-			case peer/2 == p.Rank()/2:
-				want = "uds"
+	// Two nodes: the same-node transport of highest priority within a
+	// node (sm over uds), tcp across.
+	for btl, local := range map[string]string{"tcp,uds": "uds", "tcp,uds,sm": "sm"} {
+		cfg := mpitest.Config{N: 4, BTL: btl, Nodes: []string{"a", "a", "b", "b"}}
+		mpitest.RunWith(t, cfg, func(p *mpi.Proc) error {
+			for peer := 0; peer < p.Size(); peer++ {
+				want := "tcp"
+				switch {
+				case peer == p.Rank():
+					want = "self"
+				case peer/2 == p.Rank()/2:
+					want = local
+				}
+				if got := p.Transport(peer); got != want {
+					return fmt.Errorf("btl %s: transport to %d: %s, want %s", btl, peer, got, want)
+				}
 			}
-			if got := p.Transport(peer); got != want {
-				return fmt.Errorf("transport to %d: %s, want %s", peer, got, want)
-			}
-		}
-		return p.World().Barrier()
-	})
+			return p.World().Barrier()
+		})
+	}
 	// uds alone cannot join two nodes: Init says so.
 	errs := mpitest.Start(mpitest.Config{N: 2, BTL: "uds", Nodes: []string{"a", "b"}}, func(p *mpi.Proc) error { return nil })
 	if len(errs) == 0 {

@@ -407,6 +407,11 @@ func checkClosed(p *mpi.Proc, addrs map[string]string) error {
 			if _, err := os.Stat(a); !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("rank %d suspended: its socket %s is still there (%v)", p.Rank(), a, err)
 			}
+		case "sm":
+			if c, err := net.Dial("unix", a); err == nil {
+				c.Close()
+				return fmt.Errorf("rank %d suspended: %s still accepts connections", p.Rank(), a)
+			}
 		case "tcp":
 			if c, err := net.Dial("tcp", a); err == nil {
 				c.Close()
@@ -446,6 +451,8 @@ func TestSuspendTraffic(t *testing.T) {
 		{N: n, BTL: "uds"},
 		// two nodes: uds within each, tcp between them
 		{N: n, BTL: "tcp,uds", Nodes: []string{"a", "a", "b", "b"}},
+		// and shared memory within each
+		{N: n, BTL: "tcp,sm", Nodes: []string{"a", "a", "b", "b"}},
 		// TLS: its handshakes and close alerts on every new connection
 		{N: n, BTL: "tcp", Settings: []mca.Setting{{Name: "btl_tcp_tls", Value: "true"}}},
 	} {
@@ -491,6 +498,10 @@ func suspendTraffic(t *testing.T, cfg mpitest.Config, way crcp.Quiesce, suspends
 				if !base[s] {
 					t.Errorf("suspend %d: %s is open while every rank is suspended", e, s)
 				}
+			}
+			// nor a shared segment mapped (CRIU would dump it).
+			if maps, err := os.ReadFile("/proc/self/maps"); err != nil || strings.Contains(string(maps), "/memfd:gompi-sm") {
+				t.Errorf("suspend %d: a gompi-sm segment is mapped while every rank is suspended (%v)", e, err)
 			}
 			if err := resumeAll(ps, time.Minute); err != nil {
 				t.Errorf("resume %d: %v", e, err)

@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	btlsm "gompi/components/btl/sm"
 	btltcp "gompi/components/btl/tcp"
 	btluds "gompi/components/btl/uds"
 	crcpbkmrk "gompi/components/crcp/bkmrk"
@@ -48,6 +49,7 @@ func Register(set *frameworks.Set) {
 	set.ErrMgr.Register(errmgrsustain.New())
 	set.BTL.Register(btltcp.New())
 	set.BTL.Register(btluds.New())
+	set.BTL.Register(btlsm.New())
 	set.PLM.Register(plmlocal.New())
 	set.PLM.Register(plmssh.New())
 	set.FileM.Register(filemrsh.New())

@@ -205,9 +205,16 @@ func restartSample(t *testing.T, rng *rand.Rand, runs []trafficRun) {
 	}
 }
 
-// checkTransports checks each rank reached each peer over uds when on
+// checkTransports checks each rank reached each peer over sm when on
 // one node and tcp otherwise ("transports rank=R ..." lines).
 func checkTransports(t *testing.T, out []string, nodes []string) {
+	t.Helper()
+	checkTransportsOver(t, out, nodes, "sm")
+}
+
+// checkTransportsOver is checkTransports with local the transport within
+// a node.
+func checkTransportsOver(t *testing.T, out []string, nodes []string, local string) {
 	t.Helper()
 	seen := 0
 	for _, l := range out {
@@ -226,7 +233,7 @@ func checkTransports(t *testing.T, out []string, nodes []string) {
 			case q == r:
 				want = append(want, "self")
 			case nodes[q] == nodes[r]:
-				want = append(want, "uds")
+				want = append(want, local)
 			default:
 				want = append(want, "tcp")
 			}
