@@ -167,11 +167,13 @@ func (k *conn) await(ready func() bool, flag *uint32, bell chan struct{}, reader
 			}
 			return errPeerGone
 		}
-		if tries%16 != 0 {
-			if k.polls(reader) {
+		if k.polls(reader) {
+			if tries%16 != 1 {
 				continue
 			}
-		} else if k.polls(reader) {
+			// Yield at the first empty look (the reader just completed a
+			// request whose waiter should run now, at GOMAXPROCS=1 too)
+			// and every 16th after, looking at the clock as rarely.
 			now := time.Now()
 			if deadline.IsZero() {
 				deadline = now.Add(k.budget)
