@@ -228,9 +228,6 @@ func (k *conn) readRing(b []byte, n int) (int, error) {
 	for got < n {
 		avail := atomic.LoadUint64(k.in.head) - k.rtail
 		if avail == 0 {
-			if got > 0 {
-				k.consumed()
-			}
 			if err := k.await(k.dataFn, k.in.rsleep, k.rbell, true); err != nil {
 				return got, err
 			}
@@ -242,8 +239,10 @@ func (k *conn) readRing(b []byte, n int) (int, error) {
 		}
 		k.rtail += uint64(m)
 		got += m
+		// Free the room at once: a writer waiting for it copies the
+		// next chunk in while this reader copies this one out.
+		k.consumed()
 	}
-	k.consumed()
 	return got, nil
 }
 
