@@ -13,7 +13,7 @@
 // dial each other at once never race for a single socket. Package mpi
 // authenticates every connection before it carries a message (its hello:
 // a challenge-response proving both ranks know the job's secret), so a
-// BTL need not; a BTL may refuse more (uds refuses another user's
+// BTL need not; a BTL may refuse more (uds and sm refuse another user's
 // process), logging refusals through Refusals.
 //
 // A module that needs more than its parameters implements

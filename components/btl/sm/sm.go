@@ -10,7 +10,7 @@
 // the two ranks that use it, however the job ends (a rank, its daemon or
 // gompirun killed): nothing under /dev/shm or a session folder to clean.
 // The control sockets are abstract Unix sockets
-// (@gompi-sm-<uid>-<job>-<rank>-<random>) for the same reason: they leave
+// (@gompi-sm-<uid>-<hash of the job>-<rank>-<random>) for the same reason: they leave
 // no file when their process dies. An abstract socket has no permission
 // bits, so both ends check the other's credentials (SO_PEERCRED) and
 // refuse another user's process, before package mpi's hello proves the
