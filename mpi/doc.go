@@ -58,10 +58,11 @@
 // goroutines busy-poll their sockets or rings for a short while (btl_tcp_poll,
 // btl_uds_poll, btl_sm_poll; 50µs by default) before sleeping, and a writer facing a
 // full socket buffer retries as long: waking a sleeping thread costs more
-// than a small message takes. The waiter itself polls its request as
-// long, yielding between looks, before it parks: the reader goroutine
-// that completes the request then finds it runnable rather than asleep.
-// On an oversubscribed node nothing polls. Latency is best with one Go
+// than a small message takes. With more than one Go processor per rank
+// and a core for each, the waiter itself polls its request as long,
+// yielding between looks, before it parks: the reader goroutine that
+// completes it from another thread then finds it runnable rather than
+// asleep. On an oversubscribed node nothing polls. Latency is best with one Go
 // processor per rank (GOMAXPROCS=1 when ranks fill a node's cores), the
 // way Open MPI binds one rank per core: the launcher sets GOMAXPROCS to
 // max(1, cores / ranks on the node) (plm_base_gomaxprocs).

@@ -132,3 +132,7 @@ func Listening(p *Proc) map[string]string {
 	}
 	return out
 }
+
+// SetSpin turns the waiters' polling (Proc.spin) on or off, whatever the
+// node's processors would choose.
+func SetSpin(p *Proc, on bool) { p.spinOK.Store(on) }

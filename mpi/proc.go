@@ -71,6 +71,7 @@ type Proc struct {
 	hook     atomic.Pointer[hookBox]
 	waiting  atomic.Int32 // goroutines blocked waiting for a message: readers busy-poll
 	pollOK   atomic.Bool  // this node is not oversubscribed: polling may use the processor
+	spinOK   atomic.Bool  // waiters poll too: GOMAXPROCS > 1 and a processor for each (see waitSpin)
 	activeNB atomic.Int32 // non-blocking collectives in flight
 	nFailed  atomic.Int32
 
@@ -373,6 +374,8 @@ func (p *Proc) setPolling(all []map[string]string) {
 		}
 	}
 	p.pollOK.Store(here <= runtime.NumCPU())
+	procs := runtime.GOMAXPROCS(0)
+	p.spinOK.Store(procs > 1 && here*procs <= runtime.NumCPU())
 	if here > runtime.NumCPU() {
 		p.log.Debug("node oversubscribed: transports will not poll", "ranks", here, "cpus", runtime.NumCPU())
 	}
