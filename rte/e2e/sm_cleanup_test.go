@@ -58,12 +58,6 @@ func TestSMCleanupAfterKill(t *testing.T) {
 			}
 			noSurvivors(t, "after SIGKILL to the job's "+victim, func() []int { return marked(j.mark) })
 			for _, f := range leftFiles(t, sessions) {
-				// A daemon killed cannot remove its own node folder, and
-				// nobody else does yet: that is the runtime's, not sm's
-				// (sm makes no file), so it alone may stay.
-				if part := strings.Split(f, "/"); victim == "daemon" && (len(part) == 1 || part[1] == "n2" && (len(part) == 2 || len(part) == 3 && part[2] == "daemon.sock")) {
-					continue
-				}
 				t.Errorf("session folder holds %s", f)
 			}
 			for name := range devShm(t) {

@@ -190,6 +190,9 @@ func Run(ctx context.Context, o Options) (int, error) {
 			return 1, fmt.Errorf("start the daemons: %w", err)
 		}
 		code, err := j.run(daemons)
+		if plmCand.Module.Network() == "unix" {
+			j.removeNodeDirs(vals.String(plm.ParamSessionDir))
+		}
 		if j.recovery == nil || err != nil {
 			return code, err
 		}

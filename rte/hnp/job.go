@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"gompi/frameworks/plm"
 	"gompi/frameworks/plm/proc"
 	"gompi/mca"
+	"gompi/rte"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/mapping"
@@ -953,3 +955,23 @@ func (rt jobRuntime) NotifyFailed(ctx context.Context, ranks []int, why string) 
 }
 
 var _ errmgr.Runtime = jobRuntime{}
+
+// removeNodeDirs removes the node folders of this job's daemons that have
+// exited, for daemons that ran on this machine (the local PLM). A daemon
+// removes its own folder as it leaves; one that was SIGKILLed cannot, and
+// would leave its folder and socket behind for good. Daemons still alive
+// (given up on after SIGTERM) keep theirs. A remote daemon's folder is
+// out of reach here: it is left when that daemon is killed.
+func (j *job) removeNodeDirs(setting string) {
+	base := rte.SessionBase(setting)
+	for _, d := range j.daemons {
+		if d.launch == nil || !d.exited {
+			continue
+		}
+		dir := rte.NodeDir(base, j.id, d.node)
+		if err := os.RemoveAll(dir); err != nil {
+			j.log.Warn("could not remove a dead daemon's node folder", "node", d.node, "dir", dir, "err", err)
+		}
+	}
+	_ = os.Remove(filepath.Join(base, j.id)) // the job's folder, once empty
+}
