@@ -10,6 +10,7 @@ import (
 
 	"gompi/frameworks"
 	"gompi/frameworks/btl"
+	"gompi/frameworks/coll"
 	"gompi/frameworks/crcp"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/errmgr"
@@ -60,6 +61,7 @@ var Roles = map[mca.Role][]Part{
 	},
 	mca.RoleApp: {
 		{Framework: btl.Name, Select: "stack, in a job of more than one rank"},
+		{Framework: coll.Name, Select: "stack (none: package mpi runs the flat algorithms itself)"},
 		{Framework: crcp.Name, Select: "one (none installs nothing)"},
 		{Framework: inc.Name, Select: "one"},
 		{Framework: crs.Name, Select: "one (the job's, from its settings)", Host: "crs.Host with the rank's state (crs.RankHost), by package cr when the program first asks for checkpoints"},
@@ -337,6 +339,9 @@ func (d *Daemon) Close() error { return d.closers.Close() }
 type App struct {
 	// BTL are the transports, best first (nil in a job of one rank).
 	BTL []mca.Candidate[btl.Module]
+	// Coll are the collective modules, best first (nil when the selection
+	// leaves none: package mpi then runs the flat algorithms itself).
+	Coll []mca.Candidate[coll.Module]
 	// CRCP is the coordination protocol; nil with crcp none (or when the
 	// registries hold no crcp framework), which installs nothing.
 	CRCP *mca.Candidate[crcp.Module]
@@ -368,8 +373,8 @@ type AppInput struct {
 }
 
 // AssembleApp selects a rank's modules. Its errors are selection errors
-// of btl and crcp, which end the rank's start; inc's and crs's are kept in
-// the set for package cr to report.
+// of btl, coll and crcp, which end the rank's start; inc's and crs's are
+// kept in the set for package cr to report.
 func AssembleApp(ctx context.Context, in AppInput) (a *App, err error) {
 	r := newRecorder(mca.RoleApp)
 	a = &App{}
@@ -399,6 +404,19 @@ func AssembleApp(ctx context.Context, in AppInput) (a *App, err error) {
 		}
 		for _, c := range a.BTL {
 			a.closers.Module("btl/"+c.Info.Name, c.Module)
+		}
+	}
+	r.add(coll.Name)
+	if set.Coll != nil {
+		a.Coll, err = set.Coll.Select(ctx, vals, mca.RoleApp, set.Coll.Logger(in.Log, vals))
+		switch {
+		case errors.Is(err, mca.ErrNoComponent):
+			a.Coll = nil
+		case err != nil:
+			return nil, fmt.Errorf("select the collective components (coll = %q): %w", vals.String(coll.Name), err)
+		}
+		for _, c := range a.Coll {
+			a.closers.Module("coll/"+c.Info.Name, c.Module)
 		}
 	}
 	r.add(crcp.Name)

@@ -8,12 +8,9 @@ import (
 // Collectives run over point-to-point messages on the communicator's
 // collective context, tagged with the collective's sequence number, so
 // they never match user messages nor each other. Every algorithm fixes the
-// order in which contributions are combined, so results depend only on
-// the communicator's size (and root), never on timing.
-
-// ringMin is the message size from which Allreduce uses the ring
-// (reduce-scatter + allgather) instead of recursive doubling.
-const ringMin = 64 << 10
+// order in which contributions are combined, so results never depend on
+// timing. Barrier, Bcast, Reduce and Allreduce run on the selected coll
+// modules (coll_select.go); the others are the flat algorithms below.
 
 func (c *Comm) checkRoot(root int) error {
 	if root < 0 || root >= c.size {
@@ -36,8 +33,8 @@ func (c *Comm) cisend(dst, tag int, data []byte) (*Request, error) {
 
 // crecv receives exactly len(buf) bytes from src: a collective whose
 // members pass buffers of different sizes is an error.
-func (c *Comm) crecv(buf []byte, src, tag int) error {
-	st, err := c.recvOn(context.Background(), c.co, buf, c.members[src], tag)
+func (c *Comm) crecv(ctx context.Context, buf []byte, src, tag int) error {
+	st, err := c.recvOn(ctx, c.co, buf, c.members[src], tag)
 	if err != nil {
 		return err
 	}
@@ -52,12 +49,12 @@ func (c *Comm) cirecv(buf []byte, src, tag int) *Request {
 }
 
 // csendrecv sends to dst and receives from src at once.
-func (c *Comm) csendrecv(sbuf []byte, dst int, rbuf []byte, src, tag int) error {
+func (c *Comm) csendrecv(ctx context.Context, sbuf []byte, dst int, rbuf []byte, src, tag int) error {
 	sr, err := c.cisend(dst, tag, sbuf)
 	if err != nil {
 		return err
 	}
-	rerr := c.crecv(rbuf, src, tag)
+	rerr := c.crecv(ctx, rbuf, src, tag)
 	if _, err := sr.Wait(); err != nil {
 		return err
 	}
@@ -93,7 +90,7 @@ func (c *Comm) async(f func() error) *Request {
 	return r
 }
 
-// Barrier returns once every rank of c has entered it (dissemination).
+// Barrier returns once every rank of c has entered it.
 func (c *Comm) Barrier() error {
 	if err := c.check(); err != nil {
 		return err
@@ -110,17 +107,7 @@ func (c *Comm) Ibarrier() (*Request, error) {
 	return c.async(func() error { return c.barrier(tag) }), nil
 }
 
-func (c *Comm) barrier(tag int) error {
-	n, r := c.size, c.rank
-	for k := 1; k < n; k <<= 1 {
-		if err := c.csendrecv(nil, (r+k)%n, nil, (r-k+n)%n, tag); err != nil {
-			return fmt.Errorf("mpi: barrier: %w", err)
-		}
-	}
-	return nil
-}
-
-// Bcast copies root's buf into every rank's buf (binomial tree).
+// Bcast copies root's buf into every rank's buf.
 func (c *Comm) Bcast(buf []byte, root int) error {
 	if err := c.check(); err != nil {
 		return err
@@ -141,148 +128,6 @@ func (c *Comm) Ibcast(buf []byte, root int) (*Request, error) {
 	}
 	tag := c.nextTag()
 	return c.async(func() error { return c.bcast(tag, buf, root) }), nil
-}
-
-func (c *Comm) bcast(tag int, buf []byte, root int) error {
-	n := c.size
-	vr := (c.rank - root + n) % n
-	mask := 1
-	for mask < n {
-		if vr&mask != 0 {
-			if err := c.crecv(buf, (vr-mask+root)%n, tag); err != nil {
-				return fmt.Errorf("mpi: bcast: %w", err)
-			}
-			break
-		}
-		mask <<= 1
-	}
-	for mask >>= 1; mask > 0; mask >>= 1 {
-		if vr+mask < n {
-			if err := c.csend((vr+mask+root)%n, tag, buf); err != nil {
-				return fmt.Errorf("mpi: bcast: %w", err)
-			}
-		}
-	}
-	return nil
-}
-
-// reduce combines send into root's recv over a binomial tree: each rank
-// folds in its children's partial results in a fixed order.
-func (c *Comm) reduce(tag int, send, recv []byte, elem int, op reducer, root int) error {
-	n := c.size
-	vr := (c.rank - root + n) % n
-	acc := alignedBuf(len(send))
-	copy(acc, send)
-	var tmp []byte
-	for mask := 1; mask < n; mask <<= 1 {
-		if vr&mask != 0 {
-			if err := c.csend(((vr&^mask)+root)%n, tag, acc); err != nil {
-				return fmt.Errorf("mpi: reduce: %w", err)
-			}
-			return nil
-		}
-		if child := vr | mask; child < n {
-			if tmp == nil {
-				tmp = alignedBuf(len(send))
-			}
-			if err := c.crecv(tmp, (child+root)%n, tag); err != nil {
-				return fmt.Errorf("mpi: reduce: %w", err)
-			}
-			op(acc, tmp)
-		}
-	}
-	copy(recv, acc)
-	return nil
-}
-
-func (c *Comm) allreduce(tag int, send, recv []byte, elem int, op reducer) error {
-	if len(send) >= ringMin && len(send)/elem >= c.size && c.size > 2 {
-		return c.allreduceRing(tag, send, recv, elem, op)
-	}
-	return c.allreduceRD(tag, send, recv, op)
-}
-
-// allreduceRD is recursive doubling. With a size that is not a power of
-// two, the first 2*rem ranks pair up first (the odd one keeps the sum), and
-// the result is handed back at the end. At each step both partners
-// combine the same two partial results, which commute exactly, so every
-// rank ends with the same bits.
-func (c *Comm) allreduceRD(tag int, send, recv []byte, op reducer) error {
-	n, r := c.size, c.rank
-	acc := alignedBuf(len(send))
-	copy(acc, send)
-	tmp := alignedBuf(len(send))
-	pof2 := 1
-	for pof2*2 <= n {
-		pof2 *= 2
-	}
-	rem := n - pof2
-	newRank := -1
-	switch {
-	case r < 2*rem && r%2 == 0:
-		if err := c.csend(r+1, tag, acc); err != nil {
-			return fmt.Errorf("mpi: allreduce: %w", err)
-		}
-	case r < 2*rem:
-		if err := c.crecv(tmp, r-1, tag); err != nil {
-			return fmt.Errorf("mpi: allreduce: %w", err)
-		}
-		op(acc, tmp)
-		newRank = r / 2
-	default:
-		newRank = r - rem
-	}
-	if newRank >= 0 {
-		for mask := 1; mask < pof2; mask <<= 1 {
-			np := newRank ^ mask
-			partner := np + rem
-			if np < rem {
-				partner = np*2 + 1
-			}
-			if err := c.csendrecv(acc, partner, tmp, partner, tag); err != nil {
-				return fmt.Errorf("mpi: allreduce: %w", err)
-			}
-			op(acc, tmp)
-		}
-	}
-	if r < 2*rem {
-		if r%2 == 1 {
-			if err := c.csend(r-1, tag, acc); err != nil {
-				return fmt.Errorf("mpi: allreduce: %w", err)
-			}
-		} else if err := c.crecv(acc, r+1, tag); err != nil {
-			return fmt.Errorf("mpi: allreduce: %w", err)
-		}
-	}
-	copy(recv, acc)
-	return nil
-}
-
-// allreduceRing is a reduce-scatter followed by an allgather around the
-// ring: each chunk is reduced once, along a fixed path, then copied to all.
-func (c *Comm) allreduceRing(tag int, send, recv []byte, elem int, op reducer) error {
-	n, r := c.size, c.rank
-	acc := alignedBuf(len(send))
-	copy(acc, send)
-	count := len(send) / elem
-	lo := func(i int) int { return (i * count / n) * elem }
-	chunk := func(i int) []byte { i = (i%n + n) % n; return acc[lo(i):lo(i+1)] }
-	tmp := alignedBuf(len(chunk(0)) + elem)
-	right, left := (r+1)%n, (r-1+n)%n
-	for s := 0; s < n-1; s++ {
-		in := chunk(r - s - 1)
-		if err := c.csendrecv(chunk(r-s), right, tmp[:len(in)], left, tag); err != nil {
-			return fmt.Errorf("mpi: allreduce: %w", err)
-		}
-		op(in, tmp[:len(in)])
-	}
-	for s := 0; s < n-1; s++ {
-		if err := c.csendrecv(chunk(r+1-s), right, chunk(r-s), left, tag); err != nil {
-			return fmt.Errorf("mpi: allreduce: %w", err)
-		}
-	}
-	copy(recv, acc)
-	return nil
 }
 
 // Gather collects every rank's send (all the same length) into root's
@@ -398,7 +243,7 @@ func (c *Comm) Scatterv(send []byte, counts, displs []int, recv []byte, root int
 
 func (c *Comm) scatterv(tag int, send []byte, counts, displs []int, recv []byte, root int) error {
 	if c.rank != root {
-		if err := c.crecv(recv, root, tag); err != nil {
+		if err := c.crecv(context.Background(), recv, root, tag); err != nil {
 			return fmt.Errorf("mpi: scatter: %w", err)
 		}
 		return nil
@@ -438,7 +283,7 @@ func (c *Comm) Allgather(send, recv []byte) error {
 	copy(recv[r*b:], send)
 	block := func(i int) []byte { i = (i%n + n) % n; return recv[i*b : (i+1)*b] }
 	for s := 0; s < n-1; s++ {
-		if err := c.csendrecv(block(r-s), (r+1)%n, block(r-s-1), (r-1+n)%n, tag); err != nil {
+		if err := c.csendrecv(context.Background(), block(r-s), (r+1)%n, block(r-s-1), (r-1+n)%n, tag); err != nil {
 			return fmt.Errorf("mpi: allgather: %w", err)
 		}
 	}
@@ -460,7 +305,7 @@ func (c *Comm) Alltoall(send, recv []byte) error {
 	copy(recv[r*b:(r+1)*b], send[r*b:(r+1)*b])
 	for s := 1; s < n; s++ {
 		dst, src := (r+s)%n, (r-s+n)%n
-		if err := c.csendrecv(send[dst*b:(dst+1)*b], dst, recv[src*b:(src+1)*b], src, tag); err != nil {
+		if err := c.csendrecv(context.Background(), send[dst*b:(dst+1)*b], dst, recv[src*b:(src+1)*b], src, tag); err != nil {
 			return fmt.Errorf("mpi: alltoall: %w", err)
 		}
 	}

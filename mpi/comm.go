@@ -29,7 +29,8 @@ type Comm struct {
 	pt, co     *ctxState
 
 	collMu  sync.Mutex
-	collSeq uint64 // collectives started; the tag of the next one
+	collSeq uint64                    // collectives started; the tag of the next one
+	collTab atomic.Pointer[collTable] // the coll modules' operations (coll_select.go)
 	freed   atomic.Bool
 }
 

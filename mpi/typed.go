@@ -3,42 +3,30 @@ package mpi
 import (
 	"fmt"
 	"unsafe"
+
+	"gompi/frameworks/coll"
 )
 
 // Numeric is the element types the typed helpers and reductions take.
 // Values travel in the machine's byte order: every rank of a job must run
 // on the same architecture.
-type Numeric interface {
-	~int | ~int8 | ~int16 | ~int32 | ~int64 |
-		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr |
-		~float32 | ~float64
-}
+type Numeric = coll.Numeric
 
 // Op is a reduction operation. All are commutative; floating-point results
 // are still bitwise deterministic for a given communicator size (and root),
-// because the order of combination is fixed by the algorithm.
-type Op int
+// because the order of combination is fixed by the algorithm: by default
+// one that does not depend on which ranks share a node (coll han runs
+// floating-point reductions in a layout-dependent order only when
+// coll_han_float_order is "layout").
+type Op = coll.Op
 
+// The reduction operations.
 const (
-	Sum Op = iota
-	Prod
-	Min
-	Max
+	Sum  = coll.Sum
+	Prod = coll.Prod
+	Min  = coll.Min
+	Max  = coll.Max
 )
-
-func (o Op) String() string {
-	switch o {
-	case Sum:
-		return "sum"
-	case Prod:
-		return "prod"
-	case Min:
-		return "min"
-	case Max:
-		return "max"
-	}
-	return fmt.Sprintf("Op(%d)", int(o))
-}
 
 func sizeOf[T Numeric]() int {
 	var z T
@@ -53,63 +41,13 @@ func bytesOf[T Numeric](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*sizeOf[T]())
 }
 
-// elemsOf views bytes as numbers; b must be aligned for T and a multiple of
-// its size (every buffer the library reduces into is).
-func elemsOf[T Numeric](b []byte) []T {
-	if len(b) == 0 {
-		return nil
+// reductionFor describes op on elements of type T for the coll modules.
+func reductionFor[T Numeric](op Op) (coll.Reduction, error) {
+	red, err := coll.NewReduction[T](op)
+	if err != nil {
+		return coll.Reduction{}, fmt.Errorf("mpi: %w: %w", ErrArg, err)
 	}
-	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/sizeOf[T]())
-}
-
-// reducer is a reduction on raw bytes: inout = inout op in, element-wise.
-type reducer func(inout, in []byte)
-
-func reducerFor[T Numeric](op Op) (reducer, error) {
-	switch op {
-	case Sum:
-		return func(a, b []byte) {
-			x, y := elemsOf[T](a), elemsOf[T](b)
-			for i := range x {
-				x[i] += y[i]
-			}
-		}, nil
-	case Prod:
-		return func(a, b []byte) {
-			x, y := elemsOf[T](a), elemsOf[T](b)
-			for i := range x {
-				x[i] *= y[i]
-			}
-		}, nil
-	case Min:
-		return func(a, b []byte) {
-			x, y := elemsOf[T](a), elemsOf[T](b)
-			for i := range x {
-				if y[i] < x[i] {
-					x[i] = y[i]
-				}
-			}
-		}, nil
-	case Max:
-		return func(a, b []byte) {
-			x, y := elemsOf[T](a), elemsOf[T](b)
-			for i := range x {
-				if y[i] > x[i] {
-					x[i] = y[i]
-				}
-			}
-		}, nil
-	}
-	return nil, fmt.Errorf("mpi: %w: unknown reduction %v", ErrArg, op)
-}
-
-// alignedBuf returns n bytes aligned for any Numeric type.
-func alignedBuf(n int) []byte {
-	w := make([]uint64, (n+7)/8)
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), n)
+	return red, nil
 }
 
 // Count returns a status's count in elements of T.
@@ -149,7 +87,7 @@ func IbcastT[T Numeric](c *Comm, buf []T, root int) (*Request, error) {
 // Reduce combines every rank's send element-wise with op into root's recv
 // (recv is ignored elsewhere). send and recv may be the same slice.
 func Reduce[T Numeric](c *Comm, send, recv []T, op Op, root int) error {
-	f, err := reducerFor[T](op)
+	red, err := reductionFor[T](op)
 	if err != nil {
 		return err
 	}
@@ -166,14 +104,14 @@ func Reduce[T Numeric](c *Comm, send, recv []T, op Op, root int) error {
 	if c.rank == root {
 		rb = bytesOf(recv[:len(send)])
 	}
-	return c.reduce(c.nextTag(), bytesOf(send), rb, sizeOf[T](), f, root)
+	return c.reduce(c.nextTag(), bytesOf(send), rb, red, root)
 }
 
 // Allreduce combines every rank's send element-wise with op into every
 // rank's recv; all ranks get bitwise identical results. send and recv may
 // be the same slice.
 func Allreduce[T Numeric](c *Comm, send, recv []T, op Op) error {
-	f, err := reducerFor[T](op)
+	red, err := reductionFor[T](op)
 	if err != nil {
 		return err
 	}
@@ -183,13 +121,13 @@ func Allreduce[T Numeric](c *Comm, send, recv []T, op Op) error {
 	if len(recv) < len(send) {
 		return fmt.Errorf("mpi: allreduce: %w: recv holds %d elements, send %d", ErrArg, len(recv), len(send))
 	}
-	return c.allreduce(c.nextTag(), bytesOf(send), bytesOf(recv[:len(send)]), sizeOf[T](), f)
+	return c.allreduce(c.nextTag(), bytesOf(send), bytesOf(recv[:len(send)]), red)
 }
 
 // Iallreduce starts an Allreduce; send and recv belong to the library
 // until the request completes.
 func Iallreduce[T Numeric](c *Comm, send, recv []T, op Op) (*Request, error) {
-	f, err := reducerFor[T](op)
+	red, err := reductionFor[T](op)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +139,7 @@ func Iallreduce[T Numeric](c *Comm, send, recv []T, op Op) (*Request, error) {
 	}
 	tag := c.nextTag()
 	sb, rb := bytesOf(send), bytesOf(recv[:len(send)])
-	return c.async(func() error { return c.allreduce(tag, sb, rb, sizeOf[T](), f) }), nil
+	return c.async(func() error { return c.allreduce(tag, sb, rb, red) }), nil
 }
 
 // GatherT gathers every rank's send, in rank order, into root's recv.

@@ -6,6 +6,8 @@ import (
 	btlsm "gompi/components/btl/sm"
 	btltcp "gompi/components/btl/tcp"
 	btluds "gompi/components/btl/uds"
+	collbasic "gompi/components/coll/basic"
+	collhan "gompi/components/coll/han"
 	crcpbkmrk "gompi/components/crcp/bkmrk"
 	crcpflag "gompi/components/crcp/flag"
 	crcpnone "gompi/components/crcp/none"
@@ -50,6 +52,8 @@ func Register(set *frameworks.Set) {
 	set.BTL.Register(btltcp.New())
 	set.BTL.Register(btluds.New())
 	set.BTL.Register(btlsm.New())
+	set.Coll.Register(collbasic.New())
+	set.Coll.Register(collhan.New())
 	set.PLM.Register(plmlocal.New())
 	set.PLM.Register(plmssh.New())
 	set.FileM.Register(filemrsh.New())
