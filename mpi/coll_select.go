@@ -11,15 +11,19 @@ import (
 
 // Barrier, Bcast, Reduce and Allreduce run on the coll modules the rank
 // selected (boot.App.Coll, best first): each communicator asks every
-// module for its operations once per layout of the job, and each call
+// module for its operations once, at its first collective, and each call
 // runs on the first module that implements the operation and does not
 // decline the call (coll.ErrDecline). When none takes it, the flat
 // algorithm of package coll runs here, as component basic would run it.
+//
+// The operations are never asked for again: a member that asked after a
+// change of layout (a restore on other nodes, a migration) while the others
+// asked before would run another algorithm than they do. That is why han,
+// whose algorithm follows the layout, is not selected in a job with C/R.
 
-// collTable is one communicator's operations for one layout of the job:
-// per operation, the modules that implement it, best first.
+// collTable is one communicator's operations: per operation, the modules
+// that implement it, best first.
 type collTable struct {
-	layout    uint64 // Proc.collLayout when it was built
 	barrier   []namedOp[coll.Barrierer]
 	bcast     []namedOp[coll.Bcaster]
 	reduce    []namedOp[coll.Reducer]
@@ -41,7 +45,7 @@ func (v *collView) Rank() int { return v.rank }
 func (v *collView) Size() int { return v.size }
 
 // Node names the node member r runs on, as this rank learned it from the
-// last modex (or migration): the same answer on every member.
+// modex: the same answer on every member.
 func (v *collView) Node(r int) string {
 	p := v.p
 	w := v.members[r]
@@ -66,22 +70,19 @@ func (v *collView) SendRecv(ctx context.Context, sbuf []byte, dst int, rbuf []by
 	return (*Comm)(v).csendrecv(ctx, sbuf, dst, rbuf, src, tag)
 }
 
-// colls returns c's operations for the job's current layout, asking the
-// modules again after the layout changed (a restart or migration may have
-// moved members to other nodes; every member asks at the same point, as
-// the layout changes only while no collective runs).
+// colls returns c's operations, asking the modules at the first call (two
+// goroutines may both ask: they get the same answers).
 func (c *Comm) colls() *collTable {
-	layout := c.p.collLayout.Load()
-	if t := c.collTab.Load(); t != nil && t.layout == layout {
+	if t := c.collTab.Load(); t != nil {
 		return t
 	}
-	t := c.buildColls(layout)
+	t := c.buildColls()
 	c.collTab.Store(t)
 	return t
 }
 
-func (c *Comm) buildColls(layout uint64) *collTable {
-	t := &collTable{layout: layout}
+func (c *Comm) buildColls() *collTable {
+	t := &collTable{}
 	if c.p.modset == nil {
 		return t
 	}

@@ -22,7 +22,8 @@
 // Barrier, Bcast, Reduce and Allreduce run on the coll components the
 // rank selected (frameworks/coll: basic's flat algorithms, and han's
 // hierarchical ones on a communicator spanning several nodes with more
-// than one member on some node); Comm.CollComponents says which.
+// than one member on some node, in a job without C/R);
+// Comm.CollComponents says which.
 //
 // Blocking calls (Send, Recv, Probe, Wait, collectives) take no context:
 // they end with an error wrapping ErrStopped when the Proc stops (Finalize,

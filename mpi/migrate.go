@@ -126,8 +126,7 @@ func (p *Proc) restartControl(rank int) {
 }
 
 // choosePath picks the first transport of this process that reaches the
-// peer published as info, and records its endpoint (and node, which the
-// coll modules group members by: collLayout).
+// peer published as info, and records its endpoint.
 func (p *Proc) choosePath(pe *peer, info map[string]string) error {
 	for i, m := range p.mods {
 		ep := btl.Endpoint{Job: p.job, Rank: pe.rank, Node: info["node"], Addr: info["btl_"+p.modName[i]]}
@@ -135,7 +134,6 @@ func (p *Proc) choosePath(pe *peer, info map[string]string) error {
 			pe.mu.Lock()
 			pe.mod, pe.self, pe.ep = m, p.selfEP[i], ep
 			pe.mu.Unlock()
-			p.collLayout.Add(1)
 			return nil
 		}
 	}

@@ -56,11 +56,6 @@ type Proc struct {
 	selfEP  []btl.Endpoint // per module, with the address it published
 	peers   []*peer
 
-	// collLayout counts the changes of the job's layout this rank learned
-	// (each peer's node, choosePath): communicators then ask the coll
-	// modules for their operations again (coll_select.go).
-	collLayout atomic.Uint64
-
 	mu   sync.Mutex // matching state: ctxs and their queues
 	ctxs map[uint64]*ctxState
 

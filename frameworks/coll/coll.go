@@ -55,9 +55,11 @@ type Comm interface {
 	Rank() int
 	Size() int
 	// Node names the node member r runs on; equal names mean one node.
-	// Every member sees the same names until the job's layout changes (a
-	// restart or a migration), after which package mpi asks the modules
-	// for the communicator's operations again.
+	// Every member sees the same names. Package mpi asks a module for a
+	// communicator's operations once: members that asked on either side
+	// of a change of layout (a restore on other nodes, a migration) would
+	// disagree, so a module whose algorithm follows the layout does not
+	// apply in a job with C/R (mca.ParamCREnabled).
 	Node(r int) string
 	// Send sends data to member dst under tag; it returns once data may
 	// be reused.

@@ -15,6 +15,13 @@
 // therefore declines them (basic runs them) unless coll_han_float_order is
 // "layout". Message sizes above each operation's coll_han_<op>_max go to
 // the next component as well.
+//
+// han is not selected in a job with C/R (ft_cr_enabled): a restore on
+// other nodes or a migration changes the layout, and a transparent
+// checkpoint stops ranks anywhere, some inside a collective that others
+// have not entered yet; those would group the members by the new layout
+// and the others by the old, and run two different algorithms. Until the
+// grouping is part of the checkpointed state, such jobs run basic.
 package han
 
 import (
@@ -61,6 +68,9 @@ func New() mca.Component[coll.Module] {
 }
 
 func query(_ context.Context, q mca.Query) (coll.Module, int, error) {
+	if q.Values.Bool(mca.ParamCREnabled) {
+		return nil, 0, fmt.Errorf("%w: C/R is on (%s): a restart or migration on another layout would split the ranks between two groupings", mca.ErrSkip, mca.ParamCREnabled)
+	}
 	m := &module{
 		layoutFloats: q.Values.String(paramFloatOrder) == orderLayout,
 		bcastMax:     int(q.Values.Size(paramBcastMax)),

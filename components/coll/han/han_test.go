@@ -13,18 +13,7 @@ import (
 
 func selected(t *testing.T, settings ...mca.Setting) coll.Module {
 	t.Helper()
-	params := mca.NewParams()
-	fw := mca.NewFramework[coll.Module](params, coll.Name, "test", mca.Stacked())
-	fw.Register(New())
-	vals, err := params.ResolveSettings(settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := fw.SelectOne(context.Background(), vals, mca.RoleApp, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Module
+	return colltest.Select(t, New(), settings...)
 }
 
 // By default han gives the flat algorithms' bits for everything it takes
@@ -108,5 +97,24 @@ func TestAppliesToHierarchiesOnly(t *testing.T) {
 				t.Fatalf("layout %v: %v is no skip", nodes, err)
 			}
 		}
+	}
+}
+
+// In a job with C/R han is not selected: a restart or migration on
+// another layout would split the ranks between two groupings.
+func TestSkippedWithCR(t *testing.T) {
+	params := mca.NewParams()
+	fw := mca.NewFramework[coll.Module](params, coll.Name, "collective operations", mca.Stacked())
+	fw.Register(New())
+	vals, err := params.ResolveSettings([]mca.Setting{{Name: mca.ParamCREnabled, Value: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes, err := fw.Probe(context.Background(), vals, mca.RoleApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probes) != 1 || probes[0].Selected || probes[0].Skipped == "" {
+		t.Fatalf("han with C/R on: %+v, want skipped", probes)
 	}
 }

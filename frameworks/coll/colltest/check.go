@@ -13,6 +13,24 @@ import (
 	"gompi/mca"
 )
 
+// Select returns the module of component comp as a rank selects it, with
+// settings (full parameter names) over its defaults.
+func Select(t testing.TB, comp mca.Component[coll.Module], settings ...mca.Setting) coll.Module {
+	t.Helper()
+	params := mca.NewParams()
+	fw := mca.NewFramework[coll.Module](params, coll.Name, "collective operations", mca.Stacked())
+	fw.Register(comp)
+	vals, err := params.ResolveSettings(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := fw.SelectOne(context.Background(), vals, mca.RoleApp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Module
+}
+
 // Options says what Check holds a module to.
 type Options struct {
 	// ExactFloats: floating-point reductions the module takes must give
