@@ -74,6 +74,14 @@ func checkpointCRIU(t *testing.T, j *job, ref string, seq string, flags ...strin
 	t.Helper()
 	begin := time.Now()
 	code, out, errs := tool(t, "gompi-checkpoint", append(flags, pidArg(j))...)
+	// A rank restored by a migration rejoins its daemon's checkpoint
+	// coordination a moment after gompirun reports the migration; a
+	// checkpoint requested in between is refused saying so, and a user
+	// asks again (known; see issue 32's closing note).
+	for code != 0 && strings.Contains(errs, "no application coordinator") && time.Since(begin) < time.Minute {
+		t.Logf("gompi-checkpoint refused, a rank has not rejoined yet: %s", strings.TrimSpace(errs))
+		code, out, errs = tool(t, "gompi-checkpoint", append(flags, pidArg(j))...)
+	}
 	t.Logf("gompi-checkpoint %v: %v", flags, time.Since(begin).Round(time.Millisecond))
 	if code != 0 || out != fmt.Sprintf("Snapshot Ref.: %3s %s\n", seq, ref) {
 		t.Fatalf("gompi-checkpoint %v: status %d, want sequence %s\n%s%s\njob's stderr:\n%s", flags, code, seq, out, errs, j.errText())
