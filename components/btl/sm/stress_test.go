@@ -101,7 +101,7 @@ func count(t *testing.T) int {
 			t.Fatalf("%s=%q: %v", envCount, s, err)
 		}
 	}
-	if testing.Short() {
+	if testing.Short() || raceOn {
 		n /= 20
 	}
 	return n
