@@ -183,7 +183,13 @@ func (k *conn) await(ready func() bool, flag *uint32, bell chan struct{}, reader
 				continue
 			}
 		}
-		atomic.StoreUint32(flag, 1)
+		// Swap, not Store: each side stores one word and then loads the
+		// other's (this flag, the peer's head or tail), which is only safe
+		// with a full barrier between them. A normal build's Store is one,
+		// but under -race sync/atomic's Store only releases, and a lost
+		// wake-up hung the stress test; an exchange is a barrier in both
+		// builds and costs the same as a normal build's Store.
+		atomic.SwapUint32(flag, 1)
 		if ready() {
 			atomic.StoreUint32(flag, 0)
 			return nil
@@ -248,7 +254,7 @@ func (k *conn) readRing(b []byte, n int) (int, error) {
 
 // consumed publishes the tail and wakes a writer waiting for room.
 func (k *conn) consumed() {
-	atomic.StoreUint64(k.in.tail, k.rtail)
+	atomic.SwapUint64(k.in.tail, k.rtail) // a barrier before the flag's load: see await
 	k.ring(k.in.wsleep, bellRoom)
 }
 
@@ -417,7 +423,7 @@ func (k *conn) publish() {
 	if k.whead == k.pubHead {
 		return
 	}
-	atomic.StoreUint64(k.out.head, k.whead)
+	atomic.SwapUint64(k.out.head, k.whead) // a barrier before the flag's load: see await
 	k.pubHead = k.whead
 	k.ring(k.out.rsleep, bellData)
 }
