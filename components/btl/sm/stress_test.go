@@ -110,7 +110,7 @@ func count(t *testing.T) int {
 // child starts this test binary as the other end, in role, dialing addr.
 func child(t *testing.T, role, addr string, c stressCase, n int) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStressChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envRole+"="+role, envAddr+"="+addr, envCase+"="+c.name, envCount+"="+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -238,44 +238,62 @@ func writeAll(k btl.Conn, n int) error {
 	return k.CloseWrite()
 }
 
-// TestStressChild is the child's side; it runs only when a stress test
-// starts it.
-func TestStressChild(t *testing.T) {
-	role := os.Getenv(envRole)
-	if role == "" {
-		t.Skip("run by the stress tests")
+// TestMain runs the package's tests, or, in a process a stress test
+// started (its role in the environment), that process's end of the
+// connection: a child is no test of its own, so nothing is skipped.
+func TestMain(m *testing.M) {
+	if role := os.Getenv(envRole); role != "" {
+		if err := stressChild(role); err != nil {
+			fmt.Fprintln(os.Stderr, "stress child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// stressChild dials the parent's address and plays role: write every
+// frame, or stop in the middle of one until it is killed.
+func stressChild(role string) error {
 	c := caseNamed(os.Getenv(envCase))
-	n, _ := strconv.Atoi(os.Getenv(envCount))
-	m := btltest.Module(t, New(), c.settings()...)
+	n, err := strconv.Atoi(os.Getenv(envCount))
+	if err != nil {
+		return fmt.Errorf("%s: %w", envCount, err)
+	}
+	m, err := btltest.NewModule(New(), c.settings()...)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
 	k, err := m.Dial(context.Background(), btl.Endpoint{Job: stressJob, Rank: 1, Node: "n"}, btl.Endpoint{Job: stressJob, Node: "n", Addr: os.Getenv(envAddr)})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
+	defer k.Close()
 	if c.poll {
 		k.(btl.Poller).SetPoll(always, always)
 	}
 	switch role {
 	case "writer":
-		err = writeAll(k, n)
+		return writeAll(k, n)
 	case "stuck-writer":
 		// One frame larger than the ring: the write waits for room (or
 		// for the reader's copy) until this process is killed.
 		fmt.Println("writing")
-		err = k.WriteFrame([]byte("big"), noise[:1<<20])
+		return k.WriteFrame([]byte("big"), noise[:1<<20])
 	case "stuck-reader":
 		hdr := make([]byte, btl.MaxHeader)
-		var pn int
-		if _, pn, err = k.ReadHeader(hdr); err == nil {
+		_, pn, err := k.ReadHeader(hdr)
+		if err == nil {
 			err = k.ReadPayload(make([]byte, pn/2))
+		}
+		if err != nil {
+			return err
 		}
 		fmt.Println("mid-message")
 		select {} // killed here
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.Close()
+	return fmt.Errorf("unknown role %q", role)
 }
 
 // TestKilledMidMessage kills the other process in the middle of a frame:

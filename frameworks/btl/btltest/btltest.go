@@ -132,22 +132,33 @@ func pattern(n int, seed byte) []byte {
 // Secret: Secret}.
 func Module(t *testing.T, c mca.Component[btl.Module], settings ...mca.Setting) btl.Module {
 	t.Helper()
+	m, err := NewModule(c, settings...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// NewModule is Module for a process that is not a test: a child a test
+// re-executes as the other end of a connection. The caller closes it.
+func NewModule(c mca.Component[btl.Module], settings ...mca.Setting) (btl.Module, error) {
 	params := mca.NewParams()
 	fw := mca.NewFramework[btl.Module](params, btl.Name, "test", mca.Stacked())
 	fw.Register(c)
 	vals, err := params.ResolveSettings(settings)
 	if err != nil {
-		t.Fatalf("resolve: %v", err)
+		return nil, fmt.Errorf("resolve: %w", err)
 	}
 	m, _, err := c.Query(context.Background(), mca.Query{Values: vals, Role: mca.RoleApp, Priority: c.Info().Priority})
 	if err != nil {
-		t.Fatalf("query %s: %v", c.Info().Name, err)
+		return nil, fmt.Errorf("query %s: %w", c.Info().Name, err)
 	}
-	t.Cleanup(func() { m.Close() })
 	if _, err := mca.Provision(context.Background(), m, btl.Host{Job: "btltest", Secret: Secret}); err != nil {
-		t.Fatalf("provision %s: %v", c.Info().Name, err)
+		m.Close()
+		return nil, fmt.Errorf("provision %s: %w", c.Info().Name, err)
 	}
-	return m
+	return m, nil
 }
 
 // Secret is the data-plane secret Module provisions its modules with.
