@@ -76,13 +76,18 @@ type Comm interface {
 // Reduction is the element-wise reduction of a Reduce or Allreduce.
 type Reduction struct {
 	// Fn combines in into inout element by element (inout = inout op in).
-	// Both are aligned for the element type.
+	// Both are aligned for the element type. For a non-commutative
+	// reduction, inout holds the combination of lower ranks than in's.
 	Fn func(inout, in []byte)
 	// Elem is the size of one element in bytes.
 	Elem int
 	// Float says the elements are floating point: the order of
 	// combination changes the result's bits.
 	Float bool
+	// NonCommutative says op is only associative: the contributions must
+	// be combined in rank order (rank 0's first), which the flat
+	// algorithms do and a module must otherwise decline.
+	NonCommutative bool
 }
 
 // Module is a component's module in one process.

@@ -51,8 +51,35 @@ func Bcast(ctx context.Context, c Comm, tag int, buf []byte, root int) error {
 }
 
 // Reduce combines send into root's recv over a binomial tree: each member
-// folds in its children's partial results in a fixed order.
+// folds in its children's partial results in a fixed order. The tree is
+// rooted at root, ranks numbered from it; a non-commutative reduction
+// needs rank order, so its tree is rooted at rank 0, which hands the
+// result to root.
 func Reduce(ctx context.Context, c Comm, tag int, send, recv []byte, red Reduction, root int) error {
+	if red.NonCommutative && root != 0 {
+		r := c.Rank()
+		var at0 []byte
+		if r == 0 {
+			at0 = AlignedBuf(len(send))
+		}
+		if err := reduceTree(ctx, c, tag, send, at0, red, 0); err != nil {
+			return err
+		}
+		switch r {
+		case 0:
+			return c.Send(ctx, root, tag, at0)
+		case root:
+			return c.Recv(ctx, recv[:len(send)], 0, tag)
+		}
+		return nil
+	}
+	return reduceTree(ctx, c, tag, send, recv, red, root)
+}
+
+// reduceTree is the binomial tree rooted at root: a member with virtual
+// rank v (v = rank - root) folds the subtree [v+mask, v+2mask) into its
+// own [v, v+mask), lower ranks on the left.
+func reduceTree(ctx context.Context, c Comm, tag int, send, recv []byte, red Reduction, root int) error {
 	n := c.Size()
 	vr := (c.Rank() - root + n) % n
 	acc := AlignedBuf(len(send))
@@ -78,7 +105,15 @@ func Reduce(ctx context.Context, c Comm, tag int, send, recv []byte, red Reducti
 
 // Allreduce is recursive doubling, or the ring from RingMin bytes when
 // every member has at least one element and there are more than two.
+// A non-commutative reduction is a Reduce to rank 0 and a Bcast: both
+// exchanges would combine in different orders on the two partners.
 func Allreduce(ctx context.Context, c Comm, tag int, send, recv []byte, red Reduction) error {
+	if red.NonCommutative {
+		if err := Reduce(ctx, c, tag, send, recv, red, 0); err != nil {
+			return err
+		}
+		return Bcast(ctx, c, tag, recv[:len(send)], 0)
+	}
 	if len(send) >= RingMin && len(send)/red.Elem >= c.Size() && c.Size() > 2 {
 		return allreduceRing(ctx, c, tag, send, recv, red)
 	}

@@ -15,9 +15,10 @@ type Numeric interface {
 		~float32 | ~float64
 }
 
-// Op is a reduction operation. All are commutative; floating-point results
-// are still bitwise deterministic for a given order of combination, which
-// each algorithm fixes.
+// Op is a predefined reduction operation (ops.go lists those beyond these
+// four). All are commutative; floating-point results are still bitwise
+// deterministic for a given order of combination, which each algorithm
+// fixes.
 type Op int
 
 // The reduction operations.
@@ -29,15 +30,8 @@ const (
 )
 
 func (o Op) String() string {
-	switch o {
-	case Sum:
-		return "sum"
-	case Prod:
-		return "prod"
-	case Min:
-		return "min"
-	case Max:
-		return "max"
+	if s, ok := opNames[o]; ok {
+		return s
 	}
 	return fmt.Sprintf("Op(%d)", int(o))
 }

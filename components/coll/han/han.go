@@ -191,8 +191,10 @@ func (o *ops) Bcast(ctx context.Context, c coll.Comm, tag int, buf []byte, root 
 }
 
 // takes reports whether han runs a reduction of n bytes with limit max.
+// A non-commutative one needs rank order, which node-first reduction
+// breaks.
 func (o *ops) takes(red coll.Reduction, n, max int) bool {
-	return (!red.Float || o.layoutFloats) && (max == 0 || n <= max)
+	return !red.NonCommutative && (!red.Float || o.layoutFloats) && (max == 0 || n <= max)
 }
 
 // Reduce: each node reduces to its leader, the leaders to root's leader,
