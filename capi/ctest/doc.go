@@ -1,0 +1,22 @@
+// Package ctest holds the differential tests of gompi's C interface (issue
+// 22): its tests compile every C and C++ program under testdata/ twice,
+// with Open MPI's mpicc/mpicxx (the reference) and with gompi's
+// gompicc/gompicxx, run both at 1 to 8 ranks, and compare what each rank
+// printed. The package has no code of its own beside the tests.
+//
+// A program includes testdata/ctest.h, takes the output folder as its
+// first argument and writes one file per rank there (rank.N), one line per
+// case: integers must be equal under both MPIs, floating-point numbers
+// (tokens with a '.', an exponent, inf or nan) within a relative 1e-9.
+// Lines a program prints starting with "FAIL" are its own checks of known
+// results and fail the test under either MPI; lines starting with "mpi4:"
+// are cases guarded by MPI_VERSION >= 4 (Open MPI 4.1 is MPI 3.1): they
+// must pass their own checks but are not compared.
+//
+// A program needs the C functions its binary leaves undefined (nm -u); it
+// is not applicable to gompi while `gompi-info --c-api` does not list them
+// all. testdata/expected-pass names the programs that must pass on gompi:
+// the test fails when one of them is not applicable or differs, so what
+// works stays working. The same file holds TestHeat (examples/c/heat.c
+// against examples/heat) and TestNetPIPE.
+package ctest
