@@ -18,7 +18,7 @@
 static FILE *ct_f;
 static int ct_rank, ct_size, ct_fails;
 
-static void ct_begin(int argc, char **argv)
+static inline void ct_begin(int argc, char **argv)
 {
 	MPI_Comm_rank(MPI_COMM_WORLD, &ct_rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &ct_size);
@@ -34,7 +34,7 @@ static void ct_begin(int argc, char **argv)
 	}
 }
 
-static void ct_out(const char *fmt, ...)
+static inline void ct_out(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -43,7 +43,7 @@ static void ct_out(const char *fmt, ...)
 	fputc('\n', ct_f);
 }
 
-static void ct_check(int ok, const char *fmt, ...)
+static inline void ct_check(int ok, const char *fmt, ...)
 {
 	va_list ap;
 	if (ok)
@@ -56,7 +56,7 @@ static void ct_check(int ok, const char *fmt, ...)
 	fputc('\n', ct_f);
 }
 
-static int ct_end(void)
+static inline int ct_end(void)
 {
 	ct_out("done");
 	fflush(ct_f);
@@ -67,7 +67,7 @@ static int ct_end(void)
 #define CT_NAME(x) {x, #x}
 struct ct_named { int v; const char *name; };
 
-static const char *ct_lookup(const struct ct_named *t, int n, int v)
+static inline const char *ct_lookup(const struct ct_named *t, int n, int v)
 {
 	static char buf[32];
 	int i;
@@ -78,7 +78,7 @@ static const char *ct_lookup(const struct ct_named *t, int n, int v)
 	return buf;
 }
 
-static const char *ct_errname(int cls)
+static inline const char *ct_errname(int cls)
 {
 	static const struct ct_named t[] = {
 		CT_NAME(MPI_SUCCESS), CT_NAME(MPI_ERR_BUFFER), CT_NAME(MPI_ERR_COUNT), CT_NAME(MPI_ERR_TYPE),
@@ -92,7 +92,7 @@ static const char *ct_errname(int cls)
 	return ct_lookup(t, sizeof t / sizeof t[0], cls);
 }
 
-static const char *ct_name(int v)
+static inline const char *ct_name(int v)
 {
 	static const struct ct_named t[] = {
 		CT_NAME(MPI_IDENT), CT_NAME(MPI_CONGRUENT), CT_NAME(MPI_SIMILAR), CT_NAME(MPI_UNEQUAL),
