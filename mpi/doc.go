@@ -12,7 +12,18 @@
 //	err = mpi.Allreduce(w, local, global, mpi.Sum)
 //
 // Point-to-point calls take []byte; SendT, RecvT, BcastT, Allreduce and the
-// other generic helpers take slices of any Numeric type. A receive matches
+// other generic helpers take slices of any Numeric type. A Datatype
+// describes MPI's type maps without generics (the predefined TypeInt32 ...
+// TypeDoubleInt; TypeContiguous, TypeVector, TypeHvector, TypeIndexed,
+// TypeHindexed, TypeIndexedBlock, TypeHindexedBlock, TypeStruct,
+// TypeSubarray, TypeResized, Dup), and a Buf is count elements of one in
+// memory: SendBuf, IsendBuf, RecvBuf and IrecvBuf move its packed bytes (a
+// dense type without a copy), Pack and Unpack convert, Status.CountOf
+// counts. Reductions are predefined ops (Sum ... Bxor, MinLoc and MaxLoc on
+// the pair types) by element kind (OpReduction) or user functions
+// (UserReduction, commutative or not: a non-commutative one is combined in
+// rank order), run by ReduceBytes, AllreduceBytes and their non-blocking
+// forms on bytes as they lie in memory. A receive matches
 // the first message, in arrival order, from its source (or AnySource) with
 // its tag (or AnyTag) on its communicator; messages between two ranks on
 // one communicator never overtake each other. Collectives run on a context
