@@ -14,6 +14,7 @@ import (
 // Go program under gompirun and the C one under Open MPI and under gompi,
 // at several rank counts.
 func TestHeat(t *testing.T) {
+	t.Parallel()
 	setup(t)
 	dir := t.TempDir()
 	goHeat := filepath.Join(dir, "heat-go")

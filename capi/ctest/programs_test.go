@@ -10,8 +10,10 @@ import (
 	"testing"
 )
 
-// ranks are the job sizes every program runs at, under both MPIs.
-var ranks = []int{1, 2, 3, 4, 5, 6, 7, 8}
+// ranks are the job sizes every program runs at, under both MPIs: from
+// 1 to 8, odd and even, powers of two and not (all eight counts made the
+// package a third slower on 2 cores, near its 3-minute budget).
+var ranks = []int{1, 2, 3, 4, 5, 8}
 
 // floatTol is the relative difference allowed between floating-point
 // results: the MPIs may reduce in different orders.
