@@ -272,16 +272,34 @@ func (c *Comm) scatterv(tag int, send []byte, counts, displs []int, recv []byte,
 // Allgather collects every rank's send into every rank's recv, in rank
 // order (ring).
 func (c *Comm) Allgather(send, recv []byte) error {
-	if err := c.check(); err != nil {
+	counts, displs, err := c.allgatherArgs(send, recv)
+	if err != nil {
 		return err
 	}
-	b, n, r := len(send), c.size, c.rank
-	if len(recv) < b*n {
-		return fmt.Errorf("mpi: allgather: %w: recv holds %d bytes, %d ranks send %d", ErrArg, len(recv), n, b)
+	return c.allgatherv(c.nextTag(), send, recv, counts, displs)
+}
+
+func (c *Comm) allgatherArgs(send, recv []byte) (counts, displs []int, err error) {
+	if err := c.check(); err != nil {
+		return nil, nil, err
 	}
-	tag := c.nextTag()
-	copy(recv[r*b:], send)
-	block := func(i int) []byte { i = (i%n + n) % n; return recv[i*b : (i+1)*b] }
+	b, n := len(send), c.size
+	if len(recv) < b*n {
+		return nil, nil, fmt.Errorf("mpi: allgather: %w: recv holds %d bytes, %d ranks send %d", ErrArg, len(recv), n, b)
+	}
+	counts, displs = make([]int, n), make([]int, n)
+	for i := range counts {
+		counts[i], displs[i] = b, i*b
+	}
+	return counts, displs, nil
+}
+
+// allgatherv passes the blocks around the ring: at step s each rank
+// forwards the block it got at step s-1 (its own first).
+func (c *Comm) allgatherv(tag int, send, recv []byte, counts, displs []int) error {
+	n, r := c.size, c.rank
+	copy(recv[displs[r]:displs[r]+counts[r]], send)
+	block := func(i int) []byte { i = (i%n + n) % n; return recv[displs[i] : displs[i]+counts[i]] }
 	for s := 0; s < n-1; s++ {
 		if err := c.csendrecv(context.Background(), block(r-s), (r+1)%n, block(r-s-1), (r-1+n)%n, tag); err != nil {
 			return fmt.Errorf("mpi: allgather: %w", err)
@@ -293,19 +311,41 @@ func (c *Comm) Allgather(send, recv []byte) error {
 // Alltoall sends block i of send to rank i and receives rank i's block
 // into block i of recv (blocks are len(send)/size bytes).
 func (c *Comm) Alltoall(send, recv []byte) error {
-	if err := c.check(); err != nil {
+	sc, sd, err := c.alltoallArgs(send, recv)
+	if err != nil {
 		return err
 	}
-	n, r := c.size, c.rank
+	return c.alltoallv(c.nextTag(), send, sc, sd, recv, sc, sd)
+}
+
+func (c *Comm) alltoallArgs(send, recv []byte) (counts, displs []int, err error) {
+	if err := c.check(); err != nil {
+		return nil, nil, err
+	}
+	n := c.size
 	if len(send)%n != 0 || len(recv) < len(send) {
-		return fmt.Errorf("mpi: alltoall: %w: send of %d bytes is not %d equal blocks, or recv (%d bytes) is smaller", ErrArg, len(send), n, len(recv))
+		return nil, nil, fmt.Errorf("mpi: alltoall: %w: send of %d bytes is not %d equal blocks, or recv (%d bytes) is smaller", ErrArg, len(send), n, len(recv))
 	}
 	b := len(send) / n
-	tag := c.nextTag()
-	copy(recv[r*b:(r+1)*b], send[r*b:(r+1)*b])
+	counts, displs = make([]int, n), make([]int, n)
+	for i := range counts {
+		counts[i], displs[i] = b, i*b
+	}
+	return counts, displs, nil
+}
+
+// alltoallv exchanges pairwise: at step s rank r sends to r+s and
+// receives from r-s. A send that overlaps recv (MPI_IN_PLACE) is copied
+// first: a block may be received into before it is sent.
+func (c *Comm) alltoallv(tag int, send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int) error {
+	n, r := c.size, c.rank
+	if overlap(send, recv) {
+		send = append([]byte(nil), send...)
+	}
+	copy(recv[rdispls[r]:rdispls[r]+rcounts[r]], send[sdispls[r]:sdispls[r]+scounts[r]])
 	for s := 1; s < n; s++ {
 		dst, src := (r+s)%n, (r-s+n)%n
-		if err := c.csendrecv(context.Background(), send[dst*b:(dst+1)*b], dst, recv[src*b:(src+1)*b], src, tag); err != nil {
+		if err := c.csendrecv(context.Background(), send[sdispls[dst]:sdispls[dst]+scounts[dst]], dst, recv[rdispls[src]:rdispls[src]+rcounts[src]], src, tag); err != nil {
 			return fmt.Errorf("mpi: alltoall: %w", err)
 		}
 	}

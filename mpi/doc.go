@@ -28,8 +28,15 @@
 // its tag (or AnyTag) on its communicator; messages between two ranks on
 // one communicator never overtake each other. Collectives run on a context
 // of their own per communicator, so they never match point-to-point
-// traffic, and are numbered per communicator so non-blocking ones (Ibarrier,
-// Ibcast, Iallreduce) may overlap.
+// traffic, and are numbered per communicator so non-blocking ones may
+// overlap. Every collective has a non-blocking form (Ibarrier, Ibcast,
+// Igather(v), Iscatter(v), Iallgather(v), Ialltoall(v,w), IreduceBytes,
+// IallreduceBytes, IreduceScatter(Block), Iscan, Iexscan). Beyond Barrier,
+// Bcast, Gather(v), Scatter(v), Allgather, Alltoall, Reduce and Allreduce
+// there are Allgatherv, Alltoallv, Alltoallw (a Buf per peer),
+// ReduceScatter, ReduceScatterBlock, Scan and Exscan; counts and
+// displacements are in bytes, and MPI_IN_PLACE is the receive region passed
+// as send.
 // Barrier, Bcast, Reduce and Allreduce run on the coll components the
 // rank selected (frameworks/coll: basic's flat algorithms, and han's
 // hierarchical ones on a communicator spanning several nodes with more
