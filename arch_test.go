@@ -189,6 +189,7 @@ const (
 	mpi        = module + "/mpi"
 	cr         = module + "/cr"
 	examples   = module + "/examples"
+	capi       = module + "/capi"
 )
 
 // A framework is an interface and its shared code: it knows no component
@@ -196,21 +197,22 @@ const (
 func TestFrameworksImportNoComponentsOrRuntime(t *testing.T) {
 	forbidDeps(t, "frameworks never import components, the runtime (rte), start-up (boot), commands (cli, tools) or the application API",
 		func(p string) bool { return under(p, frameworks) },
-		func(d string) bool { return underAny(d, components, rte, boot, cli, tools, cmdDir, mpi, cr) })
+		func(d string) bool { return underAny(d, components, rte, boot, cli, tools, cmdDir, mpi, cr, capi) })
 }
 
 // mca is the component architecture beneath every framework.
 func TestMCAImportsNoComponentsOrRuntime(t *testing.T) {
 	forbidDeps(t, "mca never imports components, the runtime (rte), start-up (boot), commands (cli, tools) or the application API",
 		func(p string) bool { return under(p, mca) },
-		func(d string) bool { return underAny(d, components, rte, boot, cli, tools, cmdDir, mpi, cr) })
+		func(d string) bool { return underAny(d, components, rte, boot, cli, tools, cmdDir, mpi, cr, capi) })
 }
 
 // A user program links package mpi (and cr): none of the launcher's or the
-// daemon's code, and none of the command-line libraries.
+// daemon's code, and none of the command-line libraries. The C interface
+// (capi) is linked into C user programs.
 func TestUserProgramsLinkNoDaemonOrCommands(t *testing.T) {
-	forbidDeps(t, "a user program (mpi, cr, examples) links neither gompirun's nor gompid's package, the tools, nor the command-line libraries",
-		func(p string) bool { return underAny(p, mpi, cr, examples) },
+	forbidDeps(t, "a user program (mpi, cr, examples, capi) links neither gompirun's nor gompid's package, the tools, nor the command-line libraries",
+		func(p string) bool { return underAny(p, mpi, cr, examples, capi) },
 		func(d string) bool {
 			return underAny(d, rte+"/daemon", rte+"/hnp", rte+"/jobs", cli, tools,
 				"github.com/spf13/cobra", "github.com/spf13/pflag", "github.com/spf13/viper")
@@ -250,15 +252,34 @@ func TestComponentsImportOnlyFrameworks(t *testing.T) {
 		func(from, imp string) bool { return under(imp, components) && componentOf(imp) != componentOf(from) })
 	forbidDeps(t, "components never import the runtime (rte), start-up (boot), commands (cli, tools) or the application API",
 		func(p string) bool { return under(p, components) && p != builtin },
-		func(d string) bool { return underAny(d, rte, boot, cli, tools, cmdDir, mpi, cr) })
+		func(d string) bool { return underAny(d, rte, boot, cli, tools, cmdDir, mpi, cr, capi) })
 }
 
 // The runtime serves any program; it does not depend on the application
 // API or on the tools.
 func TestRuntimeImportsNoApplicationAPIOrTools(t *testing.T) {
-	forbidDeps(t, "the runtime (rte) imports neither the application API (mpi, cr) nor the tools",
+	forbidDeps(t, "the runtime (rte) imports neither the application API (mpi, cr, capi) nor the tools",
 		func(p string) bool { return under(p, rte) },
-		func(d string) bool { return underAny(d, mpi, cr, tools, cmdDir) })
+		func(d string) bool { return underAny(d, mpi, cr, capi, tools, cmdDir) })
+}
+
+// The C interface is a layer over package mpi's public API, not a second
+// MPI: its library code (capi and capi/libmpi) imports package mpi and the
+// standard library only. Nothing outside capi links package capi itself
+// (cgo, the C library's code); gompi-info reads capi/api, plain Go.
+func TestCInterfaceOverThePublicAPI(t *testing.T) {
+	g, _ := loadGraph(t)
+	forbidImports(t, "capi and capi/libmpi import only package mpi, capi and the standard library",
+		func(p string) bool { return p == capi || p == capi+"/libmpi" },
+		func(_, imp string) bool {
+			if q := g[imp]; q != nil && q.Standard || imp == "C" {
+				return false
+			}
+			return imp != mpi && !under(imp, capi)
+		})
+	forbidImports(t, "outside capi nothing imports package capi (the C library)",
+		func(p string) bool { return !under(p, capi) },
+		func(_, imp string) bool { return imp == capi })
 }
 
 // The binaries are thin: each main package only hands over to the tools'

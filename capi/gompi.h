@@ -1,0 +1,57 @@
+/*
+ * gompi.h: what the C files of package capi share (not installed).
+ */
+#ifndef GOMPI_INTERNAL_H
+#define GOMPI_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpi.h"
+
+/* A stub lives in a section of its own: capi's tests tell a stub from an
+ * implementation by the section of the library's PMPI_ symbol. */
+#define GOMPI_STUB __attribute__((section("gompi_unsupported"), used))
+
+/* Handles gompi creates: GOMPI_HANDLE(kind, id), id being gompi's own
+ * deterministic number (a communicator's context id, a creation sequence
+ * number), never an address. All are at least 0x10000, above every
+ * predefined handle of the standard (those are below 0x400). */
+enum {
+	GOMPI_KIND_COMM = 1,
+	GOMPI_KIND_GROUP = 2,
+	GOMPI_KIND_TYPE = 3,
+	GOMPI_KIND_OP = 4,
+	GOMPI_KIND_ERRHANDLER = 5,
+	GOMPI_KIND_INFO = 6,
+	GOMPI_KIND_REQUEST = 7,
+	GOMPI_KIND_MESSAGE = 8
+};
+#define GOMPI_HANDLE_BASE ((uintptr_t)0x10000)
+#define GOMPI_HANDLE(kind, id) (GOMPI_HANDLE_BASE + ((uintptr_t)(id) << 4) + (uintptr_t)(kind))
+#define GOMPI_HANDLE_KIND(h) ((int)((uintptr_t)(h) & 0xf))
+#define GOMPI_HANDLE_ID(h) (((uintptr_t)(h) - GOMPI_HANDLE_BASE) >> 4)
+
+/* Library state: 0 before MPI_Init, 1 initialized, 2 finalized. */
+extern int gompi_state;
+extern int gompi_thread_level;
+
+/* Errors. gompi_error raises code on comm (its error handler decides what
+ * happens) and returns what the call returns; gompi_unsupported raises
+ * MPI_ERR_UNSUPPORTED_OPERATION for a function gompi does not implement. */
+int gompi_error(MPI_Comm comm, int code, const char *fn);
+int gompi_unsupported(const char *fn);
+int gompi_check_init(const char *fn);
+
+/* Communicators' cached values, set by the Go side when it creates one. */
+void gompi_comm_put(uintptr_t h, int rank, int size, uintptr_t parent);
+void gompi_comm_del(uintptr_t h);
+int gompi_comm_known(MPI_Comm c);
+
+/* Datatypes: the size of a predefined one, or -1. */
+int64_t gompi_type_size(MPI_Datatype t);
+
+/* Status */
+void gompi_status_set(MPI_Status *st, int source, int tag, int64_t bytes, int cancelled);
+
+#endif

@@ -1,0 +1,279 @@
+/*
+ * p2p.c: point-to-point calls and requests. Arguments are checked here;
+ * the operations are package mpi's (p2p.go).
+ */
+#include "_cgo_export.h"
+#include "gompi.h"
+
+/* buffer_bytes checks a (count, datatype) buffer description and returns
+ * its length in bytes, or -1 with *rc set. Only predefined (contiguous)
+ * datatypes are known so far. */
+static int64_t buffer_bytes(MPI_Count count, MPI_Datatype t, int *rc) {
+	int64_t n = gompi_type_size(t);
+	if (count < 0) {
+		*rc = MPI_ERR_COUNT;
+		return -1;
+	}
+	if (n < 0) {
+		*rc = t == MPI_DATATYPE_NULL ? MPI_ERR_TYPE
+		      : (uintptr_t)t >= GOMPI_HANDLE_BASE ? MPI_ERR_UNSUPPORTED_OPERATION : MPI_ERR_TYPE;
+		return -1;
+	}
+	return n * count;
+}
+
+/* check_peer checks a destination or source rank of comm: a rank of comm,
+ * MPI_PROC_NULL, or (when wild) MPI_ANY_SOURCE. */
+static int check_peer(MPI_Comm comm, int rank, int wild) {
+	int size;
+	if (!gompi_comm_known(comm) || comm == MPI_COMM_NULL) return MPI_ERR_COMM;
+	PMPI_Comm_size(comm, &size);
+	if (rank == MPI_PROC_NULL || (wild && rank == MPI_ANY_SOURCE)) return MPI_SUCCESS;
+	return rank >= 0 && rank < size ? MPI_SUCCESS : MPI_ERR_RANK;
+}
+
+static int check_tag(int tag, int wild) {
+	return tag >= 0 || (wild && tag == MPI_ANY_TAG) ? MPI_SUCCESS : MPI_ERR_TAG;
+}
+
+static int send(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, const char *fn) {
+	int rc = gompi_check_init(fn);
+	int64_t n = buffer_bytes(count, t, &rc);
+	if (n < 0) return gompi_error(comm, rc, fn);
+	if ((rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0))) return gompi_error(comm, rc, fn);
+	if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
+	return gompi_error(comm, gompi_go_send((uintptr_t)comm, (void *)buf, n, dest, tag), fn);
+}
+
+int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+	return send(buf, count, datatype, dest, tag, comm, "MPI_Send");
+}
+
+int PMPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+	return send(buf, count, datatype, dest, tag, comm, "MPI_Send_c");
+}
+
+static int recv(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Status *st, const char *fn) {
+	int rc = gompi_check_init(fn);
+	int64_t n = buffer_bytes(count, t, &rc);
+	if (n < 0) return gompi_error(comm, rc, fn);
+	if ((rc = check_peer(comm, src, 1)) || (rc = check_tag(tag, 1))) return gompi_error(comm, rc, fn);
+	if (src == MPI_PROC_NULL) {
+		gompi_status_set(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, 0);
+		return MPI_SUCCESS;
+	}
+	rc = gompi_go_recv((uintptr_t)comm, buf, n, src, tag, st);
+	if (rc != MPI_SUCCESS && st != MPI_STATUS_IGNORE) st->MPI_ERROR = rc;
+	return gompi_error(comm, rc, fn);
+}
+
+int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status) {
+	return recv(buf, count, datatype, source, tag, comm, status, "MPI_Recv");
+}
+
+int PMPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status) {
+	return recv(buf, count, datatype, source, tag, comm, status, "MPI_Recv_c");
+}
+
+static int isend(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req, const char *fn) {
+	int rc = gompi_check_init(fn);
+	int64_t n = buffer_bytes(count, t, &rc);
+	if (n < 0) return gompi_error(comm, rc, fn);
+	if ((rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0))) return gompi_error(comm, rc, fn);
+	uintptr_t h;
+	rc = gompi_go_isend((uintptr_t)comm, (void *)buf, n, dest, tag, &h);
+	if (rc == MPI_SUCCESS) *req = (MPI_Request)h;
+	return gompi_error(comm, rc, fn);
+}
+
+int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
+	return isend(buf, count, datatype, dest, tag, comm, request, "MPI_Isend");
+}
+
+int PMPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
+	return isend(buf, count, datatype, dest, tag, comm, request, "MPI_Isend_c");
+}
+
+static int irecv(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Request *req, const char *fn) {
+	int rc = gompi_check_init(fn);
+	int64_t n = buffer_bytes(count, t, &rc);
+	if (n < 0) return gompi_error(comm, rc, fn);
+	if ((rc = check_peer(comm, src, 1)) || (rc = check_tag(tag, 1))) return gompi_error(comm, rc, fn);
+	uintptr_t h;
+	rc = gompi_go_irecv((uintptr_t)comm, buf, n, src, tag, &h);
+	if (rc == MPI_SUCCESS) *req = (MPI_Request)h;
+	return gompi_error(comm, rc, fn);
+}
+
+int PMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) {
+	return irecv(buf, count, datatype, source, tag, comm, request, "MPI_Irecv");
+}
+
+int PMPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) {
+	return irecv(buf, count, datatype, source, tag, comm, request, "MPI_Irecv_c");
+}
+
+int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+		  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+	MPI_Request r;
+	int rc = irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &r, "MPI_Sendrecv");
+	if (rc != MPI_SUCCESS) return rc;
+	if ((rc = send(sendbuf, sendcount, sendtype, dest, sendtag, comm, "MPI_Sendrecv")) != MPI_SUCCESS) return rc;
+	return PMPI_Wait(&r, status);
+}
+
+/* ---- Completion ------------------------------------------------------------ */
+
+static int known_request(MPI_Request r) {
+	uintptr_t h = (uintptr_t)r;
+	return r == MPI_REQUEST_NULL || (h >= GOMPI_HANDLE_BASE && GOMPI_HANDLE_KIND(h) == GOMPI_KIND_REQUEST);
+}
+
+int PMPI_Wait(MPI_Request *request, MPI_Status *status) {
+	if (!known_request(*request)) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Wait");
+	uintptr_t h = (uintptr_t)*request;
+	int rc = gompi_go_wait(&h, status);
+	*request = (MPI_Request)h;
+	if (rc != MPI_SUCCESS && status != MPI_STATUS_IGNORE) status->MPI_ERROR = rc;
+	return gompi_error(MPI_COMM_SELF, rc, "MPI_Wait");
+}
+
+int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+	if (!known_request(*request)) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Test");
+	uintptr_t h = (uintptr_t)*request;
+	int rc = gompi_go_test(&h, flag, status);
+	*request = (MPI_Request)h;
+	return gompi_error(MPI_COMM_SELF, rc, "MPI_Test");
+}
+
+/* In the array calls a failed request's code goes to its status and the
+ * call returns MPI_ERR_IN_STATUS, as the standard has it. */
+int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]) {
+	int failed = 0;
+	for (int i = 0; i < count; i++) {
+		MPI_Status s, *sp = array_of_statuses == MPI_STATUSES_IGNORE ? &s : &array_of_statuses[i];
+		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Waitall");
+		uintptr_t h = (uintptr_t)array_of_requests[i];
+		int rc = gompi_go_wait(&h, sp);
+		array_of_requests[i] = (MPI_Request)h;
+		sp->MPI_ERROR = rc;
+		failed |= rc != MPI_SUCCESS;
+	}
+	return failed ? gompi_error(MPI_COMM_SELF, MPI_ERR_IN_STATUS, "MPI_Waitall") : MPI_SUCCESS;
+}
+
+int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]) {
+	/* all or nothing: complete none unless every one has */
+	for (int i = 0; i < count; i++) {
+		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Testall");
+		int done;
+		uintptr_t h = (uintptr_t)array_of_requests[i];
+		if (gompi_go_peek(h, &done) != MPI_SUCCESS) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Testall");
+		if (!done) {
+			*flag = 0;
+			return MPI_SUCCESS;
+		}
+	}
+	*flag = 1;
+	return PMPI_Waitall(count, array_of_requests, array_of_statuses);
+}
+
+int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status) {
+	for (int i = 0; i < count; i++)
+		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Waitany");
+	int rc = gompi_go_waitany(count, (uintptr_t *)array_of_requests, index, status);
+	return gompi_error(MPI_COMM_SELF, rc, "MPI_Waitany");
+}
+
+int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status) {
+	int active = 0;
+	for (int i = 0; i < count; i++) {
+		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Testany");
+		if (array_of_requests[i] == MPI_REQUEST_NULL) continue;
+		active = 1;
+		int rc = PMPI_Test(&array_of_requests[i], flag, status);
+		if (rc != MPI_SUCCESS || *flag) {
+			*index = i;
+			return rc;
+		}
+	}
+	*index = MPI_UNDEFINED;
+	*flag = !active;
+	if (!active) gompi_status_set(status, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, 0);
+	return MPI_SUCCESS;
+}
+
+int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+		  MPI_Status array_of_statuses[]) {
+	int active = 0, n = 0;
+	for (int i = 0; i < incount; i++) {
+		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Testsome");
+		if (array_of_requests[i] == MPI_REQUEST_NULL) continue;
+		active = 1;
+		int flag;
+		MPI_Status s, *sp = array_of_statuses == MPI_STATUSES_IGNORE ? &s : &array_of_statuses[n];
+		uintptr_t h = (uintptr_t)array_of_requests[i];
+		int rc = gompi_go_test(&h, &flag, sp);
+		array_of_requests[i] = (MPI_Request)h;
+		if (flag) {
+			sp->MPI_ERROR = rc;
+			array_of_indices[n++] = i;
+		}
+	}
+	*outcount = active ? n : MPI_UNDEFINED;
+	return MPI_SUCCESS;
+}
+
+int PMPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+		  MPI_Status array_of_statuses[]) {
+	int index;
+	MPI_Status s, *sp = array_of_statuses == MPI_STATUSES_IGNORE ? &s : &array_of_statuses[0];
+	int rc = PMPI_Waitany(incount, array_of_requests, &index, sp);
+	if (rc != MPI_SUCCESS) return rc;
+	if (index == MPI_UNDEFINED) {
+		*outcount = MPI_UNDEFINED;
+		return MPI_SUCCESS;
+	}
+	array_of_indices[0] = index;
+	int more = 0;
+	/* then whatever else has completed too */
+	PMPI_Testsome(incount, array_of_requests, &more, array_of_indices + 1,
+		      array_of_statuses == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : array_of_statuses + 1);
+	*outcount = 1 + (more == MPI_UNDEFINED ? 0 : more);
+	return MPI_SUCCESS;
+}
+
+int PMPI_Request_free(MPI_Request *request) {
+	if (*request == MPI_REQUEST_NULL || !known_request(*request))
+		return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Request_free");
+	uintptr_t h = (uintptr_t)*request;
+	int rc = gompi_go_request_free(&h);
+	*request = (MPI_Request)h;
+	return gompi_error(MPI_COMM_SELF, rc, "MPI_Request_free");
+}
+
+/* ---- Probes ------------------------------------------------------------------ */
+
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+	int rc = gompi_check_init("MPI_Probe");
+	if ((rc = check_peer(comm, source, 1)) || (rc = check_tag(tag, 1))) return gompi_error(comm, rc, "MPI_Probe");
+	if (source == MPI_PROC_NULL) {
+		gompi_status_set(status, MPI_PROC_NULL, MPI_ANY_TAG, 0, 0);
+		return MPI_SUCCESS;
+	}
+	return gompi_error(comm, gompi_go_probe((uintptr_t)comm, source, tag, status), "MPI_Probe");
+}
+
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+	int rc = gompi_check_init("MPI_Iprobe");
+	if ((rc = check_peer(comm, source, 1)) || (rc = check_tag(tag, 1))) return gompi_error(comm, rc, "MPI_Iprobe");
+	if (source == MPI_PROC_NULL) {
+		*flag = 1;
+		gompi_status_set(status, MPI_PROC_NULL, MPI_ANY_TAG, 0, 0);
+		return MPI_SUCCESS;
+	}
+	return gompi_error(comm, gompi_go_iprobe((uintptr_t)comm, source, tag, flag, status), "MPI_Iprobe");
+}
+
+#define GOMPI_FILE_p2p
+#include "aliases_gen.h"

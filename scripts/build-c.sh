@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds and installs gompi's C interface into PREFIX (default: the
+# repository's root):
+#   PREFIX/lib/libmpi_abi.so.1   the library (soname libmpi_abi.so.1), with
+#                                libmpi_abi.so and libmpi.so links beside it
+#   PREFIX/include/mpi.h         the header (MPI-5.0 standard ABI)
+#   PREFIX/bin/gompicc, gompicxx the compiler wrappers
+#   PREFIX/share/gompi/wrappers/ mpicc and mpicxx (links to the wrappers):
+#                                the folder a user puts first on PATH
+#   PREFIX/lib/pkgconfig/        gompi.pc and mpi.pc (relocatable)
+# and the runtime's commands (gompirun, gompid, ...) into PREFIX/bin when
+# missing there, so `PREFIX/bin/gompirun -np 2 ./prog` runs a C program.
+#
+#   bash scripts/build-c.sh [PREFIX]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+prefix=${1:-$(pwd)}
+case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
+mkdir -p "$prefix/bin" "$prefix/lib/pkgconfig" "$prefix/include" "$prefix/share/gompi/wrappers" "$prefix/lib/gompi"
+
+# The library: the soname is what programs record, so a program linked with
+# -lmpi (libmpi.so) or against any MPI-5.0 ABI library loads this one.
+go build -buildmode=c-shared -ldflags "-extldflags=-Wl,-soname,libmpi_abi.so.1" \
+	-o "$prefix/lib/libmpi_abi.so.1" ./capi/libmpi
+rm -f "$prefix/lib/libmpi_abi.so.1.h" # cgo's header of the Go exports: internal
+ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi_abi.so"
+ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi.so"
+install -m 644 capi/include/mpi.h "$prefix/include/mpi.h"
+
+go build -o "$prefix/bin/" ./cmd/gompicc ./cmd/gompicxx
+ln -sf ../../../bin/gompicc "$prefix/share/gompi/wrappers/mpicc"
+ln -sf ../../../bin/gompicxx "$prefix/share/gompi/wrappers/mpicxx"
+
+for pc in gompi mpi; do
+	cat >"$prefix/lib/pkgconfig/$pc.pc" <<PC
+prefix=\${pcfiledir}/../..
+includedir=\${prefix}/include
+libdir=\${prefix}/lib
+
+Name: $pc
+Description: gompi's MPI (MPI-5.0 standard ABI, libmpi_abi.so.1)
+Version: 5.0
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lmpi
+PC
+done
+
+missing=()
+for c in gompirun gompid gompi-checkpoint gompi-restart gompi-migrate gompi-ps gompi-info gompi; do
+	[ -x "$prefix/bin/$c" ] || missing+=("./cmd/$c")
+done
+[ ${#missing[@]} -eq 0 ] || go build -o "$prefix/bin/" "${missing[@]}"
+[ -x "$prefix/lib/gompi/gompi-plugin-criu" ] || go build -o "$prefix/lib/gompi/" ./cmd/gompi-plugin-criu
+echo "$prefix"
