@@ -17,6 +17,8 @@
 // is not applicable to gompi while `gompi-info --c-api` does not list them
 // all. testdata/expected-pass names the programs that must pass on gompi:
 // the test fails when one of them is not applicable or differs, so what
-// works stays working. The same file holds TestHeat (examples/c/heat.c
-// against examples/heat) and TestNetPIPE.
+// works stays working. TestHeat compares examples/c/heat.c with
+// examples/heat, and TestNetPIPE builds and runs NetPIPE's NPmpi
+// (scripts/netpipe.sh) under both MPIs; the same file names them ("heat",
+// "netpipe") once they must pass on gompi.
 package ctest

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Fetches a Debian source package's upstream tarball (bookworm, the suite
+# this machine runs) and unpacks it under .local/src/PACKAGE: the MPICH
+# test suite runner (scripts/mpich-tests.sh, package mpich) and
+# scripts/netpipe.sh (package netpipe) use it. apt-get source
+# --download-only runs through a private apt configuration with a deb-src
+# line for the archive the system's apt already uses: nothing is installed,
+# the system's apt state is untouched, and nothing of it is committed
+# (.local is ignored). A folder already unpacked is reused.
+# Prints the unpacked source folder as the last line of standard output;
+# exits 1 with the reason when it cannot be fetched.
+#
+#   bash scripts/mpich-source.sh PACKAGE [DIR]   (default DIR .local/src in the repository)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+pkg=${1:?usage: mpich-source.sh PACKAGE [DIR]}
+base=${2:-$(pwd)/.local/src}
+case $base in /*) ;; *) base=$(pwd)/$base ;; esac
+say() { echo "mpich-source: $*" >&2; }
+
+dest=$base/$pkg
+if [ -f "$dest/.unpacked" ]; then
+	cat "$dest/.unpacked"
+	exit 0
+fi
+command -v apt-get >/dev/null || { say "needs apt-get"; exit 1; }
+uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null ||
+	awk '/^deb / { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+[ -n "$uri" ] || { say "no Debian archive in the system's apt sources"; exit 1; }
+suite=${DEBIAN_SUITE:-bookworm}
+
+apt_dir=$base/.apt
+mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$dest/dl"
+: >"$apt_dir/status"
+echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" >"$apt_dir/sources.list"
+apt=(apt-get -q -o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+	-o Dir::State::Lists="$apt_dir/lists" -o Dir::State::status="$apt_dir/status" -o Dir::Cache="$apt_dir/cache"
+	-o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+# Only the upstream tarball is needed: a failure to fetch the rest (the
+# archive serves netpipe's orig tarball but not its debian tarball) is
+# fine once that is here.
+if ! ls "$dest"/dl/*.orig.tar.* >/dev/null 2>&1; then
+	if "${apt[@]}" update >"$apt_dir/apt.log" 2>&1; then
+		(cd "$dest/dl" && "${apt[@]}" source --download-only "$pkg" >>"$apt_dir/apt.log" 2>&1) || true
+	fi
+	if ! ls "$dest"/dl/*.orig.tar.* >/dev/null 2>&1; then
+		say "apt could not fetch the source of $pkg from $suite: $(tail -n 3 "$apt_dir/apt.log")"
+		exit 1
+	fi
+fi
+orig=$(ls "$dest"/dl/*.orig.tar.* | head -n 1)
+rm -rf "$dest/tree"
+mkdir -p "$dest/tree"
+tar -xf "$orig" -C "$dest/tree"
+top=$(find "$dest/tree" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+[ -n "$top" ] || { say "$orig unpacked to nothing"; exit 1; }
+echo "$top" >"$dest/.unpacked"
+echo "$top"
