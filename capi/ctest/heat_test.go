@@ -39,10 +39,10 @@ func TestHeat(t *testing.T) {
 		fail("heat.c not applicable to gompi: %s", gompiWhy)
 	} else {
 		cBin = gompi.compile(t, src, dir)
-		if miss, err := gompi.missing(cBin); err != nil {
+		if why, err := applicable(cBin, mustPass); err != nil {
 			t.Fatal(err)
-		} else if len(miss) > 0 {
-			fail("heat.c not applicable to gompi: gompi-info --c-api lacks %s", strings.Join(miss, " "))
+		} else if why != "" {
+			fail("heat.c %s", why)
 			cBin = ""
 		}
 	}

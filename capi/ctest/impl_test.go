@@ -24,7 +24,8 @@ type impl struct {
 	launcher []string // the command before the program: mpirun ... -np
 	env      []string
 	// api is the set of C functions the implementation provides (gompi-info
-	// --c-api); nil for the reference, which provides them all.
+	// --c-api); nil for the reference, which provides them all, and for a
+	// gompi whose gompi-info cannot list them yet (gompiNoList).
 	api map[string]bool
 }
 
@@ -38,7 +39,10 @@ var (
 	gompiWhy  string // why gompi is nil
 	gompiErr  error  // the gompi build failed (a test failure, not a gap)
 	gompiBin  string // gompirun, gompid and gompi-info
-	buildLock sync.Mutex
+	// gompiNoList says why gompi-info cannot list the C interface; then
+	// only the programs of expected-pass are tried.
+	gompiNoList string
+	buildLock   sync.Mutex
 )
 
 func TestMain(m *testing.M) {
@@ -119,7 +123,12 @@ func setupGompi() error {
 	}
 	api, err := cAPI(ctx, filepath.Join(gompiBin, "gompi-info"))
 	if err != nil {
-		return err
+		// Until gompi-info lists the C interface only the programs of
+		// expected-pass are tried (others may call what gompi lacks, and
+		// a job that waits on an unimplemented call costs its bound).
+		fmt.Fprintf(os.Stderr, "ctest: %v: only the programs of testdata/expected-pass are tried on gompi\n", err)
+		api = nil
+		gompiNoList = err.Error()
 	}
 	gompi = &impl{
 		name: "gompi", cc: filepath.Join(prefix, "bin", "gompicc"), cxx: filepath.Join(prefix, "bin", "gompicxx"),
@@ -135,7 +144,7 @@ var apiName = regexp.MustCompile(`\bP?MPI_[A-Za-z0-9_]+\b`)
 func cAPI(ctx context.Context, info string) (map[string]bool, error) {
 	out, err := exec.CommandContext(ctx, info, "--c-api").CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("gompi-info --c-api: %w\n%s", err, out)
+		return nil, fmt.Errorf("gompi-info --c-api: %w: %s", err, firstLine(out))
 	}
 	api := map[string]bool{}
 	for _, n := range apiName.FindAllString(string(out), -1) {
@@ -188,9 +197,13 @@ func (im *impl) compile(t *testing.T, src, dir string) string {
 	return bin
 }
 
+// runBound bounds one job: 8 ranks of a program take seconds on a loaded
+// 2-core machine.
+const runBound = 90 * time.Second
+
 // run starts bin at n ranks under im and returns its combined output.
 func (im *impl) run(n int, bin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runBound)
 	defer cancel()
 	argv := append(append(append([]string{}, im.launcher...), fmt.Sprint(n), bin), args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -198,7 +211,7 @@ func (im *impl) run(n int, bin string, args ...string) (string, error) {
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		err = fmt.Errorf("%w (bounded at 2 minutes)", ctx.Err())
+		err = fmt.Errorf("%w (bounded at %v)", ctx.Err(), runBound)
 	}
 	if err != nil {
 		return string(out), fmt.Errorf("%s at %d ranks under %s: %w", filepath.Base(bin), n, im.name, err)
@@ -222,4 +235,23 @@ func expectedPass(t *testing.T) map[string]bool {
 		}
 	}
 	return want
+}
+
+func firstLine(b []byte) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return l
+}
+
+// applicable says why bin cannot run on gompi ("" when it can): it needs
+// functions gompi-info --c-api does not list, or gompi-info lists none
+// and mustPass is false.
+func applicable(bin string, mustPass bool) (string, error) {
+	if gompiNoList != "" && !mustPass {
+		return "not tried on gompi: " + gompiNoList, nil
+	}
+	miss, err := gompi.missing(bin)
+	if err != nil || len(miss) == 0 {
+		return "", err
+	}
+	return "not applicable to gompi: gompi-info --c-api lacks " + strings.Join(miss, " "), nil
 }

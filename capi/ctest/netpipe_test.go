@@ -32,10 +32,10 @@ func TestNetPIPE(t *testing.T) {
 		return
 	}
 	bin := buildNetPIPE(t, gompi, dir)
-	if miss, err := gompi.missing(bin); err != nil {
+	if why, err := applicable(bin, mustPass); err != nil {
 		t.Fatal(err)
-	} else if len(miss) > 0 {
-		fail("NPmpi not applicable to gompi: gompi-info --c-api lacks %s", strings.Join(miss, " "))
+	} else if why != "" {
+		fail("NPmpi %s", why)
 		return
 	}
 	if err := tryNetPIPE(gompi, bin, dir); err != nil {

@@ -42,7 +42,7 @@ func progName(src string) string {
 func TestPrograms(t *testing.T) {
 	setup(t)
 	want := expectedPass(t)
-	names := map[string]bool{"heat": true}
+	names := map[string]bool{"heat": true, "netpipe": true}
 	for _, src := range programs(t) {
 		names[progName(src)] = true
 	}
@@ -82,12 +82,10 @@ func testProgram(t *testing.T, src string, mustPass bool) {
 		return
 	}
 	bin := gompi.compile(t, src, dir)
-	miss, err := gompi.missing(bin)
-	if err != nil {
+	if why, err := applicable(bin, mustPass); err != nil {
 		t.Fatal(err)
-	}
-	if len(miss) > 0 {
-		fail("not applicable to gompi: gompi-info --c-api lacks %s", strings.Join(miss, " "))
+	} else if why != "" {
+		fail("%s", why)
 		return
 	}
 	for _, n := range ranks {

@@ -158,7 +158,9 @@ static double relax(struct slab *s)
 		for (j = 1; j <= s->N; j++) {
 			double v = 0.25 * (cur[(i - 1) * cols + j] + cur[(i + 1) * cols + j] +
 			                   cur[i * cols + j - 1] + cur[i * cols + j + 1]);
-			local = fmax(local, fabs(v - cur[i * cols + j]));
+			double d = fabs(v - cur[i * cols + j]); /* fabs is a builtin: no -lm */
+			if (d > local) /* math.Max for the non-negative, finite changes */
+				local = d;
 			next[i * cols + j] = v;
 		}
 	t = s->cur, s->cur = s->next, s->next = t;

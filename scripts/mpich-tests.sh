@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Runs MPICH's test suite (test/mpi of Debian's mpich source package,
+# fetched by scripts/mpich-source.sh, never committed) against an MPI:
+# Open MPI (the mpicc/mpirun on PATH, to prove the runner) or gompi
+# (gompicc and gompirun of a prefix scripts/build-c.sh made). The suite is
+# configured once per MPI under .local/mpich-tests/MPI (reused), with a
+# shim header for the MPI-1 names removed in MPI-3 that its dtpools
+# library still calls; the tests of pt2pt coll comm group datatype init
+# errhan attr topo are built (a test that does not compile counts as
+# "nobuild") and run one at a time at <= 4 ranks, each bounded at 60 s.
+# Variants of a test for MPICH's own control variables (env=MPIR_CVAR_...)
+# and tests of non-standard behaviour (strict=false) are left out.
+#
+# With gompi a test is applicable only when every MPI_ function its binary
+# leaves undefined (nm -u) is listed by `gompi-info --c-api`; the others
+# count as "n/a". A test passes as MPICH's runtests says: exit status 0
+# and a "No Errors" line (resultTest=TestStatus: status 0;
+# TestErrFatal: a non-zero status).
+#
+# Prints a line per test (PASS/FAIL/N/A/NOBUILD), pass counts per folder,
+# and writes them to OUT/results.txt. With -e FILE every test listed there
+# (lines "dir/name nprocs [args]", as results.txt names them) must pass,
+# or the script exits 1: CI runs it so with gompi and
+# capi/ctest/testdata/mpich-expected-pass.
+#
+#   bash scripts/mpich-tests.sh [-m openmpi|gompi] [-p PREFIX] [-a] [-e FILE] [-o OUT] [-d DIRS]
+#
+#   -m MPI     openmpi (default) or gompi
+#   -p PREFIX  gompi's C prefix (default $GOMPI_C_PREFIX, else
+#              scripts/build-c.sh into .local/gompi-c)
+#   -a         the long run: every test at every rank count it lists, the
+#              MPICH variants left out above included
+#   -e FILE    the expected-pass list to enforce
+#   -o OUT     where results.txt goes (default a new folder under /tmp)
+#   -d DIRS    the folders to run (comma-separated; default the nine above)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(pwd)
+mpi=openmpi prefix=${GOMPI_C_PREFIX:-} all=0 expected="" out="" dirs="pt2pt,coll,comm,group,datatype,init,errhan,attr,topo"
+while getopts "m:p:ae:o:d:" opt; do
+	case $opt in
+	m) mpi=$OPTARG ;;
+	p) prefix=$OPTARG ;;
+	a) all=1 ;;
+	e) expected=$(realpath "$OPTARG") ;;
+	o) out=$OPTARG ;;
+	d) dirs=$OPTARG ;;
+	*) exit 2 ;;
+	esac
+done
+say() { echo "mpich-tests: $*" >&2; }
+out=${out:-$(mktemp -d /tmp/mpich-tests.XXXXXX)}
+mkdir -p "$out"
+out=$(realpath "$out")
+maxnp=4 pertest=60
+((all)) && maxnp=1000
+
+# --- the MPI: compiler, launcher, and (gompi) the functions it provides ---
+api=""
+case $mpi in
+openmpi)
+	cc=mpicc
+	launch=(mpirun --oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none -np)
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	command -v mpicc >/dev/null || { say "Open MPI's mpicc is not on PATH"; exit 1; }
+	;;
+gompi)
+	if [ -z "$prefix" ]; then
+		prefix=$root/.local/gompi-c
+		bash scripts/build-c.sh "$prefix" >&2
+	fi
+	prefix=$(realpath "$prefix")
+	cc=$prefix/bin/gompicc
+	bin=$prefix/bin
+	if [ ! -x "$bin/gompirun" ] || [ ! -x "$bin/gompi-info" ]; then
+		bin=$out/bin
+		go build -o "$bin/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-info
+	fi
+	launch=("$bin/gompirun" --oversubscribe -np)
+	api=$out/c-api.txt
+	"$bin/gompi-info" --c-api | grep -oE '\bP?MPI_[A-Za-z0-9_]+' | sed 's/^P//' | sort -u >"$api"
+	;;
+*) say "-m $mpi: openmpi or gompi"; exit 2 ;;
+esac
+
+# --- the suite, configured against cc -------------------------------------
+src=$(bash scripts/mpich-source.sh mpich | tail -n 1)
+build=$root/.local/mpich-tests/$mpi
+stamp="$cc $(command -v "$cc" || true)"
+if [ ! -f "$build/.configured" ] || [ "$(cat "$build/.configured")" != "$stamp" ]; then
+	say "configuring $src/test/mpi against $cc in $build (about 2 minutes)"
+	rm -rf "$build"
+	mkdir -p "$build"
+	cp -a "$src/test/mpi/." "$build/" # -a: timestamps kept, so make does not rerun automake
+	# dtpools calls MPI_Type_hvector/hindexed, removed in MPI-3 (Open MPI's
+	# header poisons them, gompi's does not declare them).
+	cat >"$build/mpi1-shim.h" <<-'SHIM'
+		#include <mpi.h>
+		#undef MPI_Type_hvector
+		#undef MPI_Type_hindexed
+		#define MPI_Type_hvector(c, b, s, o, n) MPI_Type_create_hvector(c, b, s, o, n)
+		#define MPI_Type_hindexed(c, b, d, o, n) MPI_Type_create_hindexed(c, b, d, o, n)
+	SHIM
+	(cd "$build" && ./configure MPICC="$cc" CC="$cc" CFLAGS="-O1 -include $build/mpi1-shim.h" \
+		--disable-fortran --disable-cxx --disable-romio --disable-spawn --disable-ft-tests \
+		--disable-perftest --enable-strictmpi >"$build/configure.log" 2>&1) ||
+		{ say "configure failed: $(tail -n 5 "$build/configure.log")"; exit 1; }
+	echo "$stamp" >"$build/.configured"
+fi
+say "building util, dtpools and $dirs"
+make -C "$build/util" -j2 all >"$build/make-util.log" 2>&1 || { say "util: $(tail -n 5 "$build/make-util.log")"; exit 1; }
+make -C "$build/dtpools" -j2 >"$build/make-dtpools.log" 2>&1 || { say "dtpools: $(tail -n 5 "$build/make-dtpools.log")"; exit 1; }
+IFS=, read -r -a dirlist <<<"$dirs"
+for d in "${dirlist[@]}"; do
+	make -C "$build/$d" -k -j2 >"$build/make-$d.log" 2>&1 || true
+done
+
+# --- the runs ------------------------------------------------------------------
+# tests DIR: the lines of DIR's test lists to run, "name np opts..."
+tests() {
+	local d=$1
+	cat "$build/$d/testlist" "$build/$d"/testlist.dtp 2>/dev/null | awk -v all="$all" -v maxnp="$maxnp" '
+		/^[ \t]*#/ || NF < 2 { next }
+		$2 !~ /^[0-9]+$/ || $2 > maxnp { next }
+		!all && (/env=MPIR_/ || /strict=false/) { next }
+		{ print }'
+}
+# missing BINARY: the MPI functions BINARY needs that the MPI lacks.
+missing() {
+	[ -n "$api" ] || return 0
+	nm -u -D "$1" 2>/dev/null | awk '{ print $NF }' | sed 's/@.*//; s/^P//' | { grep -E '^MPI_' || true; } | sort -u | comm -23 - "$api"
+}
+# run_one DIR NAME NP OPTS...: prints the result word.
+run_one() {
+	local d=$1 name=$2 np=$3 args=() envs=() result="" o rc=0
+	shift 3
+	for o in "$@"; do
+		case $o in
+		arg=*) args+=("${o#arg=}") ;;
+		env=*) envs+=("${o#env=}") ;;
+		resultTest=*) result=${o#resultTest=} ;;
+		esac
+	done
+	[ -x "$build/$d/$name" ] || { echo NOBUILD; return; }
+	if [ -n "$(missing "$build/$d/$name")" ]; then echo N/A; return; fi
+	(cd "$build/$d" && env "${envs[@]}" timeout -k 10 "$pertest" "${launch[@]}" "$np" "./$name" "${args[@]}" \
+		>"$out/last.out" 2>"$out/last.err" </dev/null) || rc=$?
+	case $result in
+	TestErrFatal) [ $rc -ne 0 ] && [ $rc -ne 124 ] && echo PASS || echo FAIL ;;
+	TestStatus) [ $rc -eq 0 ] && echo PASS || echo FAIL ;;
+	*)
+		if [ $rc -eq 0 ] && grep -qE '^\s*No [Ee]rrors\s*$' "$out/last.out" &&
+			! grep -vqE '^\s*(No [Ee]rrors|Test Passed)?\s*$' "$out/last.out"; then
+			echo PASS
+		else
+			echo FAIL
+		fi
+		;;
+	esac
+}
+
+: >"$out/results.txt"
+for d in "${dirlist[@]}"; do
+	while read -r name np opts; do
+		# shellcheck disable=SC2086 # opts are the list's words
+		res=$(run_one "$d" "$name" "$np" $opts)
+		key="$d/$name $np $(tr ' ' '\n' <<<"$opts" | { grep '^arg=' || true; } | tr '\n' ' ' | sed 's/ $//')"
+		key=${key% }
+		printf '%-7s %s\n' "$res" "$key" | tee -a "$out/results.txt"
+		if [ "$res" = FAIL ]; then
+			tail -n 5 "$out/last.out" "$out/last.err" | sed 's/^/    /' >>"$out/failures.txt"
+		fi
+	done < <(tests "$d")
+done
+
+echo
+echo "MPICH test suite against $mpi ($( ((all)) && echo "all rank counts" || echo "<= $maxnp ranks")):"
+awk '{ split($2, p, "/"); n[p[1]]++; c[p[1], $1]++; t[$1]++ }
+	END {
+		printf "  %-9s %5s %5s %5s %5s %7s\n", "folder", "tests", "pass", "fail", "n/a", "nobuild"
+		for (d in n) printf "  %-9s %5d %5d %5d %5d %7d\n", d, n[d], c[d, "PASS"], c[d, "FAIL"], c[d, "N/A"], c[d, "NOBUILD"]
+		app = t["PASS"] + t["FAIL"]
+		printf "  all: %d tests, %d applicable, %d pass (%.1f%% of applicable), %d n/a, %d nobuild\n",
+			NR, app, t["PASS"], app ? 100 * t["PASS"] / app : 0, t["N/A"], t["NOBUILD"]
+	}' "$out/results.txt"
+echo "results in $out/results.txt"
+
+if [ -n "$expected" ]; then
+	bad=$(grep -vE '^\s*(#|$)' "$expected" | while IFS= read -r want; do
+		grep -qxF "PASS    $want" "$out/results.txt" || echo "  $want: $(grep -F " $want" "$out/results.txt" | awk '{print $1}' | head -n 1)"
+	done)
+	if [ -n "$bad" ]; then
+		say "tests of $(basename "$expected") that did not pass:"
+		echo "$bad" >&2
+		exit 1
+	fi
+	say "every test of $(basename "$expected") passed"
+fi
