@@ -10,7 +10,7 @@
 # project's goals name. Not part of CI (it installs Open MPI and takes
 # minutes).
 #
-#   bash scripts/bench-vs-openmpi.sh [-r ROUNDS] [-l] [-b REV] [-q] [-o DIR]
+#   bash scripts/bench-vs-openmpi.sh [-r ROUNDS] [-l] [-b REV] [-c] [-q] [-o DIR]
 #
 #   -r ROUNDS  rounds (default 5)
 #   -l         load test: the same run with other work on the machine, a
@@ -18,17 +18,23 @@
 #              script starts and stops itself
 #   -b REV     also measure gompi tcp as built from git revision REV (a
 #              series "gompi-tcp@REV"), for before/after in one run
+#   -c         also the C interface: the same ompi_bench.c compiled with
+#              gompicc (scripts/build-c.sh into the run's folder) and run
+#              under gompirun, series "gompi-c-tcp" and "gompi-c-<on-node>"
+#              beside gompi's Go API and Open MPI (issue 22's goals: C 8 B
+#              latency <= 1.1x Go's on the same BTL, <= 1.2x Open MPI's tcp)
 #   -q         quick smoke: few iterations and sizes
 #   -o DIR     where rows.jsonl, table.txt and plot.svg/plot.png go
 #              (default: a new folder under /tmp)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-rounds=5 load=0 base="" quick=0 out=""
-while getopts "r:lb:qo:" opt; do
+rounds=5 load=0 base="" quick=0 out="" capi=0
+while getopts "r:lb:cqo:" opt; do
 	case $opt in
 	r) rounds=$OPTARG ;;
 	l) load=1 ;;
 	b) base=$OPTARG ;;
+	c) capi=1 ;;
 	q) quick=1 ;;
 	o) out=$OPTARG ;;
 	*) exit 2 ;;
@@ -56,6 +62,10 @@ cleanup() {
 trap cleanup EXIT
 go build -o "$work/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-info ./examples/bench
 mpicc -O2 -o "$work/ompi_bench" examples/bench/testdata/ompi_bench.c
+if ((capi)); then
+	bash scripts/build-c.sh "$work/cprefix" >"$work/build-c.log" 2>&1 || { cat "$work/build-c.log" >&2; exit 1; }
+	"$work/cprefix/bin/gompicc" -O2 -o "$work/gompi_c_bench" examples/bench/testdata/ompi_bench.c
+fi
 if [ -n "$base" ]; then
 	mkdir -p "$work/base/src" "$work/base/bin"
 	git archive "$base" | tar -x -C "$work/base/src"
@@ -84,6 +94,15 @@ gompi() {
 		"$bin/gompirun" -np 2 --host n1,n1 --mca btl "$btl" "$bin/bench" -tests "$1" "${@:2}" "${common[@]}"
 	done | sed -n "s/^{/{\"series\":\"$series\",/p"
 }
+# gompic SERIES BTL: the C program (ompi_bench.c built with gompicc) under
+# gompirun, flags as Open MPI's run gets them.
+gompic() {
+	local series=$1 btl=$2
+	for sweep in "latency,bandwidth ${p2p[*]}" "allreduce ${coll[*]}"; do
+		set -- $sweep
+		"$work/gompirun" -np 2 --host n1,n1 --mca btl "$btl" "$work/gompi_c_bench" -tests "$1" "${@:2}" "${common[@]/-json/}"
+	done | sed -n "s/^{/{\"series\":\"$series\",/p"
+}
 # ompi SERIES BTLS: the same with Open MPI.
 ompi() {
 	local series=$1 btl=$2
@@ -104,12 +123,15 @@ if ((load)); then
 fi
 names=("gompi-tcp" "ompi-tcp" "gompi-$onnode" "ompi-vader")
 [ -n "$base" ] && names+=("gompi-tcp@$base")
+((capi)) && names+=("gompi-c-tcp" "gompi-c-$onnode")
 : >"$out/rows.jsonl"
 for ((r = 1; r <= rounds; r++)); do
 	for n in "${names[@]}"; do
 		case $n in
 		gompi-tcp) gompi "$n" "$work" tcp ;;
 		gompi-tcp@*) gompi "$n" "$work/base/bin" tcp ;;
+		gompi-c-tcp) gompic "$n" tcp ;;
+		gompi-c-*) gompic "$n" "$onnode" ;;
 		gompi-*) gompi "$n" "$work" "$onnode" ;;
 		ompi-tcp) ompi "$n" tcp,self ;;
 		ompi-vader) ompi "$n" vader,self ;;
@@ -150,6 +172,11 @@ summary() { # GOMPI OMPI
 	summary gompi-tcp ompi-tcp
 	summary "gompi-$onnode" ompi-vader
 	[ -n "$base" ] && summary "gompi-tcp@$base" ompi-tcp
+	if ((capi)); then
+		summary gompi-c-tcp gompi-tcp
+		summary gompi-c-tcp ompi-tcp
+		summary "gompi-c-$onnode" "gompi-$onnode"
+	fi
 	echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)$( ((load)) && echo ", with the script's own busy loops")"
 } | tee -a "$out/table.txt"
 echo "rows, table and plots (plot.svg, plot.png) in $out" >&2

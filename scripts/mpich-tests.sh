@@ -78,7 +78,17 @@ gompi)
 	fi
 	launch=("$bin/gompirun" --oversubscribe -np)
 	api=$out/c-api.txt
-	"$bin/gompi-info" --c-api | grep -oE '\bP?MPI_[A-Za-z0-9_]+' | sed 's/^P//' | sort -u >"$api"
+	{ "$bin/gompi-info" --c-api 2>/dev/null || true; } | { grep -oE '\bP?MPI_[A-Za-z0-9_]+' || true; } | sed 's/^P//' | sort -u >"$api"
+	if [ ! -s "$api" ]; then
+		# Nothing is known to work: every test is n/a, and building the
+		# suite would prove nothing.
+		say "gompi-info --c-api lists no C function: every test is n/a"
+		if [ -n "$expected" ] && grep -qvE '^\s*(#|$)' "$expected"; then
+			say "but $(basename "$expected") lists tests that must pass"
+			exit 1
+		fi
+		exit 0
+	fi
 	;;
 *) say "-m $mpi: openmpi or gompi"; exit 2 ;;
 esac

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -208,6 +209,9 @@ func (im *impl) run(n int, bin string, args ...string) (string, error) {
 	argv := append(append(append([]string{}, im.launcher...), fmt.Sprint(n), bin), args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), im.env...)
+	// On the bound the launcher gets SIGTERM, which both forward to the
+	// ranks, so none is left behind; SIGKILL 10 s later if it lingers.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
