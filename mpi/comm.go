@@ -14,6 +14,12 @@ const (
 	AnySource = -1 // Recv/Probe source matching any rank
 	AnyTag    = -1 // Recv/Probe tag matching any tag
 	Undefined = -1 // Split color of ranks that want no new communicator (any negative color)
+	// ProcNull is the rank to or from which messages complete at once,
+	// moving nothing: a receive's status says source ProcNull, tag AnyTag,
+	// count 0.
+	ProcNull = -2
+	// TagUB is the largest tag a message may carry.
+	TagUB = syncBit - 1
 )
 
 // Comm is a communicator: a group of ranks and the contexts their messages
@@ -118,8 +124,8 @@ func (c *Comm) srcRank(src int) (int, error) {
 }
 
 func checkTag(tag int, wild bool) error {
-	if tag < 0 && !(wild && tag == AnyTag) {
-		return fmt.Errorf("mpi: %w: tag %d (tags are >= 0)", ErrArg, tag)
+	if (tag < 0 && !(wild && tag == AnyTag)) || tag > TagUB {
+		return fmt.Errorf("mpi: %w: tag %d (tags are 0..TagUB)", ErrArg, tag)
 	}
 	return nil
 }
@@ -138,6 +144,9 @@ func (c *Comm) nextTag() int {
 
 // Send sends buf to rank dst with tag. It returns once buf may be reused.
 func (c *Comm) Send(buf []byte, dst, tag int) error {
+	if dst == ProcNull {
+		return c.check()
+	}
 	w, err := c.peerRank(dst, "destination")
 	if err != nil {
 		return err
@@ -151,6 +160,9 @@ func (c *Comm) Send(buf []byte, dst, tag int) error {
 // Isend starts sending buf to dst; buf must not change until the request
 // completes.
 func (c *Comm) Isend(buf []byte, dst, tag int) (*Request, error) {
+	if dst == ProcNull {
+		return c.nullRequest()
+	}
 	w, err := c.peerRank(dst, "destination")
 	if err != nil {
 		return nil, err
@@ -174,6 +186,9 @@ func (c *Comm) Recv(buf []byte, src, tag int) (Status, error) {
 // RecvCtx is Recv bounded by ctx; when ctx ends first the receive is
 // withdrawn (unless a message already matched it, which is then returned).
 func (c *Comm) RecvCtx(ctx context.Context, buf []byte, src, tag int) (Status, error) {
+	if src == ProcNull {
+		return nullStatus, c.check()
+	}
 	w, err := c.srcRank(src)
 	if err != nil {
 		return Status{}, err
@@ -226,6 +241,9 @@ func (c *Comm) recvDone(r *Request) (Status, error) {
 // Irecv starts a receive into buf; buf belongs to the library until the
 // request completes.
 func (c *Comm) Irecv(buf []byte, src, tag int) (*Request, error) {
+	if src == ProcNull {
+		return c.nullRequest()
+	}
 	w, err := c.srcRank(src)
 	if err != nil {
 		return nil, err
@@ -278,29 +296,47 @@ func (c *Comm) Iprobe(src, tag int) (Status, bool, error) {
 }
 
 func (c *Comm) probe(ctx context.Context, src, tag int, block bool) (Status, bool, error) {
+	st, _, ok, err := c.probeTake(ctx, src, tag, block, false)
+	return st, ok, err
+}
+
+// probeTake is Probe, and Mprobe when take is set: then the message found
+// leaves the unexpected queue (it is matched) and is returned.
+func (c *Comm) probeTake(ctx context.Context, src, tag int, block, take bool) (Status, *message, bool, error) {
+	if src == ProcNull {
+		return nullStatus, nil, true, c.check()
+	}
 	w, err := c.srcRank(src)
 	if err != nil {
-		return Status{}, false, err
+		return Status{}, nil, false, err
 	}
 	if err := checkTag(tag, true); err != nil {
-		return Status{}, false, err
+		return Status{}, nil, false, err
 	}
 	p := c.p
 	for {
 		p.mu.Lock()
 		if i := c.pt.findUnexpected(w, tag); i >= 0 {
 			m := c.pt.unexp[i]
-			st := Status{Source: c.commRank(m.src), Tag: m.tag, Count: len(m.data)}
+			st := Status{Source: c.commRank(m.src), Tag: c.pt.plainTag(m.tag), Count: len(m.data)}
+			if !take {
+				p.mu.Unlock()
+				return st, nil, true, nil
+			}
+			c.pt.removeUnexpected(i)
 			p.mu.Unlock()
-			return st, true, nil
+			if st.Tag != m.tag {
+				c.matchedSync(m.src, m.tag)
+			}
+			return st, m, true, nil
 		}
 		if err := p.recvFailureLocked(c.pt, c, w); err != nil {
 			p.mu.Unlock()
-			return Status{}, false, err
+			return Status{}, nil, false, err
 		}
 		if !block {
 			p.mu.Unlock()
-			return Status{}, false, nil
+			return Status{}, nil, false, nil
 		}
 		pw := &probeWait{src: w, tag: tag, ch: make(chan struct{})}
 		c.pt.probes = append(c.pt.probes, pw)
@@ -321,7 +357,7 @@ func (c *Comm) probe(ctx context.Context, src, tag int, block bool) (Status, boo
 			c.pt.probes = slices.Delete(c.pt.probes, i, i+1)
 		}
 		p.mu.Unlock()
-		return Status{}, false, err
+		return Status{}, nil, false, err
 	}
 }
 

@@ -23,7 +23,14 @@
 // the pair types) by element kind (OpReduction) or user functions
 // (UserReduction, commutative or not: a non-commutative one is combined in
 // rank order), run by ReduceBytes, AllreduceBytes and their non-blocking
-// forms on bytes as they lie in memory. A receive matches
+// forms on bytes as they lie in memory. Beyond Send and Isend there are
+// Ssend/Issend (complete once a receive matched the message), Rsend, and
+// Bsend/Ibsend over Proc.BufferAttach/BufferDetach; persistent requests
+// (SendInit, SsendInit, RsendInit, BsendInit, RecvInit, Prequest.Start,
+// Startall); Mprobe/Improbe, whose Message only its Recv/Irecv can
+// receive; Request.Cancel of a posted receive (Status.Cancelled);
+// Testany, Testsome and Waitsome. Messages to or from ProcNull complete at
+// once, moving nothing. A receive matches
 // the first message, in arrival order, from its source (or AnySource) with
 // its tag (or AnyTag) on its communicator; messages between two ranks on
 // one communicator never overtake each other. Collectives run on a context

@@ -33,6 +33,16 @@ func matches(wantSrc, wantTag, src, tag int) bool {
 	return (wantSrc == AnySource || wantSrc == src) && (wantTag == AnyTag || wantTag == tag)
 }
 
+// plainTag is the tag a message on cs matches with: a synchronous send's
+// mark (syncBit) is no part of it. The library's control context uses
+// that bit for tags of its own (shrink.go), and never sends synchronously.
+func (cs *ctxState) plainTag(tag int) int {
+	if cs.ctx>>1 == ctxControl>>1 {
+		return tag
+	}
+	return plainTag(tag)
+}
+
 // ctxStateLocked returns the state of ctx, creating it (a message may
 // arrive before the local process created the communicator).
 func (p *Proc) ctxStateLocked(ctx uint64) *ctxState {
@@ -52,7 +62,7 @@ func (p *Proc) ctxState(ctx uint64) *ctxState {
 
 func (cs *ctxState) takePosted(src, tag int) *Request {
 	for i, r := range cs.posted {
-		if matches(r.src, r.tag, src, tag) {
+		if matches(r.src, r.tag, src, cs.plainTag(tag)) {
 			copy(cs.posted[i:], cs.posted[i+1:])
 			cs.posted[len(cs.posted)-1] = nil
 			cs.posted = cs.posted[:len(cs.posted)-1]
@@ -64,7 +74,7 @@ func (cs *ctxState) takePosted(src, tag int) *Request {
 
 func (cs *ctxState) findUnexpected(src, tag int) int {
 	for i, m := range cs.unexp {
-		if matches(src, tag, m.src, m.tag) {
+		if matches(src, tag, m.src, cs.plainTag(m.tag)) {
 			return i
 		}
 	}
@@ -92,6 +102,10 @@ func (cs *ctxState) checkSeq(src int, seq uint64) error {
 
 // fill copies a message into a receive and completes it.
 func fillRecv(r *Request, src, tag int, data []byte) {
+	if tag != r.cs.plainTag(tag) {
+		r.comm.matchedSync(src, tag)
+		tag = plainTag(tag)
+	}
 	st := Status{Source: r.comm.commRank(src), Tag: tag, Count: len(data)}
 	n := copy(r.buf, data)
 	var err error
@@ -140,7 +154,7 @@ func (p *Proc) deliver(src int, h *header, data []byte, owned *message, seqCheck
 	if len(cs.probes) > 0 {
 		kept := cs.probes[:0]
 		for _, w := range cs.probes {
-			if matches(w.src, w.tag, src, tag) {
+			if matches(w.src, w.tag, src, cs.plainTag(tag)) {
 				close(w.ch)
 			} else {
 				kept = append(kept, w)
@@ -162,11 +176,15 @@ func (p *Proc) postRecv(r *Request) bool {
 	if i := cs.findUnexpected(r.src, r.tag); i >= 0 {
 		m := cs.removeUnexpected(i)
 		p.mu.Unlock()
-		st := Status{Source: r.comm.commRank(m.src), Tag: m.tag, Count: len(m.data)}
+		tag := cs.plainTag(m.tag)
+		if tag != m.tag {
+			r.comm.matchedSync(m.src, m.tag)
+		}
+		st := Status{Source: r.comm.commRank(m.src), Tag: tag, Count: len(m.data)}
 		n := copy(r.buf, m.data)
 		r.status, r.err = st, nil
 		if n < len(m.data) {
-			r.err = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, m.tag, ErrTruncate, len(m.data), len(r.buf))
+			r.err = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, st.Tag, ErrTruncate, len(m.data), len(r.buf))
 		}
 		putMsg(m)
 		return true

@@ -181,6 +181,7 @@ func (c *Comm) IrecvBuf(b Buf, src, tag int) (*Request, error) {
 		return in, err
 	}
 	out := newRequest(c.p, reqColl)
+	out.inner = in
 	go func() {
 		st, err := in.Wait()
 		b.unpack(buf[:min(st.Count, len(buf))])

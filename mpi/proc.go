@@ -43,6 +43,7 @@ const (
 // tests run several Procs in one address space (package mpitest).
 type Proc struct {
 	rank, size int
+	bsend      bsendState // the buffer attached for buffered sends (p2p.go)
 	job        string
 	// node is this process's node name: the Bootstrap's at Init, and
 	// again at each Resume (a restored process may run elsewhere).

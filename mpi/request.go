@@ -15,6 +15,8 @@ type Status struct {
 	Source int // rank of the sender in the communicator
 	Tag    int
 	Count  int // length of the message in bytes
+	// Cancelled says a receive was withdrawn by Request.Cancel.
+	Cancelled bool
 }
 
 type reqKind uint8
@@ -44,6 +46,9 @@ type Request struct {
 	src  int // world rank or AnySource
 	tag  int
 	buf  []byte
+	// inner is the receive a wrapping request (IrecvBuf's) completes
+	// after: what Cancel withdraws.
+	inner *Request
 }
 
 func newRequest(p *Proc, kind reqKind) *Request {
