@@ -123,6 +123,15 @@ func (c *Comm) srcRank(src int) (int, error) {
 	return c.peerRank(src, "source")
 }
 
+// dest checks a send's destination and tag and returns its world rank.
+func (c *Comm) dest(dst, tag int) (int, error) {
+	w, err := c.peerRank(dst, "destination")
+	if err != nil {
+		return 0, err
+	}
+	return w, checkTag(tag, false)
+}
+
 func checkTag(tag int, wild bool) error {
 	if (tag < 0 && !(wild && tag == AnyTag)) || tag > TagUB {
 		return fmt.Errorf("mpi: %w: tag %d (tags are 0..TagUB)", ErrArg, tag)
@@ -163,11 +172,8 @@ func (c *Comm) Isend(buf []byte, dst, tag int) (*Request, error) {
 	if dst == ProcNull {
 		return c.nullRequest()
 	}
-	w, err := c.peerRank(dst, "destination")
+	w, err := c.dest(dst, tag)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkTag(tag, false); err != nil {
 		return nil, err
 	}
 	r := newRequest(c.p, reqSend)

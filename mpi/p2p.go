@@ -82,11 +82,8 @@ func (c *Comm) Issend(buf []byte, dst, tag int) (*Request, error) {
 	if dst == ProcNull {
 		return c.nullRequest()
 	}
-	w, err := c.peerRank(dst, "destination")
+	w, err := c.dest(dst, tag)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkTag(tag, false); err != nil {
 		return nil, err
 	}
 	ack := c.irecvOn(c.co, nil, w, ackTag(tag))
