@@ -30,7 +30,10 @@
 // Startall); Mprobe/Improbe, whose Message only its Recv/Irecv can
 // receive; Request.Cancel of a posted receive (Status.Cancelled);
 // Testany, Testsome and Waitsome. Messages to or from ProcNull complete at
-// once, moving nothing. A receive matches
+// once, moving nothing. Comm.Group gives a Group (Incl, Excl, RangeIncl,
+// RangeExcl, Union, Intersection, Difference, TranslateRanks, Compare);
+// Comm.Create makes a communicator of a group, Comm.SplitShared one per
+// node, Comm.Compare compares communicators. A receive matches
 // the first message, in arrival order, from its source (or AnySource) with
 // its tag (or AnyTag) on its communicator; messages between two ranks on
 // one communicator never overtake each other. Collectives run on a context
@@ -103,7 +106,8 @@
 // library. Communicator handles (Comm.Handle) are context ids agreed by the
 // members from a per-process counter, so the same creation sequence gives
 // the same handles; every Dup, Split and Free is recorded with its result
-// in the creation log (Proc.CreationLog). Every message sent and every
+// in the creation log (Proc.CreationLog), Create and SplitShared as the
+// Splits they are. Every message sent and every
 // message taken off a transport passes through one function each, where
 // the coordination protocol is told (Sent, Received) with its
 // per-(context, source, destination) sequence number. InitWith installs
