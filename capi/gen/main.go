@@ -5,9 +5,9 @@
 //     function in capi/gen/functions.txt), between its GENERATED markers;
 //   - capi/stubs_gen.c: for every function the C files of package capi do
 //     not define (as PMPI_X), a PMPI_X that reports
-//     MPI_ERR_UNSUPPORTED_OPERATION through the error handler, placed in a
-//     section of its own (gompi_unsupported) so a test can tell a stub from
-//     an implementation in the built library, and its MPI_X as a weak alias;
+//     MPI_ERR_UNSUPPORTED_OPERATION through the error handler, its MPI_X as
+//     a weak alias, and gompi_stub_MPI_X, an alias that lets a test tell a
+//     stub from an implementation in the built library's symbols;
 //   - capi/aliases_gen.h: MPI_X as a weak alias of PMPI_X for the
 //     implemented functions, in the file that defines each;
 //   - capi/api/list_gen.go: the functions, and which are implemented, for
@@ -144,10 +144,11 @@ func stubs(fns []fn, impl map[string]string) []byte {
 			fmt.Fprintf(&b, "GOMPI_STUB %s PMPI_%s(%s) { gompi_unsupported(\"MPI_%s\"); return %s; }\n", f.Ret, f.Name, f.Params, f.Name, v)
 		}
 	}
-	b.WriteString("\n// The MPI_ names of the stubs (weak aliases, see aliases_gen.h).\n")
+	b.WriteString("\n// The MPI_ names of the stubs (weak aliases, see aliases_gen.h), and\n// gompi_stub_MPI_ ones that mark each as a stub in the library's symbols.\n")
 	for _, f := range fns {
 		if impl[f.Name] == "" {
 			fmt.Fprintf(&b, "#pragma weak MPI_%s = PMPI_%s\n", f.Name, f.Name)
+			fmt.Fprintf(&b, "#pragma weak gompi_stub_MPI_%s = PMPI_%s\n", f.Name, f.Name)
 		}
 	}
 	return b.Bytes()

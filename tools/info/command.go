@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"gompi/boot"
+	"gompi/capi/api"
 	"gompi/cli"
 	"gompi/mca"
 )
@@ -22,6 +24,7 @@ type Options struct {
 	JSON      bool
 	Parsable  bool
 	RoleName  string
+	CAPI      bool // --c-api
 
 	role   mca.Role
 	params *cli.ParamFlags
@@ -79,14 +82,19 @@ amca set, environment, command line; origin.where names the file and line,
 the environment variable or --mca. params appear only with --param or --all.
 
 --parsable prints the same facts in Open MPI's colon form, one per line
-(mca:crs:self:param:crs_self_priority:value:20).`
+(mca:crs:self:param:crs_self_priority:value:20).
+
+--c-api lists the functions of the MPI C interface (libmpi_abi.so.1,
+scripts/build-c.sh) that gompi implements, one a line; the standard's
+others link and return MPI_ERR_UNSUPPORTED_OPERATION.`
 
 const examples = `  gompi-info
   gompi-info --param crs all
   gompi-info --param crs self --level 4
   gompi-info -am ft-enable-cr --mca crs self --param crs all
   gompi-info --all --json
-  gompi-info --param mca all -p`
+  gompi-info --param mca all -p
+  gompi-info --c-api`
 
 // NewCommand returns the gompi-info command; version is shown in its first
 // line (cli.Version()).
@@ -123,6 +131,7 @@ func newCommand(o *Options) *cobra.Command {
 	f.IntVarP(&o.Level, "level", "l", 9, "show parameters up to this `level`: 1-3 users, 4-6 tuners, 7-9 developers")
 	f.BoolVar(&o.JSON, "json", false, "print JSON (fields are described above)")
 	f.BoolVarP(&o.Parsable, "parsable", "p", false, "print one fact a line, colon separated, for scripts")
+	f.BoolVar(&o.CAPI, "c-api", false, "list the MPI C functions gompi implements")
 	f.StringVar(&o.RoleName, "role", mca.RoleApp.String(), "probe selection as this `kind` of process: app, hnp, daemon or tool")
 	o.params = cli.AddParamFlags(cmd)
 	return cmd
@@ -157,6 +166,8 @@ func (o *Options) Validate() error {
 		return cli.Usagef("give --all or --param, not both")
 	case o.JSON && o.Parsable:
 		return cli.Usagef("give --json or --parsable, not both")
+	case o.CAPI && (o.All || o.Param != "" || o.JSON || o.Parsable):
+		return cli.Usagef("--c-api goes alone")
 	}
 	return nil
 }
@@ -164,6 +175,9 @@ func (o *Options) Validate() error {
 // Run loads the component system as a tool would, probes selection and
 // prints the report.
 func (o *Options) Run(cmd *cobra.Command) error {
+	if o.CAPI {
+		return writeCAPI(cmd.OutOrStdout())
+	}
 	ctx := cmd.Context()
 	in, closer, err := o.load(ctx, boot.Options{Role: mca.RoleTool, Sources: o.params.SourceOptions(), LogOutput: cmd.ErrOrStderr()})
 	if err != nil {
@@ -190,6 +204,17 @@ func (o *Options) Run(cmd *cobra.Command) error {
 	}
 	if err != nil {
 		return fmt.Errorf("info: write: %w", err)
+	}
+	return nil
+}
+
+// writeCAPI lists the implemented C functions: capi/api's list, generated
+// from the library's own source.
+func writeCAPI(out io.Writer) error {
+	for _, f := range api.Implemented() {
+		if _, err := fmt.Fprintln(out, f); err != nil {
+			return fmt.Errorf("info: write: %w", err)
+		}
 	}
 	return nil
 }
