@@ -38,6 +38,9 @@ type Comm struct {
 	collSeq uint64                    // collectives started; the tag of the next one
 	collTab atomic.Pointer[collTable] // the coll modules' operations (coll_select.go)
 	freed   atomic.Bool
+	// topo is the virtual topology the communicator was made with
+	// (topo.go), nil for none.
+	topo atomic.Pointer[Topology]
 }
 
 // newComm builds the local object of a communicator whose members (world

@@ -33,7 +33,10 @@
 // once, moving nothing. Comm.Group gives a Group (Incl, Excl, RangeIncl,
 // RangeExcl, Union, Intersection, Difference, TranslateRanks, Compare);
 // Comm.Create makes a communicator of a group, Comm.SplitShared one per
-// node, Comm.Compare compares communicators. A receive matches
+// node, Comm.Compare compares communicators. CartCreate, GraphCreate and
+// DistGraphCreateAdjacent make communicators carrying a virtual topology
+// (Comm.Topology, TopoTest; Cart's Coords, Rank, Shift and CartSub,
+// Graph.Neighbors, DimsCreate), without reordering ranks. A receive matches
 // the first message, in arrival order, from its source (or AnySource) with
 // its tag (or AnyTag) on its communicator; messages between two ranks on
 // one communicator never overtake each other. Collectives run on a context
@@ -106,8 +109,8 @@
 // library. Communicator handles (Comm.Handle) are context ids agreed by the
 // members from a per-process counter, so the same creation sequence gives
 // the same handles; every Dup, Split and Free is recorded with its result
-// in the creation log (Proc.CreationLog), Create and SplitShared as the
-// Splits they are. Every message sent and every
+// in the creation log (Proc.CreationLog), Create, SplitShared and the
+// topology constructors as the Splits they are. Every message sent and every
 // message taken off a transport passes through one function each, where
 // the coordination protocol is told (Sent, Received) with its
 // per-(context, source, destination) sequence number. InitWith installs
