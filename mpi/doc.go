@@ -17,9 +17,10 @@
 // TypeDoubleInt; TypeContiguous, TypeVector, TypeHvector, TypeIndexed,
 // TypeHindexed, TypeIndexedBlock, TypeHindexedBlock, TypeStruct,
 // TypeSubarray, TypeResized, Dup), and a Buf is count elements of one in
-// memory: SendBuf, IsendBuf, RecvBuf and IrecvBuf move its packed bytes (a
-// dense type without a copy), Pack and Unpack convert, Status.CountOf
-// counts. Reductions are predefined ops (Sum ... Bxor, MinLoc and MaxLoc on
+// memory: SendBuf, IsendBuf, RecvBuf, IrecvBuf, BcastBuf, GathervBuf,
+// ScattervBuf, AllgathervBuf, AlltoallvBuf and Alltoallw move its packed
+// bytes (a dense type without a copy), Pack and Unpack convert,
+// Status.CountOf counts. Reductions are predefined ops (Sum ... Bxor, MinLoc and MaxLoc on
 // the pair types) by element kind (OpReduction) or user functions
 // (UserReduction, commutative or not: a non-commutative one is combined in
 // rank order), run by ReduceBytes, AllreduceBytes and their non-blocking
