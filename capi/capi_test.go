@@ -4,57 +4,20 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"gompi/capi/api"
+	"gompi/capi/internal/cbuild"
 )
 
-// The C build these tests run: $GOMPI_C_PREFIX when set (CI builds once),
-// else scripts/build-c.sh into a temporary prefix, once per test binary.
-var (
-	buildOnce sync.Once
-	prefix    string
-	buildErr  error
-	tmpDir    string
-)
+func TestMain(m *testing.M) { cbuild.Main(m) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if tmpDir != "" {
-		os.RemoveAll(tmpDir)
-	}
-	os.Exit(code)
-}
-
-func cPrefix(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if prefix = os.Getenv("GOMPI_C_PREFIX"); prefix != "" {
-			return
-		}
-		if tmpDir, buildErr = os.MkdirTemp("", "gompi-capi-"); buildErr != nil {
-			return
-		}
-		prefix = filepath.Join(tmpDir, "prefix")
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "../scripts/build-c.sh", prefix)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("scripts/build-c.sh: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return prefix
-}
+func cPrefix(t *testing.T) string { return cbuild.Prefix(t) }
 
 // Every function of the standard links as PMPI_X and as MPI_X, a weak
 // alias; a function api.Implemented lists is no generated stub (a stub
