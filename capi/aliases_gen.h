@@ -18,9 +18,11 @@
 
 #ifdef GOMPI_FILE_comm
 #pragma weak MPI_Abort = PMPI_Abort
+#pragma weak MPI_Attr_get = PMPI_Attr_get
 #pragma weak MPI_Comm_compare = PMPI_Comm_compare
 #pragma weak MPI_Comm_dup = PMPI_Comm_dup
 #pragma weak MPI_Comm_free = PMPI_Comm_free
+#pragma weak MPI_Comm_get_attr = PMPI_Comm_get_attr
 #pragma weak MPI_Comm_get_name = PMPI_Comm_get_name
 #pragma weak MPI_Comm_set_name = PMPI_Comm_set_name
 #pragma weak MPI_Comm_split = PMPI_Comm_split

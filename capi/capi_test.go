@@ -106,7 +106,8 @@ func TestBasicProgram(t *testing.T) {
 					"compare dup = congruent",
 					fmt.Sprintf("split reversed rank = %d", size-1-r),
 					"name = the dup (7)", "world name = MPI_COMM_WORLD", "freed = 1",
-					"send to rank size = 6",
+					"tag_ub >= 32767: 1 (flag 1)", "wtime_is_global = 0 (flag 1)",
+					"send to rank size = 6", "bad keyval = 36",
 					"win_fence = 55 (operation not supported)",
 					"initialized 1 finalized 1",
 				}

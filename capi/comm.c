@@ -95,5 +95,42 @@ int PMPI_Comm_test_inter(MPI_Comm comm, int *flag) {
 	return MPI_SUCCESS;
 }
 
+/* The predefined attributes' values (MPI gives the address of each). A
+ * message's tag travels as an int; 2^30-1 leaves the sign bit alone. */
+static int tag_ub = 0x3fffffff, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0, appnum = 0,
+	   lastusedcode = MPI_ERR_LASTCODE;
+
+/* predefined_attr answers the predefined keyvals; user keyvals are not
+ * implemented yet (MPI_Comm_create_keyval is unsupported), so any other
+ * keyval is invalid. */
+static int predefined_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, const char *fn) {
+	CHECK_COMM(comm, fn);
+	int *v = NULL;
+	switch (keyval) {
+	case MPI_TAG_UB: v = &tag_ub; break;
+	case MPI_HOST: v = &host; break;
+	case MPI_IO: v = &io; break;
+	case MPI_WTIME_IS_GLOBAL: v = &wtime_global; break;
+	case MPI_APPNUM: v = &appnum; break;
+	case MPI_LASTUSEDCODE: v = &lastusedcode; break;
+	case MPI_UNIVERSE_SIZE: /* no dynamic processes: the universe is the job */
+		*flag = 0;
+		return MPI_SUCCESS;
+	default:
+		return gompi_error(comm, MPI_ERR_KEYVAL, fn);
+	}
+	*(int **)attribute_val = v;
+	*flag = 1;
+	return MPI_SUCCESS;
+}
+
+int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag) {
+	return predefined_attr(comm, comm_keyval, attribute_val, flag, "MPI_Comm_get_attr");
+}
+
+int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) {
+	return predefined_attr(comm, keyval, attribute_val, flag, "MPI_Attr_get");
+}
+
 #define GOMPI_FILE_comm
 #include "aliases_gen.h"

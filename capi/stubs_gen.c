@@ -37,7 +37,6 @@ GOMPI_STUB int PMPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[
 GOMPI_STUB int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallw_init"); }
 GOMPI_STUB int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallw_init_c"); }
 GOMPI_STUB int PMPI_Attr_delete(MPI_Comm comm, int keyval) { return gompi_unsupported("MPI_Attr_delete"); }
-GOMPI_STUB int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) { return gompi_unsupported("MPI_Attr_get"); }
 GOMPI_STUB int PMPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val) { return gompi_unsupported("MPI_Attr_put"); }
 GOMPI_STUB int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Barrier_init"); }
 GOMPI_STUB int PMPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Bcast_c"); }
@@ -78,7 +77,6 @@ GOMPI_STUB int PMPI_Comm_disconnect(MPI_Comm *comm) { return gompi_unsupported("
 GOMPI_STUB int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_dup_with_info"); }
 GOMPI_STUB int PMPI_Comm_flush_buffer(MPI_Comm comm) { return gompi_unsupported("MPI_Comm_flush_buffer"); }
 GOMPI_STUB int PMPI_Comm_free_keyval(int *comm_keyval) { return gompi_unsupported("MPI_Comm_free_keyval"); }
-GOMPI_STUB int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag) { return gompi_unsupported("MPI_Comm_get_attr"); }
 GOMPI_STUB int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) { return gompi_unsupported("MPI_Comm_get_info"); }
 GOMPI_STUB int PMPI_Comm_get_parent(MPI_Comm *parent) { return gompi_unsupported("MPI_Comm_get_parent"); }
 GOMPI_STUB int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group) { return gompi_unsupported("MPI_Comm_group"); }
@@ -640,8 +638,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Alltoallw_init_c = PMPI_Alltoallw_init_c
 #pragma weak MPI_Attr_delete = PMPI_Attr_delete
 #pragma weak gompi_stub_MPI_Attr_delete = PMPI_Attr_delete
-#pragma weak MPI_Attr_get = PMPI_Attr_get
-#pragma weak gompi_stub_MPI_Attr_get = PMPI_Attr_get
 #pragma weak MPI_Attr_put = PMPI_Attr_put
 #pragma weak gompi_stub_MPI_Attr_put = PMPI_Attr_put
 #pragma weak MPI_Barrier_init = PMPI_Barrier_init
@@ -722,8 +718,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_flush_buffer = PMPI_Comm_flush_buffer
 #pragma weak MPI_Comm_free_keyval = PMPI_Comm_free_keyval
 #pragma weak gompi_stub_MPI_Comm_free_keyval = PMPI_Comm_free_keyval
-#pragma weak MPI_Comm_get_attr = PMPI_Comm_get_attr
-#pragma weak gompi_stub_MPI_Comm_get_attr = PMPI_Comm_get_attr
 #pragma weak MPI_Comm_get_info = PMPI_Comm_get_info
 #pragma weak gompi_stub_MPI_Comm_get_info = PMPI_Comm_get_info
 #pragma weak MPI_Comm_get_parent = PMPI_Comm_get_parent

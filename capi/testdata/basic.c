@@ -73,6 +73,13 @@ int main(int argc, char **argv) {
 	MPI_Comm_free(&half);
 	SAY("freed = %d", dup == MPI_COMM_NULL && half == MPI_COMM_NULL);
 
+	/* predefined attributes */
+	int *tagub, *wtg;
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagub, &flag);
+	SAY("tag_ub >= 32767: %d (flag %d)", *tagub >= 32767, flag);
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &wtg, &flag);
+	SAY("wtime_is_global = %d (flag %d)", *wtg, flag);
+
 	/* errors: returned, then the class and string of unsupported */
 	MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -84,6 +91,8 @@ int main(int argc, char **argv) {
 	char es[MPI_MAX_ERROR_STRING];
 	MPI_Error_string(cls, es, &len);
 	SAY("win_fence = %d (%s)", cls, es);
+	rc = MPI_Comm_get_attr(MPI_COMM_WORLD, 12345, &tagub, &flag);
+	SAY("bad keyval = %d", rc);
 
 	int inited, fin;
 	MPI_Initialized(&inited);
