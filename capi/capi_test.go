@@ -99,6 +99,7 @@ func TestBasicProgram(t *testing.T) {
 					"provided = 4096", "query_thread = 4096",
 					fmt.Sprintf("ring = %d source %d tag %d count 1 null 1", prev, prev, 10+prev),
 					"procnull source -3 tag -2 count 0",
+					fmt.Sprintf("rsend = %d", prev), fmt.Sprintf("issend = %d", prev),
 					fmt.Sprintf("allreduce sum = %d", size*(size+1)/2),
 					fmt.Sprintf("allgather last = %d", size-1),
 					"bcast = 77",

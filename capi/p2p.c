@@ -36,13 +36,37 @@ static int check_tag(int tag, int wild) {
 	return tag >= 0 || (wild && tag == MPI_ANY_TAG) ? MPI_SUCCESS : MPI_ERR_TAG;
 }
 
-static int send(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, const char *fn) {
+/* Send modes (p2p.go) */
+enum { STANDARD, SYNC, READY };
+
+static int send_mode(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, int mode,
+		     const char *fn) {
 	int rc = gompi_check_init(fn);
 	int64_t n = buffer_bytes(count, t, &rc);
 	if (n < 0) return gompi_error(comm, rc, fn);
 	if ((rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0))) return gompi_error(comm, rc, fn);
 	if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-	return gompi_error(comm, gompi_go_send((uintptr_t)comm, (void *)buf, n, dest, tag), fn);
+	return gompi_error(comm, gompi_go_send((uintptr_t)comm, (void *)buf, n, dest, tag, mode), fn);
+}
+
+static int send(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, const char *fn) {
+	return send_mode(buf, count, t, dest, tag, comm, STANDARD, fn);
+}
+
+int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+	return send_mode(buf, count, datatype, dest, tag, comm, SYNC, "MPI_Ssend");
+}
+
+int PMPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+	return send_mode(buf, count, datatype, dest, tag, comm, SYNC, "MPI_Ssend_c");
+}
+
+int PMPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+	return send_mode(buf, count, datatype, dest, tag, comm, READY, "MPI_Rsend");
+}
+
+int PMPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+	return send_mode(buf, count, datatype, dest, tag, comm, READY, "MPI_Rsend_c");
 }
 
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
@@ -75,23 +99,42 @@ int PMPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, i
 	return recv(buf, count, datatype, source, tag, comm, status, "MPI_Recv_c");
 }
 
-static int isend(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req, const char *fn) {
+static int isend(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req,
+		 int mode, const char *fn) {
 	int rc = gompi_check_init(fn);
 	int64_t n = buffer_bytes(count, t, &rc);
 	if (n < 0) return gompi_error(comm, rc, fn);
 	if ((rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0))) return gompi_error(comm, rc, fn);
 	uintptr_t h;
-	rc = gompi_go_isend((uintptr_t)comm, (void *)buf, n, dest, tag, &h);
+	rc = gompi_go_isend((uintptr_t)comm, (void *)buf, n, dest, tag, mode, &h);
 	if (rc == MPI_SUCCESS) *req = (MPI_Request)h;
 	return gompi_error(comm, rc, fn);
 }
 
 int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
-	return isend(buf, count, datatype, dest, tag, comm, request, "MPI_Isend");
+	return isend(buf, count, datatype, dest, tag, comm, request, STANDARD, "MPI_Isend");
 }
 
 int PMPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
-	return isend(buf, count, datatype, dest, tag, comm, request, "MPI_Isend_c");
+	return isend(buf, count, datatype, dest, tag, comm, request, STANDARD, "MPI_Isend_c");
+}
+
+int PMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
+	return isend(buf, count, datatype, dest, tag, comm, request, SYNC, "MPI_Issend");
+}
+
+int PMPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		  MPI_Request *request) {
+	return isend(buf, count, datatype, dest, tag, comm, request, SYNC, "MPI_Issend_c");
+}
+
+int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
+	return isend(buf, count, datatype, dest, tag, comm, request, READY, "MPI_Irsend");
+}
+
+int PMPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		  MPI_Request *request) {
+	return isend(buf, count, datatype, dest, tag, comm, request, READY, "MPI_Irsend_c");
 }
 
 static int irecv(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Request *req, const char *fn) {

@@ -37,13 +37,29 @@ func setNullStatus(st *C.MPI_Status) {
 	C.gompi_status_set(st, procNull, anyTagABI, 0, 0)
 }
 
+// Send modes, as the C side names them (gompi.h).
+const (
+	modeStandard = iota
+	modeSync
+	modeReady
+)
+
+// gompi_go_send sends in a mode: standard, synchronous or ready.
+//
 //export gompi_go_send
-func gompi_go_send(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, dest, tag C.int) C.int {
+func gompi_go_send(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, dest, tag, mode C.int) C.int {
 	c, err := comm(ch)
 	if err != nil {
 		return errComm
 	}
-	return code(c.Send(bytes(buf, n), int(dest), int(tag)))
+	b := bytes(buf, n)
+	switch mode {
+	case modeSync:
+		return code(c.Ssend(b, int(dest), int(tag)))
+	case modeReady:
+		return code(c.Rsend(b, int(dest), int(tag)))
+	}
+	return code(c.Send(b, int(dest), int(tag)))
 }
 
 //export gompi_go_recv
@@ -88,8 +104,14 @@ func newRequest(r *mpi.Request) C.uintptr_t {
 }
 
 //export gompi_go_isend
-func gompi_go_isend(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, dest, tag C.int, req *C.uintptr_t) C.int {
+func gompi_go_isend(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, dest, tag, mode C.int, req *C.uintptr_t) C.int {
 	return start(ch, dest, req, func(c *mpi.Comm) (*mpi.Request, error) {
+		switch mode {
+		case modeSync:
+			return c.Issend(bytes(buf, n), int(dest), int(tag))
+		case modeReady:
+			return c.Irsend(bytes(buf, n), int(dest), int(tag))
+		}
 		return c.Isend(bytes(buf, n), int(dest), int(tag))
 	})
 }

@@ -280,8 +280,6 @@ GOMPI_STUB int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const in
 GOMPI_STUB int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_block"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_block_c"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_c"); }
-GOMPI_STUB int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Irsend"); }
-GOMPI_STUB int PMPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Irsend_c"); }
 GOMPI_STUB int PMPI_Is_thread_main(int *flag) { return gompi_unsupported("MPI_Is_thread_main"); }
 GOMPI_STUB int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscan"); }
 GOMPI_STUB int PMPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscan_c"); }
@@ -293,8 +291,6 @@ GOMPI_STUB int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype s
 GOMPI_STUB int PMPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_c"); }
 GOMPI_STUB int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_replace"); }
 GOMPI_STUB int PMPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_replace_c"); }
-GOMPI_STUB int PMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Issend"); }
-GOMPI_STUB int PMPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Issend_c"); }
 GOMPI_STUB int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state) { return gompi_unsupported("MPI_Keyval_create"); }
 GOMPI_STUB int PMPI_Keyval_free(int *keyval) { return gompi_unsupported("MPI_Keyval_free"); }
 GOMPI_STUB int PMPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name) { return gompi_unsupported("MPI_Lookup_name"); }
@@ -375,8 +371,6 @@ GOMPI_STUB int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_
 GOMPI_STUB int PMPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rget_c"); }
 GOMPI_STUB int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rput"); }
 GOMPI_STUB int PMPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rput_c"); }
-GOMPI_STUB int PMPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) { return gompi_unsupported("MPI_Rsend"); }
-GOMPI_STUB int PMPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) { return gompi_unsupported("MPI_Rsend_c"); }
 GOMPI_STUB int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Rsend_init"); }
 GOMPI_STUB int PMPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Rsend_init_c"); }
 GOMPI_STUB int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Scan"); }
@@ -410,8 +404,6 @@ GOMPI_STUB int PMPI_Session_get_pset_info(MPI_Session session, const char *pset_
 GOMPI_STUB int PMPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request) { return gompi_unsupported("MPI_Session_iflush_buffer"); }
 GOMPI_STUB int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session) { return gompi_unsupported("MPI_Session_init"); }
 GOMPI_STUB int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler) { return gompi_unsupported("MPI_Session_set_errhandler"); }
-GOMPI_STUB int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) { return gompi_unsupported("MPI_Ssend"); }
-GOMPI_STUB int PMPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) { return gompi_unsupported("MPI_Ssend_c"); }
 GOMPI_STUB int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ssend_init"); }
 GOMPI_STUB int PMPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ssend_init_c"); }
 GOMPI_STUB int PMPI_Start(MPI_Request *request) { return gompi_unsupported("MPI_Start"); }
@@ -1124,10 +1116,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Ireduce_scatter_block_c = PMPI_Ireduce_scatter_block_c
 #pragma weak MPI_Ireduce_scatter_c = PMPI_Ireduce_scatter_c
 #pragma weak gompi_stub_MPI_Ireduce_scatter_c = PMPI_Ireduce_scatter_c
-#pragma weak MPI_Irsend = PMPI_Irsend
-#pragma weak gompi_stub_MPI_Irsend = PMPI_Irsend
-#pragma weak MPI_Irsend_c = PMPI_Irsend_c
-#pragma weak gompi_stub_MPI_Irsend_c = PMPI_Irsend_c
 #pragma weak MPI_Is_thread_main = PMPI_Is_thread_main
 #pragma weak gompi_stub_MPI_Is_thread_main = PMPI_Is_thread_main
 #pragma weak MPI_Iscan = PMPI_Iscan
@@ -1150,10 +1138,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Isendrecv_replace = PMPI_Isendrecv_replace
 #pragma weak MPI_Isendrecv_replace_c = PMPI_Isendrecv_replace_c
 #pragma weak gompi_stub_MPI_Isendrecv_replace_c = PMPI_Isendrecv_replace_c
-#pragma weak MPI_Issend = PMPI_Issend
-#pragma weak gompi_stub_MPI_Issend = PMPI_Issend
-#pragma weak MPI_Issend_c = PMPI_Issend_c
-#pragma weak gompi_stub_MPI_Issend_c = PMPI_Issend_c
 #pragma weak MPI_Keyval_create = PMPI_Keyval_create
 #pragma weak gompi_stub_MPI_Keyval_create = PMPI_Keyval_create
 #pragma weak MPI_Keyval_free = PMPI_Keyval_free
@@ -1314,10 +1298,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Rput = PMPI_Rput
 #pragma weak MPI_Rput_c = PMPI_Rput_c
 #pragma weak gompi_stub_MPI_Rput_c = PMPI_Rput_c
-#pragma weak MPI_Rsend = PMPI_Rsend
-#pragma weak gompi_stub_MPI_Rsend = PMPI_Rsend
-#pragma weak MPI_Rsend_c = PMPI_Rsend_c
-#pragma weak gompi_stub_MPI_Rsend_c = PMPI_Rsend_c
 #pragma weak MPI_Rsend_init = PMPI_Rsend_init
 #pragma weak gompi_stub_MPI_Rsend_init = PMPI_Rsend_init
 #pragma weak MPI_Rsend_init_c = PMPI_Rsend_init_c
@@ -1384,10 +1364,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Session_init = PMPI_Session_init
 #pragma weak MPI_Session_set_errhandler = PMPI_Session_set_errhandler
 #pragma weak gompi_stub_MPI_Session_set_errhandler = PMPI_Session_set_errhandler
-#pragma weak MPI_Ssend = PMPI_Ssend
-#pragma weak gompi_stub_MPI_Ssend = PMPI_Ssend
-#pragma weak MPI_Ssend_c = PMPI_Ssend_c
-#pragma weak gompi_stub_MPI_Ssend_c = PMPI_Ssend_c
 #pragma weak MPI_Ssend_init = PMPI_Ssend_init
 #pragma weak gompi_stub_MPI_Ssend_init = PMPI_Ssend_init
 #pragma weak MPI_Ssend_init_c = PMPI_Ssend_init_c

@@ -28,7 +28,16 @@ int main(int argc, char **argv) {
 	MPI_Get_count(&st[0], MPI_INT, &count);
 	SAY("ring = %d source %d tag %d count %d null %d", got, st[0].MPI_SOURCE, st[0].MPI_TAG, count,
 	    reqs[0] == MPI_REQUEST_NULL);
-	(void)prev;
+	/* synchronous and ready modes, around the ring the other way */
+	MPI_Irecv(&got, 1, MPI_INT, prev, 3, MPI_COMM_WORLD, &reqs[0]);
+	MPI_Barrier(MPI_COMM_WORLD); /* every receive is posted: ready mode is valid */
+	MPI_Rsend(&rank, 1, MPI_INT, next, 3, MPI_COMM_WORLD);
+	MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+	SAY("rsend = %d", got);
+	MPI_Issend(&rank, 1, MPI_INT, next, 4, MPI_COMM_WORLD, &reqs[1]);
+	MPI_Recv(&got, 1, MPI_INT, prev, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
+	SAY("issend = %d", got);
 
 	/* PROC_NULL */
 	MPI_Status s;
