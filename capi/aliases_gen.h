@@ -11,6 +11,8 @@
 #pragma weak MPI_Bcast = PMPI_Bcast
 #pragma weak MPI_Gather = PMPI_Gather
 #pragma weak MPI_Gatherv = PMPI_Gatherv
+#pragma weak MPI_Ibarrier = PMPI_Ibarrier
+#pragma weak MPI_Ibcast = PMPI_Ibcast
 #pragma weak MPI_Reduce = PMPI_Reduce
 #pragma weak MPI_Scatter = PMPI_Scatter
 #pragma weak MPI_Scatterv = PMPI_Scatterv

@@ -102,7 +102,7 @@ func TestBasicProgram(t *testing.T) {
 					fmt.Sprintf("rsend = %d", prev), fmt.Sprintf("issend = %d", prev),
 					fmt.Sprintf("allreduce sum = %d", size*(size+1)/2),
 					fmt.Sprintf("allgather last = %d", size-1),
-					"bcast = 77",
+					"bcast = 77", "ibcast = 88",
 					fmt.Sprintf("in-place prod = %d", 1<<size),
 					"compare dup = congruent",
 					fmt.Sprintf("split reversed rank = %d", size-1-r),

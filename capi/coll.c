@@ -40,6 +40,24 @@ int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 	return gompi_error(comm, rc, "MPI_Bcast");
 }
 
+int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+	int rc = check(comm, "MPI_Ibarrier");
+	uintptr_t h;
+	if (rc == MPI_SUCCESS && (rc = gompi_go_ibcast((uintptr_t)comm, NULL, -1, 0, &h)) == MPI_SUCCESS)
+		*request = (MPI_Request)h;
+	return gompi_error(comm, rc, "MPI_Ibarrier");
+}
+
+int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) {
+	int rc = check(comm, "MPI_Ibcast");
+	int64_t n = rc ? -1 : bytes_of(count, datatype, &rc);
+	uintptr_t h;
+	if (n >= 0 && !(rc = check_root(comm, root)) &&
+	    (rc = gompi_go_ibcast((uintptr_t)comm, buffer, n, root, &h)) == MPI_SUCCESS)
+		*request = (MPI_Request)h;
+	return gompi_error(comm, rc, "MPI_Ibcast");
+}
+
 static int reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root,
 		  MPI_Comm comm, const char *fn) {
 	int rc = check(comm, fn);

@@ -131,3 +131,15 @@ func gompi_go_gatherv(kind C.int, ch C.uintptr_t, send unsafe.Pointer, sn C.int6
 	}
 	return code(err)
 }
+
+// gompi_go_ibcast starts a Bcast (a Barrier when buf is nil and n < 0).
+//
+//export gompi_go_ibcast
+func gompi_go_ibcast(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, root C.int, req *C.uintptr_t) C.int {
+	return start(ch, 0, req, func(c *mpi.Comm) (*mpi.Request, error) {
+		if n < 0 {
+			return c.Ibarrier()
+		}
+		return c.Ibcast(bytes(buf, n), int(root))
+	})
+}

@@ -236,8 +236,6 @@ GOMPI_STUB int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], cons
 GOMPI_STUB int PMPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallv_c"); }
 GOMPI_STUB int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallw"); }
 GOMPI_STUB int PMPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallw_c"); }
-GOMPI_STUB int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibarrier"); }
-GOMPI_STUB int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibcast"); }
 GOMPI_STUB int PMPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibcast_c"); }
 GOMPI_STUB int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibsend"); }
 GOMPI_STUB int PMPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibsend_c"); }
@@ -1028,10 +1026,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Ialltoallw = PMPI_Ialltoallw
 #pragma weak MPI_Ialltoallw_c = PMPI_Ialltoallw_c
 #pragma weak gompi_stub_MPI_Ialltoallw_c = PMPI_Ialltoallw_c
-#pragma weak MPI_Ibarrier = PMPI_Ibarrier
-#pragma weak gompi_stub_MPI_Ibarrier = PMPI_Ibarrier
-#pragma weak MPI_Ibcast = PMPI_Ibcast
-#pragma weak gompi_stub_MPI_Ibcast = PMPI_Ibcast
 #pragma weak MPI_Ibcast_c = PMPI_Ibcast_c
 #pragma weak gompi_stub_MPI_Ibcast_c = PMPI_Ibcast_c
 #pragma weak MPI_Ibsend = PMPI_Ibsend

@@ -717,6 +717,8 @@ var implemented = []string{
 	"MPI_Get_version",
 	"MPI_Group_fromint",
 	"MPI_Group_toint",
+	"MPI_Ibarrier",
+	"MPI_Ibcast",
 	"MPI_Info_fromint",
 	"MPI_Info_toint",
 	"MPI_Init",

@@ -57,6 +57,12 @@ int main(int argc, char **argv) {
 	int b = rank == 0 ? 77 : 0;
 	MPI_Bcast(&b, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	SAY("bcast = %d", b);
+	MPI_Request ib[2];
+	int ibv = rank == 0 ? 88 : 0;
+	MPI_Ibcast(&ibv, 1, MPI_INT, 0, MPI_COMM_WORLD, &ib[0]);
+	MPI_Ibarrier(MPI_COMM_WORLD, &ib[1]);
+	MPI_Waitall(2, ib, MPI_STATUSES_IGNORE);
+	SAY("ibcast = %d", ibv);
 	unsigned in_place = 2;
 	MPI_Allreduce(MPI_IN_PLACE, &in_place, 1, MPI_UNSIGNED, MPI_PROD, MPI_COMM_WORLD);
 	SAY("in-place prod = %u", in_place);
