@@ -32,6 +32,7 @@
 #pragma weak MPI_Finalize = PMPI_Finalize
 #pragma weak MPI_Init = PMPI_Init
 #pragma weak MPI_Init_thread = PMPI_Init_thread
+#pragma weak MPI_Is_thread_main = PMPI_Is_thread_main
 #endif
 
 #ifdef GOMPI_FILE_core
@@ -89,6 +90,24 @@
 #pragma weak MPI_Win_toint = PMPI_Win_toint
 #pragma weak MPI_Wtick = PMPI_Wtick
 #pragma weak MPI_Wtime = PMPI_Wtime
+#endif
+
+#ifdef GOMPI_FILE_group
+#pragma weak MPI_Comm_create = PMPI_Comm_create
+#pragma weak MPI_Comm_group = PMPI_Comm_group
+#pragma weak MPI_Comm_split_type = PMPI_Comm_split_type
+#pragma weak MPI_Group_compare = PMPI_Group_compare
+#pragma weak MPI_Group_difference = PMPI_Group_difference
+#pragma weak MPI_Group_excl = PMPI_Group_excl
+#pragma weak MPI_Group_free = PMPI_Group_free
+#pragma weak MPI_Group_incl = PMPI_Group_incl
+#pragma weak MPI_Group_intersection = PMPI_Group_intersection
+#pragma weak MPI_Group_range_excl = PMPI_Group_range_excl
+#pragma weak MPI_Group_range_incl = PMPI_Group_range_incl
+#pragma weak MPI_Group_rank = PMPI_Group_rank
+#pragma weak MPI_Group_size = PMPI_Group_size
+#pragma weak MPI_Group_translate_ranks = PMPI_Group_translate_ranks
+#pragma weak MPI_Group_union = PMPI_Group_union
 #endif
 
 #ifdef GOMPI_FILE_p2p

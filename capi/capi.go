@@ -43,13 +43,15 @@ import (
 // lib is the C interface's Go state: the communicators and requests C
 // holds handles to. Calls from several C threads share it.
 var lib struct {
-	mu       sync.Mutex
-	self     *mpi.Comm
-	comms    map[uintptr]*mpi.Comm
-	names    map[uintptr]string
-	reqs     map[uintptr]*creq
-	nextReq  uint64
-	finished bool
+	mu        sync.Mutex
+	self      *mpi.Comm
+	comms     map[uintptr]*mpi.Comm
+	names     map[uintptr]string
+	reqs      map[uintptr]*creq
+	groups    map[uintptr]mpi.Group
+	nextGroup uint64
+	nextReq   uint64
+	finished  bool
 }
 
 // Handle kinds and layout: gompi.h's GOMPI_HANDLE.
@@ -73,6 +75,7 @@ const (
 	errRequest    = 7
 	errType       = 3
 	errOp         = 10
+	errRank       = 6
 	errProcAbortd = 58
 )
 
@@ -115,6 +118,7 @@ func gompi_go_init(required C.int, provided *C.int) C.int {
 	lib.comms = map[uintptr]*mpi.Comm{commWorld: w, commSelf: self}
 	lib.names = map[uintptr]string{commWorld: "MPI_COMM_WORLD", commSelf: "MPI_COMM_SELF"}
 	lib.reqs = map[uintptr]*creq{}
+	lib.groups = map[uintptr]mpi.Group{groupEmpty: w.Group().Difference(w.Group())}
 	lib.mu.Unlock()
 	C.gompi_comm_put(commWorld, C.int(w.Rank()), C.int(w.Size()), 0)
 	C.gompi_comm_put(commSelf, 0, 1, 0)

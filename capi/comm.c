@@ -1,11 +1,15 @@
 /*
  * comm.c: start and end of the library, and communicators.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "_cgo_export.h"
 #include "gompi.h"
+
+/* The thread that called MPI_Init or MPI_Init_thread: MPI's main thread. */
+static pthread_t main_thread;
 
 static int init(int required, int *provided, const char *fn) {
 	if (gompi_state != 0) {
@@ -16,6 +20,7 @@ static int init(int required, int *provided, const char *fn) {
 	int rc = gompi_go_init(required, &p);
 	if (rc != MPI_SUCCESS) return gompi_error(MPI_COMM_WORLD, rc, fn);
 	if (provided) *provided = p;
+	main_thread = pthread_self();
 	return MPI_SUCCESS;
 }
 
@@ -27,6 +32,13 @@ int PMPI_Init(int *argc, char ***argv) {
 int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 	(void)argc, (void)argv;
 	return init(required, provided, "MPI_Init_thread");
+}
+
+int PMPI_Is_thread_main(int *flag) {
+	int rc = gompi_check_init("MPI_Is_thread_main");
+	if (rc != MPI_SUCCESS) return rc;
+	*flag = pthread_equal(main_thread, pthread_self()) != 0;
+	return MPI_SUCCESS;
 }
 
 int PMPI_Finalize(void) {

@@ -66,7 +66,6 @@ GOMPI_STUB int PMPI_Comm_accept(const char *port_name, MPI_Info info, int root, 
 GOMPI_STUB int PMPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size) { return gompi_unsupported("MPI_Comm_attach_buffer"); }
 GOMPI_STUB int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size) { return gompi_unsupported("MPI_Comm_attach_buffer_c"); }
 GOMPI_STUB int PMPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_connect"); }
-GOMPI_STUB int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_create"); }
 GOMPI_STUB int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_create_from_group"); }
 GOMPI_STUB int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_create_group"); }
 GOMPI_STUB int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state) { return gompi_unsupported("MPI_Comm_create_keyval"); }
@@ -79,7 +78,6 @@ GOMPI_STUB int PMPI_Comm_flush_buffer(MPI_Comm comm) { return gompi_unsupported(
 GOMPI_STUB int PMPI_Comm_free_keyval(int *comm_keyval) { return gompi_unsupported("MPI_Comm_free_keyval"); }
 GOMPI_STUB int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) { return gompi_unsupported("MPI_Comm_get_info"); }
 GOMPI_STUB int PMPI_Comm_get_parent(MPI_Comm *parent) { return gompi_unsupported("MPI_Comm_get_parent"); }
-GOMPI_STUB int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group) { return gompi_unsupported("MPI_Comm_group"); }
 GOMPI_STUB int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) { return gompi_unsupported("MPI_Comm_idup"); }
 GOMPI_STUB int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) { return gompi_unsupported("MPI_Comm_idup_with_info"); }
 GOMPI_STUB int PMPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Comm_iflush_buffer"); }
@@ -90,7 +88,6 @@ GOMPI_STUB int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribut
 GOMPI_STUB int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info) { return gompi_unsupported("MPI_Comm_set_info"); }
 GOMPI_STUB int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn"); }
 GOMPI_STUB int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn_multiple"); }
-GOMPI_STUB int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_split_type"); }
 GOMPI_STUB int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) { return gompi_unsupported("MPI_Compare_and_swap"); }
 GOMPI_STUB int PMPI_Dims_create(int nnodes, int ndims, int dims[]) { return gompi_unsupported("MPI_Dims_create"); }
 GOMPI_STUB int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[], const int *weights, MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) { return gompi_unsupported("MPI_Dist_graph_create"); }
@@ -211,19 +208,7 @@ GOMPI_STUB int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbo
 GOMPI_STUB int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges) { return gompi_unsupported("MPI_Graphdims_get"); }
 GOMPI_STUB int PMPI_Grequest_complete(MPI_Request request) { return gompi_unsupported("MPI_Grequest_complete"); }
 GOMPI_STUB int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request) { return gompi_unsupported("MPI_Grequest_start"); }
-GOMPI_STUB int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) { return gompi_unsupported("MPI_Group_compare"); }
-GOMPI_STUB int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_difference"); }
-GOMPI_STUB int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_excl"); }
-GOMPI_STUB int PMPI_Group_free(MPI_Group *group) { return gompi_unsupported("MPI_Group_free"); }
 GOMPI_STUB int PMPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_from_session_pset"); }
-GOMPI_STUB int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_incl"); }
-GOMPI_STUB int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_intersection"); }
-GOMPI_STUB int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_range_excl"); }
-GOMPI_STUB int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_range_incl"); }
-GOMPI_STUB int PMPI_Group_rank(MPI_Group group, int *rank) { return gompi_unsupported("MPI_Group_rank"); }
-GOMPI_STUB int PMPI_Group_size(MPI_Group group, int *size) { return gompi_unsupported("MPI_Group_size"); }
-GOMPI_STUB int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]) { return gompi_unsupported("MPI_Group_translate_ranks"); }
-GOMPI_STUB int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_union"); }
 GOMPI_STUB int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgather"); }
 GOMPI_STUB int PMPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgather_c"); }
 GOMPI_STUB int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgatherv"); }
@@ -278,7 +263,6 @@ GOMPI_STUB int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const in
 GOMPI_STUB int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_block"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_block_c"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_c"); }
-GOMPI_STUB int PMPI_Is_thread_main(int *flag) { return gompi_unsupported("MPI_Is_thread_main"); }
 GOMPI_STUB int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscan"); }
 GOMPI_STUB int PMPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscan_c"); }
 GOMPI_STUB int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscatter"); }
@@ -686,8 +670,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_attach_buffer_c = PMPI_Comm_attach_buffer_c
 #pragma weak MPI_Comm_connect = PMPI_Comm_connect
 #pragma weak gompi_stub_MPI_Comm_connect = PMPI_Comm_connect
-#pragma weak MPI_Comm_create = PMPI_Comm_create
-#pragma weak gompi_stub_MPI_Comm_create = PMPI_Comm_create
 #pragma weak MPI_Comm_create_from_group = PMPI_Comm_create_from_group
 #pragma weak gompi_stub_MPI_Comm_create_from_group = PMPI_Comm_create_from_group
 #pragma weak MPI_Comm_create_group = PMPI_Comm_create_group
@@ -712,8 +694,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_get_info = PMPI_Comm_get_info
 #pragma weak MPI_Comm_get_parent = PMPI_Comm_get_parent
 #pragma weak gompi_stub_MPI_Comm_get_parent = PMPI_Comm_get_parent
-#pragma weak MPI_Comm_group = PMPI_Comm_group
-#pragma weak gompi_stub_MPI_Comm_group = PMPI_Comm_group
 #pragma weak MPI_Comm_idup = PMPI_Comm_idup
 #pragma weak gompi_stub_MPI_Comm_idup = PMPI_Comm_idup
 #pragma weak MPI_Comm_idup_with_info = PMPI_Comm_idup_with_info
@@ -734,8 +714,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_spawn = PMPI_Comm_spawn
 #pragma weak MPI_Comm_spawn_multiple = PMPI_Comm_spawn_multiple
 #pragma weak gompi_stub_MPI_Comm_spawn_multiple = PMPI_Comm_spawn_multiple
-#pragma weak MPI_Comm_split_type = PMPI_Comm_split_type
-#pragma weak gompi_stub_MPI_Comm_split_type = PMPI_Comm_split_type
 #pragma weak MPI_Compare_and_swap = PMPI_Compare_and_swap
 #pragma weak gompi_stub_MPI_Compare_and_swap = PMPI_Compare_and_swap
 #pragma weak MPI_Dims_create = PMPI_Dims_create
@@ -976,32 +954,8 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Grequest_complete = PMPI_Grequest_complete
 #pragma weak MPI_Grequest_start = PMPI_Grequest_start
 #pragma weak gompi_stub_MPI_Grequest_start = PMPI_Grequest_start
-#pragma weak MPI_Group_compare = PMPI_Group_compare
-#pragma weak gompi_stub_MPI_Group_compare = PMPI_Group_compare
-#pragma weak MPI_Group_difference = PMPI_Group_difference
-#pragma weak gompi_stub_MPI_Group_difference = PMPI_Group_difference
-#pragma weak MPI_Group_excl = PMPI_Group_excl
-#pragma weak gompi_stub_MPI_Group_excl = PMPI_Group_excl
-#pragma weak MPI_Group_free = PMPI_Group_free
-#pragma weak gompi_stub_MPI_Group_free = PMPI_Group_free
 #pragma weak MPI_Group_from_session_pset = PMPI_Group_from_session_pset
 #pragma weak gompi_stub_MPI_Group_from_session_pset = PMPI_Group_from_session_pset
-#pragma weak MPI_Group_incl = PMPI_Group_incl
-#pragma weak gompi_stub_MPI_Group_incl = PMPI_Group_incl
-#pragma weak MPI_Group_intersection = PMPI_Group_intersection
-#pragma weak gompi_stub_MPI_Group_intersection = PMPI_Group_intersection
-#pragma weak MPI_Group_range_excl = PMPI_Group_range_excl
-#pragma weak gompi_stub_MPI_Group_range_excl = PMPI_Group_range_excl
-#pragma weak MPI_Group_range_incl = PMPI_Group_range_incl
-#pragma weak gompi_stub_MPI_Group_range_incl = PMPI_Group_range_incl
-#pragma weak MPI_Group_rank = PMPI_Group_rank
-#pragma weak gompi_stub_MPI_Group_rank = PMPI_Group_rank
-#pragma weak MPI_Group_size = PMPI_Group_size
-#pragma weak gompi_stub_MPI_Group_size = PMPI_Group_size
-#pragma weak MPI_Group_translate_ranks = PMPI_Group_translate_ranks
-#pragma weak gompi_stub_MPI_Group_translate_ranks = PMPI_Group_translate_ranks
-#pragma weak MPI_Group_union = PMPI_Group_union
-#pragma weak gompi_stub_MPI_Group_union = PMPI_Group_union
 #pragma weak MPI_Iallgather = PMPI_Iallgather
 #pragma weak gompi_stub_MPI_Iallgather = PMPI_Iallgather
 #pragma weak MPI_Iallgather_c = PMPI_Iallgather_c
@@ -1110,8 +1064,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Ireduce_scatter_block_c = PMPI_Ireduce_scatter_block_c
 #pragma weak MPI_Ireduce_scatter_c = PMPI_Ireduce_scatter_c
 #pragma weak gompi_stub_MPI_Ireduce_scatter_c = PMPI_Ireduce_scatter_c
-#pragma weak MPI_Is_thread_main = PMPI_Is_thread_main
-#pragma weak gompi_stub_MPI_Is_thread_main = PMPI_Is_thread_main
 #pragma weak MPI_Iscan = PMPI_Iscan
 #pragma weak gompi_stub_MPI_Iscan = PMPI_Iscan
 #pragma weak MPI_Iscan_c = PMPI_Iscan_c

@@ -45,8 +45,11 @@ Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lmpi
 PC
 done
 
+# gompi-info lists the C functions the library implements (--c-api), so
+# it is rebuilt with the library; the other commands only when missing.
+go build -o "$prefix/bin/" ./cmd/gompi-info
 missing=()
-for c in gompirun gompid gompi-checkpoint gompi-restart gompi-migrate gompi-ps gompi-info gompi; do
+for c in gompirun gompid gompi-checkpoint gompi-restart gompi-migrate gompi-ps gompi; do
 	[ -x "$prefix/bin/$c" ] || missing+=("./cmd/$c")
 done
 [ ${#missing[@]} -eq 0 ] || go build -o "$prefix/bin/" "${missing[@]}"

@@ -19,9 +19,14 @@ case $base in /*) ;; *) base=$(pwd)/$base ;; esac
 say() { echo "mpich-source: $*" >&2; }
 
 dest=$base/$pkg
+# .unpacked names the top folder under tree/; only its last component
+# counts, so a .local shared by several worktrees (or moved) still works.
 if [ -f "$dest/.unpacked" ]; then
-	cat "$dest/.unpacked"
-	exit 0
+	top=$(cat "$dest/.unpacked")
+	if [ -d "$dest/tree/${top##*/}" ]; then
+		echo "$dest/tree/${top##*/}"
+		exit 0
+	fi
 fi
 command -v apt-get >/dev/null || { say "needs apt-get"; exit 1; }
 uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null ||
@@ -54,5 +59,5 @@ mkdir -p "$dest/tree"
 tar -xf "$orig" -C "$dest/tree"
 top=$(find "$dest/tree" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 [ -n "$top" ] || { say "$orig unpacked to nothing"; exit 1; }
-echo "$top" >"$dest/.unpacked"
+echo "tree/${top##*/}" >"$dest/.unpacked"
 echo "$top"
