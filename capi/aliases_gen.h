@@ -37,6 +37,9 @@
 
 #ifdef GOMPI_FILE_core
 #pragma weak MPI_Abi_get_version = PMPI_Abi_get_version
+#pragma weak MPI_Add_error_class = PMPI_Add_error_class
+#pragma weak MPI_Add_error_code = PMPI_Add_error_code
+#pragma weak MPI_Add_error_string = PMPI_Add_error_string
 #pragma weak MPI_Aint_add = PMPI_Aint_add
 #pragma weak MPI_Aint_diff = PMPI_Aint_diff
 #pragma weak MPI_Comm_call_errhandler = PMPI_Comm_call_errhandler

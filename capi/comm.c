@@ -109,8 +109,7 @@ int PMPI_Comm_test_inter(MPI_Comm comm, int *flag) {
 
 /* The predefined attributes' values (MPI gives the address of each). A
  * message's tag travels as an int; 2^30-1 leaves the sign bit alone. */
-static int tag_ub = 0x3fffffff, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0, appnum = 0,
-	   lastusedcode = MPI_ERR_LASTCODE;
+static int tag_ub = 0x3fffffff, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0, appnum = 0;
 
 /* predefined_attr answers the predefined keyvals; user keyvals are not
  * implemented yet (MPI_Comm_create_keyval is unsupported), so any other
@@ -124,7 +123,7 @@ static int predefined_attr(MPI_Comm comm, int keyval, void *attribute_val, int *
 	case MPI_IO: v = &io; break;
 	case MPI_WTIME_IS_GLOBAL: v = &wtime_global; break;
 	case MPI_APPNUM: v = &appnum; break;
-	case MPI_LASTUSEDCODE: v = &lastusedcode; break;
+	case MPI_LASTUSEDCODE: v = &gompi_lastusedcode; break;
 	case MPI_UNIVERSE_SIZE: /* no dynamic processes: the universe is the job */
 		*flag = 0;
 		return MPI_SUCCESS;

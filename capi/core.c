@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,9 +137,72 @@ static const char *class_strings[] = {
 	[MPI_ERR_ABI] = "ABI mismatch",
 };
 
+/* Error classes and codes a program adds (MPI_Add_error_class/code):
+ * numbered from MPI_ERR_LASTCODE+1 in the order they are added, the same
+ * on every process that adds them in the same order. user_class[i] is the
+ * class of number MPI_ERR_LASTCODE+1+i (its own number for a class). */
+#define USER_CODES 4096
+static int user_class[USER_CODES];
+static char *user_string[USER_CODES];
+static int user_n;
+static pthread_mutex_t user_mu = PTHREAD_MUTEX_INITIALIZER;
+int gompi_lastusedcode = MPI_ERR_LASTCODE;
+
+/* user_index is the slot of an added code or class, -1 for another number.
+ * Called with user_mu held. */
+static int user_index(int code) {
+	int i = code - MPI_ERR_LASTCODE - 1;
+	return i >= 0 && i < user_n ? i : -1;
+}
+
+static int add_code(int cls, int *out, const char *fn) {
+	gompi_check_init(fn);
+	pthread_mutex_lock(&user_mu);
+	int ok = user_n < USER_CODES;
+	if (ok && cls >= 0) {
+		int i = user_index(cls);
+		ok = (cls < MPI_ERR_LASTCODE && cls < (int)(sizeof class_strings / sizeof class_strings[0]) &&
+		      class_strings[cls] != NULL) ||
+		     (i >= 0 && user_class[i] == cls);
+	}
+	if (ok) {
+		int code = MPI_ERR_LASTCODE + 1 + user_n;
+		user_class[user_n++] = cls >= 0 ? cls : code;
+		gompi_lastusedcode = code;
+		*out = code;
+	}
+	pthread_mutex_unlock(&user_mu);
+	return ok ? MPI_SUCCESS : gompi_error(MPI_COMM_WORLD, MPI_ERR_ARG, fn);
+}
+
+int PMPI_Add_error_class(int *errorclass) { return add_code(-1, errorclass, "MPI_Add_error_class"); }
+
+int PMPI_Add_error_code(int errorclass, int *errorcode) {
+	if (errorclass < 0) return gompi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Add_error_code");
+	return add_code(errorclass, errorcode, "MPI_Add_error_code");
+}
+
+int PMPI_Add_error_string(int errorcode, const char *string) {
+	gompi_check_init("MPI_Add_error_string");
+	pthread_mutex_lock(&user_mu);
+	int i = user_index(errorcode);
+	if (i >= 0) {
+		free(user_string[i]);
+		user_string[i] = strndup(string, MPI_MAX_ERROR_STRING - 1);
+	}
+	pthread_mutex_unlock(&user_mu);
+	return i >= 0 ? MPI_SUCCESS : gompi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Add_error_string");
+}
+
 int PMPI_Error_class(int errorcode, int *errorclass) {
-	if (errorcode < 0 || errorcode > MPI_ERR_LASTCODE)
-		return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Error_class");
+	if (errorcode > MPI_ERR_LASTCODE) {
+		pthread_mutex_lock(&user_mu);
+		int i = user_index(errorcode);
+		if (i >= 0) *errorclass = user_class[i];
+		pthread_mutex_unlock(&user_mu);
+		return i >= 0 ? MPI_SUCCESS : gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Error_class");
+	}
+	if (errorcode < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Error_class");
 	*errorclass = errorcode;
 	return MPI_SUCCESS;
 }
@@ -148,6 +212,16 @@ int PMPI_Error_string(int errorcode, char *string, int *resultlen) {
 	if (errorcode >= 0 && errorcode < (int)(sizeof class_strings / sizeof class_strings[0]))
 		s = class_strings[errorcode];
 	char buf[64];
+	if (errorcode > MPI_ERR_LASTCODE) {
+		/* an added code: its string, empty until MPI_Add_error_string */
+		pthread_mutex_lock(&user_mu);
+		int i = user_index(errorcode);
+		if (i >= 0) snprintf(string, MPI_MAX_ERROR_STRING, "%s", user_string[i] ? user_string[i] : "");
+		pthread_mutex_unlock(&user_mu);
+		if (i < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Error_string");
+		*resultlen = (int)strlen(string);
+		return MPI_SUCCESS;
+	}
 	if (s == NULL) {
 		if (errorcode < 0 || errorcode > MPI_ERR_LASTCODE)
 			return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Error_string");

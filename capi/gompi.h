@@ -36,6 +36,8 @@ enum {
 /* Library state: 0 before MPI_Init, 1 initialized, 2 finalized. */
 extern int gompi_state;
 extern int gompi_thread_level;
+/* MPI_LASTUSEDCODE's value: the last error code or class added. */
+extern int gompi_lastusedcode;
 
 /* Errors. gompi_error raises code on comm (its error handler decides what
  * happens) and returns what the call returns; gompi_unsupported raises

@@ -11,9 +11,6 @@ GOMPI_STUB int PMPI_Abi_set_fortran_booleans(int logical_size, void *logical_tru
 GOMPI_STUB int PMPI_Abi_set_fortran_info(MPI_Info info) { return gompi_unsupported("MPI_Abi_set_fortran_info"); }
 GOMPI_STUB int PMPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) { return gompi_unsupported("MPI_Accumulate"); }
 GOMPI_STUB int PMPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) { return gompi_unsupported("MPI_Accumulate_c"); }
-GOMPI_STUB int PMPI_Add_error_class(int *errorclass) { return gompi_unsupported("MPI_Add_error_class"); }
-GOMPI_STUB int PMPI_Add_error_code(int errorclass, int *errorcode) { return gompi_unsupported("MPI_Add_error_code"); }
-GOMPI_STUB int PMPI_Add_error_string(int errorcode, const char *string) { return gompi_unsupported("MPI_Add_error_string"); }
 GOMPI_STUB int PMPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Allgather_c"); }
 GOMPI_STUB int PMPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgather_init"); }
 GOMPI_STUB int PMPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgather_init_c"); }
@@ -560,12 +557,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Accumulate = PMPI_Accumulate
 #pragma weak MPI_Accumulate_c = PMPI_Accumulate_c
 #pragma weak gompi_stub_MPI_Accumulate_c = PMPI_Accumulate_c
-#pragma weak MPI_Add_error_class = PMPI_Add_error_class
-#pragma weak gompi_stub_MPI_Add_error_class = PMPI_Add_error_class
-#pragma weak MPI_Add_error_code = PMPI_Add_error_code
-#pragma weak gompi_stub_MPI_Add_error_code = PMPI_Add_error_code
-#pragma weak MPI_Add_error_string = PMPI_Add_error_string
-#pragma weak gompi_stub_MPI_Add_error_string = PMPI_Add_error_string
 #pragma weak MPI_Allgather_c = PMPI_Allgather_c
 #pragma weak gompi_stub_MPI_Allgather_c = PMPI_Allgather_c
 #pragma weak MPI_Allgather_init = PMPI_Allgather_init

@@ -672,6 +672,9 @@ var functions = []string{
 var implemented = []string{
 	"MPI_Abi_get_version",
 	"MPI_Abort",
+	"MPI_Add_error_class",
+	"MPI_Add_error_code",
+	"MPI_Add_error_string",
 	"MPI_Aint_add",
 	"MPI_Aint_diff",
 	"MPI_Allgather",
