@@ -50,14 +50,7 @@ GOMPI_STUB int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) { return
 GOMPI_STUB int PMPI_Buffer_flush(void) { return gompi_unsupported("MPI_Buffer_flush"); }
 GOMPI_STUB int PMPI_Buffer_iflush(MPI_Request *request) { return gompi_unsupported("MPI_Buffer_iflush"); }
 GOMPI_STUB int PMPI_Cancel(MPI_Request *request) { return gompi_unsupported("MPI_Cancel"); }
-GOMPI_STUB int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) { return gompi_unsupported("MPI_Cart_coords"); }
-GOMPI_STUB int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart) { return gompi_unsupported("MPI_Cart_create"); }
-GOMPI_STUB int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) { return gompi_unsupported("MPI_Cart_get"); }
 GOMPI_STUB int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank) { return gompi_unsupported("MPI_Cart_map"); }
-GOMPI_STUB int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank) { return gompi_unsupported("MPI_Cart_rank"); }
-GOMPI_STUB int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest) { return gompi_unsupported("MPI_Cart_shift"); }
-GOMPI_STUB int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) { return gompi_unsupported("MPI_Cart_sub"); }
-GOMPI_STUB int PMPI_Cartdim_get(MPI_Comm comm, int *ndims) { return gompi_unsupported("MPI_Cartdim_get"); }
 GOMPI_STUB int PMPI_Close_port(const char *port_name) { return gompi_unsupported("MPI_Close_port"); }
 GOMPI_STUB int PMPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_accept"); }
 GOMPI_STUB int PMPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size) { return gompi_unsupported("MPI_Comm_attach_buffer"); }
@@ -86,11 +79,7 @@ GOMPI_STUB int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info) { return gompi_u
 GOMPI_STUB int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn"); }
 GOMPI_STUB int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn_multiple"); }
 GOMPI_STUB int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) { return gompi_unsupported("MPI_Compare_and_swap"); }
-GOMPI_STUB int PMPI_Dims_create(int nnodes, int ndims, int dims[]) { return gompi_unsupported("MPI_Dims_create"); }
 GOMPI_STUB int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[], const int *weights, MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) { return gompi_unsupported("MPI_Dist_graph_create"); }
-GOMPI_STUB int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[], const int *sourceweights, int outdegree, const int destinations[], const int *destweights, MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) { return gompi_unsupported("MPI_Dist_graph_create_adjacent"); }
-GOMPI_STUB int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int *sourceweights, int maxoutdegree, int destinations[], int *destweights) { return gompi_unsupported("MPI_Dist_graph_neighbors"); }
-GOMPI_STUB int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted) { return gompi_unsupported("MPI_Dist_graph_neighbors_count"); }
 GOMPI_STUB int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Exscan"); }
 GOMPI_STUB int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Exscan_c"); }
 GOMPI_STUB int PMPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Exscan_init"); }
@@ -197,12 +186,8 @@ GOMPI_STUB int PMPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_c
 GOMPI_STUB int PMPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) { return gompi_unsupported("MPI_Get_c"); }
 GOMPI_STUB int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) { return gompi_unsupported("MPI_Get_elements_x"); }
 GOMPI_STUB int PMPI_Get_hw_resource_info(MPI_Info *hw_info) { return gompi_unsupported("MPI_Get_hw_resource_info"); }
-GOMPI_STUB int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int edges[], int reorder, MPI_Comm *comm_graph) { return gompi_unsupported("MPI_Graph_create"); }
 GOMPI_STUB int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[]) { return gompi_unsupported("MPI_Graph_get"); }
 GOMPI_STUB int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[], int *newrank) { return gompi_unsupported("MPI_Graph_map"); }
-GOMPI_STUB int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) { return gompi_unsupported("MPI_Graph_neighbors"); }
-GOMPI_STUB int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors) { return gompi_unsupported("MPI_Graph_neighbors_count"); }
-GOMPI_STUB int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges) { return gompi_unsupported("MPI_Graphdims_get"); }
 GOMPI_STUB int PMPI_Grequest_complete(MPI_Request request) { return gompi_unsupported("MPI_Grequest_complete"); }
 GOMPI_STUB int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request) { return gompi_unsupported("MPI_Grequest_start"); }
 GOMPI_STUB int PMPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_from_session_pset"); }
@@ -445,7 +430,6 @@ GOMPI_STUB int PMPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle h
 GOMPI_STUB int PMPI_T_source_get_info(int source_index, char *name, int *name_len, char *desc, int *desc_len, MPI_T_source_order *ordering, MPI_Count *ticks_per_second, MPI_Count *max_ticks, MPI_Info *info) { return gompi_unsupported("MPI_T_source_get_info"); }
 GOMPI_STUB int PMPI_T_source_get_num(int *num_sources) { return gompi_unsupported("MPI_T_source_get_num"); }
 GOMPI_STUB int PMPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp) { return gompi_unsupported("MPI_T_source_get_timestamp"); }
-GOMPI_STUB int PMPI_Topo_test(MPI_Comm comm, int *status) { return gompi_unsupported("MPI_Topo_test"); }
 GOMPI_STUB int PMPI_Type_commit(MPI_Datatype *datatype) { return gompi_unsupported("MPI_Type_commit"); }
 GOMPI_STUB int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_contiguous"); }
 GOMPI_STUB int PMPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_contiguous_c"); }
@@ -635,22 +619,8 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Buffer_iflush = PMPI_Buffer_iflush
 #pragma weak MPI_Cancel = PMPI_Cancel
 #pragma weak gompi_stub_MPI_Cancel = PMPI_Cancel
-#pragma weak MPI_Cart_coords = PMPI_Cart_coords
-#pragma weak gompi_stub_MPI_Cart_coords = PMPI_Cart_coords
-#pragma weak MPI_Cart_create = PMPI_Cart_create
-#pragma weak gompi_stub_MPI_Cart_create = PMPI_Cart_create
-#pragma weak MPI_Cart_get = PMPI_Cart_get
-#pragma weak gompi_stub_MPI_Cart_get = PMPI_Cart_get
 #pragma weak MPI_Cart_map = PMPI_Cart_map
 #pragma weak gompi_stub_MPI_Cart_map = PMPI_Cart_map
-#pragma weak MPI_Cart_rank = PMPI_Cart_rank
-#pragma weak gompi_stub_MPI_Cart_rank = PMPI_Cart_rank
-#pragma weak MPI_Cart_shift = PMPI_Cart_shift
-#pragma weak gompi_stub_MPI_Cart_shift = PMPI_Cart_shift
-#pragma weak MPI_Cart_sub = PMPI_Cart_sub
-#pragma weak gompi_stub_MPI_Cart_sub = PMPI_Cart_sub
-#pragma weak MPI_Cartdim_get = PMPI_Cartdim_get
-#pragma weak gompi_stub_MPI_Cartdim_get = PMPI_Cartdim_get
 #pragma weak MPI_Close_port = PMPI_Close_port
 #pragma weak gompi_stub_MPI_Close_port = PMPI_Close_port
 #pragma weak MPI_Comm_accept = PMPI_Comm_accept
@@ -707,16 +677,8 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_spawn_multiple = PMPI_Comm_spawn_multiple
 #pragma weak MPI_Compare_and_swap = PMPI_Compare_and_swap
 #pragma weak gompi_stub_MPI_Compare_and_swap = PMPI_Compare_and_swap
-#pragma weak MPI_Dims_create = PMPI_Dims_create
-#pragma weak gompi_stub_MPI_Dims_create = PMPI_Dims_create
 #pragma weak MPI_Dist_graph_create = PMPI_Dist_graph_create
 #pragma weak gompi_stub_MPI_Dist_graph_create = PMPI_Dist_graph_create
-#pragma weak MPI_Dist_graph_create_adjacent = PMPI_Dist_graph_create_adjacent
-#pragma weak gompi_stub_MPI_Dist_graph_create_adjacent = PMPI_Dist_graph_create_adjacent
-#pragma weak MPI_Dist_graph_neighbors = PMPI_Dist_graph_neighbors
-#pragma weak gompi_stub_MPI_Dist_graph_neighbors = PMPI_Dist_graph_neighbors
-#pragma weak MPI_Dist_graph_neighbors_count = PMPI_Dist_graph_neighbors_count
-#pragma weak gompi_stub_MPI_Dist_graph_neighbors_count = PMPI_Dist_graph_neighbors_count
 #pragma weak MPI_Exscan = PMPI_Exscan
 #pragma weak gompi_stub_MPI_Exscan = PMPI_Exscan
 #pragma weak MPI_Exscan_c = PMPI_Exscan_c
@@ -929,18 +891,10 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Get_elements_x = PMPI_Get_elements_x
 #pragma weak MPI_Get_hw_resource_info = PMPI_Get_hw_resource_info
 #pragma weak gompi_stub_MPI_Get_hw_resource_info = PMPI_Get_hw_resource_info
-#pragma weak MPI_Graph_create = PMPI_Graph_create
-#pragma weak gompi_stub_MPI_Graph_create = PMPI_Graph_create
 #pragma weak MPI_Graph_get = PMPI_Graph_get
 #pragma weak gompi_stub_MPI_Graph_get = PMPI_Graph_get
 #pragma weak MPI_Graph_map = PMPI_Graph_map
 #pragma weak gompi_stub_MPI_Graph_map = PMPI_Graph_map
-#pragma weak MPI_Graph_neighbors = PMPI_Graph_neighbors
-#pragma weak gompi_stub_MPI_Graph_neighbors = PMPI_Graph_neighbors
-#pragma weak MPI_Graph_neighbors_count = PMPI_Graph_neighbors_count
-#pragma weak gompi_stub_MPI_Graph_neighbors_count = PMPI_Graph_neighbors_count
-#pragma weak MPI_Graphdims_get = PMPI_Graphdims_get
-#pragma weak gompi_stub_MPI_Graphdims_get = PMPI_Graphdims_get
 #pragma weak MPI_Grequest_complete = PMPI_Grequest_complete
 #pragma weak gompi_stub_MPI_Grequest_complete = PMPI_Grequest_complete
 #pragma weak MPI_Grequest_start = PMPI_Grequest_start
@@ -1425,8 +1379,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_T_source_get_num = PMPI_T_source_get_num
 #pragma weak MPI_T_source_get_timestamp = PMPI_T_source_get_timestamp
 #pragma weak gompi_stub_MPI_T_source_get_timestamp = PMPI_T_source_get_timestamp
-#pragma weak MPI_Topo_test = PMPI_Topo_test
-#pragma weak gompi_stub_MPI_Topo_test = PMPI_Topo_test
 #pragma weak MPI_Type_commit = PMPI_Type_commit
 #pragma weak gompi_stub_MPI_Type_commit = PMPI_Type_commit
 #pragma weak MPI_Type_contiguous = PMPI_Type_contiguous
