@@ -55,12 +55,6 @@ int PMPI_Abort(MPI_Comm comm, int errorcode) {
 	return MPI_SUCCESS; /* not reached */
 }
 
-#define CHECK_COMM(comm, fn)                                                        \
-	do {                                                                        \
-		gompi_check_init(fn);                                               \
-		if (!gompi_comm_known(comm)) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, fn); \
-	} while (0)
-
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
 	CHECK_COMM(comm, "MPI_Comm_dup");
 	uintptr_t h;

@@ -51,6 +51,14 @@ void gompi_comm_put(uintptr_t h, int rank, int size, uintptr_t parent);
 void gompi_comm_del(uintptr_t h);
 int gompi_comm_known(MPI_Comm c);
 
+/* CHECK_COMM starts a function taking a communicator: the library must be
+ * running and the handle one it gave out (or a predefined one). */
+#define CHECK_COMM(comm, fn)                                                                 \
+	do {                                                                                 \
+		gompi_check_init(fn);                                                        \
+		if (!gompi_comm_known(comm)) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, fn); \
+	} while (0)
+
 /* Datatypes: the size of a predefined one, or -1. */
 int64_t gompi_type_size(MPI_Datatype t);
 

@@ -8,12 +8,6 @@
 #include "_cgo_export.h"
 #include "gompi.h"
 
-#define CHECK_COMM(comm, fn)                                                                 \
-	do {                                                                                 \
-		gompi_check_init(fn);                                                        \
-		if (!gompi_comm_known(comm)) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, fn); \
-	} while (0)
-
 int PMPI_Dims_create(int nnodes, int ndims, int dims[]) {
 	gompi_check_init("MPI_Dims_create");
 	if (nnodes < 0 || ndims < 0) return gompi_error(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Dims_create");
