@@ -12,6 +12,7 @@
 #   bash scripts/fetch-mpich-abi.sh [PREFIX]   (default .local/mpich-abi in the repository)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/private-apt.sh
 prefix=${1:-$(pwd)/.local/mpich-abi}
 case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
 
@@ -28,23 +29,15 @@ if ! command -v apt-get >/dev/null || ! command -v dpkg >/dev/null; then
 	say "needs apt-get and dpkg"
 	exit 1
 fi
-uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null ||
-	awk '/^deb / { print $2; exit }' /etc/apt/sources.list)
-[ -n "$uri" ] || { say "no Debian archive in the system's apt sources"; exit 1; }
-
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ok=""
 for suite in forky sid; do
 	dir=$tmp/$suite
-	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/debs"
-	: >"$dir/status"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" >"$dir/sources.list"
-	apt=(apt-get -q -o Dir::Etc::SourceList="$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-		-o Dir::State::Lists="$dir/lists" -o Dir::State::status="$dir/status" -o Dir::Cache="$dir/cache"
-		-o Debug::NoLocking=1 -o APT::Sandbox::User=root)
-	if "${apt[@]}" update >"$dir/apt.log" 2>&1 &&
-		(cd "$dir/debs" && "${apt[@]}" download libmpich-dev >>"$dir/apt.log" 2>&1); then
+	mkdir -p "$dir/debs"
+	private_apt "$dir" deb "$suite" || exit 1
+	if "${APT[@]}" update >"$dir/apt.log" 2>&1 &&
+		(cd "$dir/debs" && "${APT[@]}" download libmpich-dev >>"$dir/apt.log" 2>&1); then
 		ok=$suite
 		break
 	fi

@@ -19,6 +19,7 @@
 #   bash scripts/install-criu.sh [PREFIX]   (default .local/criu in the repository)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/private-apt.sh
 prefix=${1:-$(pwd)/.local/criu}
 case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
 min_version=40200 # 4.2.0, as criu --version's X.Y.Z reads in CRIU's own numbering
@@ -85,18 +86,10 @@ usable() {
 # fetch SUITE DIR downloads criu and its dependencies from SUITE into
 # DIR/debs with a private apt configuration.
 fetch() {
-	local suite=$1 dir=$2 uri
-	uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null ||
-		awk '/^deb / { print $2; exit }' /etc/apt/sources.list)
-	[ -n "$uri" ] || { say "no Debian archive in the system's apt sources"; return 1; }
-	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
-	: >"$dir/status"
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" >"$dir/sources.list"
-	local apt=(apt-get -q -o Dir::Etc::SourceList="$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-		-o Dir::State::Lists="$dir/lists" -o Dir::State::status="$dir/status" -o Dir::Cache="$dir/cache"
-		-o Debug::NoLocking=1 -o APT::Sandbox::User=root)
-	"${apt[@]}" update >"$dir/apt.log" 2>&1 &&
-		"${apt[@]}" install -y --download-only --no-install-recommends criu >>"$dir/apt.log" 2>&1 ||
+	local suite=$1 dir=$2 APT
+	private_apt "$dir" deb "$suite" || return 1
+	"${APT[@]}" update >"$dir/apt.log" 2>&1 &&
+		"${APT[@]}" install -y --download-only --no-install-recommends criu >>"$dir/apt.log" 2>&1 ||
 		{ say "apt could not fetch criu from $suite: $(tail -n 2 "$dir/apt.log")"; return 1; }
 }
 

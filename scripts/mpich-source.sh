@@ -13,6 +13,7 @@
 #   bash scripts/mpich-source.sh PACKAGE [DIR]   (default DIR .local/src in the repository)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/private-apt.sh
 pkg=${1:?usage: mpich-source.sh PACKAGE [DIR]}
 base=${2:-$(pwd)/.local/src}
 case $base in /*) ;; *) base=$(pwd)/$base ;; esac
@@ -29,24 +30,17 @@ if [ -f "$dest/.unpacked" ]; then
 	fi
 fi
 command -v apt-get >/dev/null || { say "needs apt-get"; exit 1; }
-uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null ||
-	awk '/^deb / { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
-[ -n "$uri" ] || { say "no Debian archive in the system's apt sources"; exit 1; }
 suite=${DEBIAN_SUITE:-bookworm}
 
 apt_dir=$base/.apt
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$dest/dl"
-: >"$apt_dir/status"
-echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" >"$apt_dir/sources.list"
-apt=(apt-get -q -o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	-o Dir::State::Lists="$apt_dir/lists" -o Dir::State::status="$apt_dir/status" -o Dir::Cache="$apt_dir/cache"
-	-o Debug::NoLocking=1 -o APT::Sandbox::User=root)
+mkdir -p "$dest/dl"
+private_apt "$apt_dir" deb-src "$suite" || exit 1
 # Only the upstream tarball is needed: a failure to fetch the rest (the
 # archive serves netpipe's orig tarball but not its debian tarball) is
 # fine once that is here.
 if ! ls "$dest"/dl/*.orig.tar.* >/dev/null 2>&1; then
-	if "${apt[@]}" update >"$apt_dir/apt.log" 2>&1; then
-		(cd "$dest/dl" && "${apt[@]}" source --download-only "$pkg" >>"$apt_dir/apt.log" 2>&1) || true
+	if "${APT[@]}" update >"$apt_dir/apt.log" 2>&1; then
+		(cd "$dest/dl" && "${APT[@]}" source --download-only "$pkg" >>"$apt_dir/apt.log" 2>&1) || true
 	fi
 	if ! ls "$dest"/dl/*.orig.tar.* >/dev/null 2>&1; then
 		say "apt could not fetch the source of $pkg from $suite: $(tail -n 3 "$apt_dir/apt.log")"
