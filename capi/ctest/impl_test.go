@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gompi/capi/internal/cbuild"
 )
 
 // impl is one MPI the programs are built and run with.
@@ -25,8 +26,7 @@ type impl struct {
 	launcher []string // the command before the program: mpirun ... -np
 	env      []string
 	// api is the set of C functions the implementation provides (gompi-info
-	// --c-api); nil for the reference, which provides them all, and for a
-	// gompi whose gompi-info cannot list them yet (gompiNoList).
+	// --c-api); nil for the reference, which provides them all.
 	api map[string]bool
 }
 
@@ -37,13 +37,9 @@ var (
 	ompi      *impl
 	ompiWhy   string // why ompi is nil
 	gompi     *impl
-	gompiWhy  string // why gompi is nil
-	gompiErr  error  // the gompi build failed (a test failure, not a gap)
+	gompiErr  error  // the gompi build failed
 	gompiBin  string // gompirun, gompid and gompi-info
-	// gompiNoList says why gompi-info cannot list the C interface; then
-	// only the programs of expected-pass are tried.
-	gompiNoList string
-	buildLock   sync.Mutex
+	buildLock sync.Mutex
 )
 
 func TestMain(m *testing.M) {
@@ -51,12 +47,13 @@ func TestMain(m *testing.M) {
 	if workDir != "" {
 		os.RemoveAll(workDir)
 	}
+	cbuild.Cleanup()
 	os.Exit(code)
 }
 
 // setup finds both MPIs once per test binary: Open MPI on PATH; gompi in
 // $GOMPI_C_PREFIX, or built with scripts/build-c.sh into a temporary
-// prefix.
+// prefix (package cbuild, as capi's other tests).
 func setup(t *testing.T) {
 	t.Helper()
 	setupOnce.Do(func() {
@@ -108,28 +105,13 @@ func setupGompi() error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	prefix := os.Getenv("GOMPI_C_PREFIX")
-	if prefix == "" {
-		script := filepath.Join(repoRoot, "scripts", "build-c.sh")
-		if _, err := os.Stat(script); errors.Is(err, os.ErrNotExist) {
-			gompiWhy = "scripts/build-c.sh is not in the repository yet: no gompicc"
-			return nil
-		}
-		prefix = filepath.Join(workDir, "prefix")
-		cmd := exec.CommandContext(ctx, "bash", script, prefix)
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("scripts/build-c.sh %s: %w\n%s", prefix, err, out)
-		}
+	prefix, err := cbuild.Build()
+	if err != nil {
+		return err
 	}
 	api, err := cAPI(ctx, filepath.Join(gompiBin, "gompi-info"))
 	if err != nil {
-		// Until gompi-info lists the C interface only the programs of
-		// expected-pass are tried (others may call what gompi lacks, and
-		// a job that waits on an unimplemented call costs its bound).
-		fmt.Fprintf(os.Stderr, "ctest: %v: only the programs of testdata/expected-pass are tried on gompi\n", err)
-		api = nil
-		gompiNoList = err.Error()
+		return err
 	}
 	gompi = &impl{
 		name: "gompi", cc: filepath.Join(prefix, "bin", "gompicc"), cxx: filepath.Join(prefix, "bin", "gompicxx"),
@@ -247,12 +229,8 @@ func firstLine(b []byte) string {
 }
 
 // applicable says why bin cannot run on gompi ("" when it can): it needs
-// functions gompi-info --c-api does not list, or gompi-info lists none
-// and mustPass is false.
-func applicable(bin string, mustPass bool) (string, error) {
-	if gompiNoList != "" && !mustPass {
-		return "not tried on gompi: " + gompiNoList, nil
-	}
+// functions gompi-info --c-api does not list.
+func applicable(bin string) (string, error) {
 	miss, err := gompi.missing(bin)
 	if err != nil || len(miss) == 0 {
 		return "", err

@@ -27,15 +27,31 @@ var (
 // TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes the temporary prefix Build made, if any: for a TestMain
+// that does more than Main.
+func Cleanup() {
 	if tmp != "" {
 		os.RemoveAll(tmp)
 	}
-	os.Exit(code)
 }
 
 // Prefix returns the C build's prefix, building it on first use.
 func Prefix(t testing.TB) string {
 	t.Helper()
+	p, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Build returns the C build's prefix, building it on first use; the
+// error of a build that failed is returned to every caller.
+func Build() (string, error) {
 	once.Do(func() {
 		if prefix = os.Getenv("GOMPI_C_PREFIX"); prefix != "" {
 			return
@@ -51,10 +67,7 @@ func Prefix(t testing.TB) string {
 			err = fmt.Errorf("scripts/build-c.sh: %w\n%s", e, out)
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prefix
+	return prefix, err
 }
 
 // Root returns the repository's root folder.
