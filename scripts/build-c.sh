@@ -5,8 +5,9 @@
 #                                libmpi_abi.so and libmpi.so links beside it
 #   PREFIX/include/mpi.h         the header (MPI-5.0 standard ABI)
 #   PREFIX/bin/gompicc, gompicxx the compiler wrappers
-#   PREFIX/share/gompi/wrappers/ mpicc and mpicxx (links to the wrappers):
-#                                the folder a user puts first on PATH
+#   PREFIX/share/gompi/wrappers/ mpicc, mpicxx, mpiexec and mpirun (links
+#                                to gompicc, gompicxx and gompirun): the
+#                                folder a user puts first on PATH
 #   PREFIX/lib/pkgconfig/        gompi.pc and mpi.pc (relocatable)
 # and the runtime's commands (gompirun, gompid, ...) into PREFIX/bin when
 # missing there, so `PREFIX/bin/gompirun -np 2 ./prog` runs a C program.
@@ -30,6 +31,10 @@ install -m 644 capi/include/mpi.h "$prefix/include/mpi.h"
 go build -o "$prefix/bin/" ./cmd/gompicc ./cmd/gompicxx
 ln -sf ../../../bin/gompicc "$prefix/share/gompi/wrappers/mpicc"
 ln -sf ../../../bin/gompicxx "$prefix/share/gompi/wrappers/mpicxx"
+# mpiexec too: CMake's FindMPI finds mpiexec first and then takes the
+# compiler wrappers from its folder, so without it another MPI's wins.
+ln -sf ../../../bin/gompirun "$prefix/share/gompi/wrappers/mpiexec"
+ln -sf ../../../bin/gompirun "$prefix/share/gompi/wrappers/mpirun"
 
 for pc in gompi mpi; do
 	cat >"$prefix/lib/pkgconfig/$pc.pc" <<PC
