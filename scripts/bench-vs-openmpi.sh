@@ -10,7 +10,7 @@
 # project's goals name. Not part of CI (it installs Open MPI and takes
 # minutes).
 #
-#   bash scripts/bench-vs-openmpi.sh [-r ROUNDS] [-l] [-b REV] [-c] [-q] [-o DIR]
+#   bash scripts/bench-vs-openmpi.sh [-r ROUNDS] [-l] [-b REV] [-c] [-n] [-q] [-o DIR]
 #
 #   -r ROUNDS  rounds (default 5)
 #   -l         load test: the same run with other work on the machine, a
@@ -23,18 +23,24 @@
 #              under gompirun, series "gompi-c-tcp" and "gompi-c-<on-node>"
 #              beside gompi's Go API and Open MPI (issue 22's goals: C 8 B
 #              latency <= 1.1x Go's on the same BTL, <= 1.2x Open MPI's tcp)
+#   -n         also NetPIPE (scripts/netpipe.sh): NPmpi built with Open
+#              MPI's mpicc and with gompicc, 1 B to 4 MiB without
+#              perturbation, series "np-ompi-tcp", "np-gompi-c-tcp",
+#              "np-ompi-vader", "np-gompi-c-<on-node>" (test "netpipe":
+#              NetPIPE's one-way time and throughput); implies -c's build
 #   -q         quick smoke: few iterations and sizes
 #   -o DIR     where rows.jsonl, table.txt and plot.svg/plot.png go
 #              (default: a new folder under /tmp)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-rounds=5 load=0 base="" quick=0 out="" capi=0
-while getopts "r:lb:cqo:" opt; do
+rounds=5 load=0 base="" quick=0 out="" capi=0 netpipe=0
+while getopts "r:lb:cnqo:" opt; do
 	case $opt in
 	r) rounds=$OPTARG ;;
 	l) load=1 ;;
 	b) base=$OPTARG ;;
 	c) capi=1 ;;
+	n) netpipe=1 ;;
 	q) quick=1 ;;
 	o) out=$OPTARG ;;
 	*) exit 2 ;;
@@ -62,9 +68,13 @@ cleanup() {
 trap cleanup EXIT
 go build -o "$work/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-info ./examples/bench
 mpicc -O2 -o "$work/ompi_bench" examples/bench/testdata/ompi_bench.c
-if ((capi)); then
+if ((capi || netpipe)); then
 	bash scripts/build-c.sh "$work/cprefix" >"$work/build-c.log" 2>&1 || { cat "$work/build-c.log" >&2; exit 1; }
 	"$work/cprefix/bin/gompicc" -O2 -o "$work/gompi_c_bench" examples/bench/testdata/ompi_bench.c
+fi
+if ((netpipe)); then
+	np_ompi=$(bash scripts/netpipe.sh -c mpicc -o "$work/np-ompi" | tail -n 1)
+	np_gompi=$(bash scripts/netpipe.sh -c "$work/cprefix/bin/gompicc" -o "$work/np-gompi" | tail -n 1)
 fi
 if [ -n "$base" ]; then
 	mkdir -p "$work/base/src" "$work/base/bin"
@@ -113,6 +123,17 @@ ompi() {
 	done | sed -n "s/^{/{\"series\":\"$series\",/p"
 }
 
+# np SERIES NPmpi LAUNCHER...: one NetPIPE run, its output file (bytes,
+# Mbit/s as 2^20 bits, one-way seconds a line) turned into rows.
+np() {
+	local series=$1 bin=$2 f
+	shift 2
+	f=$(mktemp "$work/np.XXXXXX")
+	(cd "$work" && "$@" "$bin" -u $((4 << 20)) -p 0 -o "$f" >/dev/null)
+	awk -v s="$series" '{printf "{\"series\":\"%s\",\"test\":\"netpipe\",\"size\":%d,\"latency_us\":%.4f,\"mb_per_s\":%.4f}\n", s, $1, $3 * 1e6, $1 / $3 / 1e6}' "$f"
+}
+ompirun=(mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl_tcp_if_include lo --mca btl)
+
 if ((load)); then
 	n=${LOAD_PROCS:-$(nproc)}
 	for ((i = 0; i < n; i++)); do
@@ -124,10 +145,15 @@ fi
 names=("gompi-tcp" "ompi-tcp" "gompi-$onnode" "ompi-vader")
 [ -n "$base" ] && names+=("gompi-tcp@$base")
 ((capi)) && names+=("gompi-c-tcp" "gompi-c-$onnode")
+((netpipe)) && names+=("np-ompi-tcp" "np-gompi-c-tcp" "np-ompi-vader" "np-gompi-c-$onnode")
 : >"$out/rows.jsonl"
 for ((r = 1; r <= rounds; r++)); do
 	for n in "${names[@]}"; do
 		case $n in
+		np-ompi-tcp) np "$n" "$np_ompi" "${ompirun[@]}" tcp,self ;;
+		np-ompi-vader) np "$n" "$np_ompi" "${ompirun[@]}" vader,self ;;
+		np-gompi-c-tcp) np "$n" "$np_gompi" "$work/gompirun" -np 2 --host n1,n1 --mca btl tcp ;;
+		np-gompi-c-*) np "$n" "$np_gompi" "$work/gompirun" -np 2 --host n1,n1 --mca btl "$onnode" ;;
 		gompi-tcp) gompi "$n" "$work" tcp ;;
 		gompi-tcp@*) gompi "$n" "$work/base/bin" tcp ;;
 		gompi-c-tcp) gompic "$n" tcp ;;
@@ -176,6 +202,17 @@ summary() { # GOMPI OMPI
 		summary gompi-c-tcp gompi-tcp
 		summary gompi-c-tcp ompi-tcp
 		summary "gompi-c-$onnode" "gompi-$onnode"
+	fi
+	if ((netpipe)); then
+		nps() { # GOMPI OMPI: NetPIPE's 8 B time and 1 MiB throughput
+			local a b c d
+			a=$(med "$1" netpipe 8 latency_us) b=$(med "$2" netpipe 8 latency_us)
+			c=$(med "$1" netpipe 1048576 mb_per_s) d=$(med "$2" netpipe 1048576 mb_per_s)
+			printf '%-16s vs %-12s NetPIPE 8B %7.2f vs %7.2f us (%sx)  1MiB %7.0f vs %7.0f MB/s (%sx)\n' \
+				"$1" "$2" "$a" "$b" "$(ratio "$a" "$b")" "$c" "$d" "$(ratio "$c" "$d")"
+		}
+		nps np-gompi-c-tcp np-ompi-tcp
+		nps "np-gompi-c-$onnode" np-ompi-vader
 	fi
 	echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)$( ((load)) && echo ", with the script's own busy loops")"
 } | tee -a "$out/table.txt"

@@ -45,9 +45,9 @@ type row struct {
 }
 
 // value is the figure a test's plot shows: latency, or bandwidth for the
-// bandwidth test.
+// bandwidth test and NetPIPE's (whose curve is its throughput).
 func (r row) value() float64 {
-	if r.Test == "bandwidth" {
+	if r.Test == "bandwidth" || r.Test == "netpipe" {
 		return r.MBps
 	}
 	return r.LatencyUS
@@ -70,6 +70,7 @@ var tests = []struct{ name, title, unit string }{
 	{"latency", "ping-pong latency (one way)", "µs"},
 	{"bandwidth", "streaming bandwidth", "MB/s"},
 	{"allreduce", "Allreduce latency (slowest rank)", "µs"},
+	{"netpipe", "NetPIPE NPmpi throughput", "MB/s"},
 }
 
 func main() {
@@ -238,7 +239,7 @@ func (res *results) panel(test, title, unit string) (*plot.Plot, error) {
 	p.Y.Label.Text = unit
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = sizeTicks{}, plot.LogTicks{Prec: -1}
-	p.Legend.Top = test != "bandwidth"
+	p.Legend.Top = test != "bandwidth" && test != "netpipe"
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 	for i, s := range res.series {

@@ -17,6 +17,7 @@ func TestTableAndPlot(t *testing.T) {
 		`{"series":"b","test":"latency","size":8,"latency_us":6}`,
 		`{"series":"a","test":"bandwidth","size":1048576,"mb_per_s":900}`,
 		`{"series":"b","test":"allreduce","size":8,"latency_us":7}`,
+		`{"series":"b","test":"netpipe","size":1024,"latency_us":9,"mb_per_s":300}`,
 	}, "\n")
 	dir := t.TempDir()
 	in := filepath.Join(dir, "rows.jsonl")
@@ -29,7 +30,8 @@ func TestTableAndPlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Medians: a's of 1, 2, 3 is 2; b's of 4 and 6 is 5.
-		for _, want := range []string{"8B             2.00 ( 3)      5.00 ( 2)", "1MiB         900.00 ( 1)              -", "8B                     -      7.00 ( 1)"} {
+		for _, want := range []string{"8B             2.00 ( 3)      5.00 ( 2)", "1MiB         900.00 ( 1)              -", "8B                     -      7.00 ( 1)",
+			"# NetPIPE NPmpi throughput (MB/s", "1KiB                   -    300.00 ( 1)"} {
 			if !strings.Contains(table.String(), want) {
 				t.Errorf("table lacks %q:\n%s", want, table.String())
 			}
