@@ -86,13 +86,53 @@
 #pragma weak MPI_Status_set_elements_c = PMPI_Status_set_elements_c
 #pragma weak MPI_Test_cancelled = PMPI_Test_cancelled
 #pragma weak MPI_Type_fromint = PMPI_Type_fromint
-#pragma weak MPI_Type_size = PMPI_Type_size
-#pragma weak MPI_Type_size_c = PMPI_Type_size_c
 #pragma weak MPI_Type_toint = PMPI_Type_toint
 #pragma weak MPI_Win_fromint = PMPI_Win_fromint
 #pragma weak MPI_Win_toint = PMPI_Win_toint
 #pragma weak MPI_Wtick = PMPI_Wtick
 #pragma weak MPI_Wtime = PMPI_Wtime
+#endif
+
+#ifdef GOMPI_FILE_datatype
+#pragma weak MPI_Type_commit = PMPI_Type_commit
+#pragma weak MPI_Type_contiguous = PMPI_Type_contiguous
+#pragma weak MPI_Type_contiguous_c = PMPI_Type_contiguous_c
+#pragma weak MPI_Type_create_hindexed = PMPI_Type_create_hindexed
+#pragma weak MPI_Type_create_hindexed_block = PMPI_Type_create_hindexed_block
+#pragma weak MPI_Type_create_hindexed_block_c = PMPI_Type_create_hindexed_block_c
+#pragma weak MPI_Type_create_hindexed_c = PMPI_Type_create_hindexed_c
+#pragma weak MPI_Type_create_hvector = PMPI_Type_create_hvector
+#pragma weak MPI_Type_create_hvector_c = PMPI_Type_create_hvector_c
+#pragma weak MPI_Type_create_indexed_block = PMPI_Type_create_indexed_block
+#pragma weak MPI_Type_create_indexed_block_c = PMPI_Type_create_indexed_block_c
+#pragma weak MPI_Type_create_resized = PMPI_Type_create_resized
+#pragma weak MPI_Type_create_resized_c = PMPI_Type_create_resized_c
+#pragma weak MPI_Type_create_struct = PMPI_Type_create_struct
+#pragma weak MPI_Type_create_struct_c = PMPI_Type_create_struct_c
+#pragma weak MPI_Type_create_subarray = PMPI_Type_create_subarray
+#pragma weak MPI_Type_create_subarray_c = PMPI_Type_create_subarray_c
+#pragma weak MPI_Type_dup = PMPI_Type_dup
+#pragma weak MPI_Type_free = PMPI_Type_free
+#pragma weak MPI_Type_get_contents = PMPI_Type_get_contents
+#pragma weak MPI_Type_get_contents_c = PMPI_Type_get_contents_c
+#pragma weak MPI_Type_get_envelope = PMPI_Type_get_envelope
+#pragma weak MPI_Type_get_envelope_c = PMPI_Type_get_envelope_c
+#pragma weak MPI_Type_get_extent = PMPI_Type_get_extent
+#pragma weak MPI_Type_get_extent_c = PMPI_Type_get_extent_c
+#pragma weak MPI_Type_get_extent_x = PMPI_Type_get_extent_x
+#pragma weak MPI_Type_get_name = PMPI_Type_get_name
+#pragma weak MPI_Type_get_true_extent = PMPI_Type_get_true_extent
+#pragma weak MPI_Type_get_true_extent_c = PMPI_Type_get_true_extent_c
+#pragma weak MPI_Type_get_true_extent_x = PMPI_Type_get_true_extent_x
+#pragma weak MPI_Type_indexed = PMPI_Type_indexed
+#pragma weak MPI_Type_indexed_c = PMPI_Type_indexed_c
+#pragma weak MPI_Type_match_size = PMPI_Type_match_size
+#pragma weak MPI_Type_set_name = PMPI_Type_set_name
+#pragma weak MPI_Type_size = PMPI_Type_size
+#pragma weak MPI_Type_size_c = PMPI_Type_size_c
+#pragma weak MPI_Type_size_x = PMPI_Type_size_x
+#pragma weak MPI_Type_vector = PMPI_Type_vector
+#pragma weak MPI_Type_vector_c = PMPI_Type_vector_c
 #endif
 
 #ifdef GOMPI_FILE_group

@@ -417,11 +417,7 @@ int64_t gompi_type_size(MPI_Datatype t) {
 	case (uintptr_t)MPI_C_LONG_DOUBLE_COMPLEX: return 2 * sizeof(long double);
 	case (uintptr_t)MPI_CXX_LONG_DOUBLE_COMPLEX: return 2 * sizeof(long double);
 	case (uintptr_t)MPI_FLOAT_INT: return sizeof(struct { float v; int i; });
-	case (uintptr_t)MPI_DOUBLE_INT: return sizeof(struct { double v; int i; });
-	case (uintptr_t)MPI_LONG_INT: return sizeof(struct { long v; int i; });
 	case (uintptr_t)MPI_2INT: return 2 * sizeof(int);
-	case (uintptr_t)MPI_SHORT_INT: return sizeof(struct { short v; int i; });
-	case (uintptr_t)MPI_LONG_DOUBLE_INT: return sizeof(struct { long double v; int i; });
 	case (uintptr_t)MPI_C_BOOL: return sizeof(_Bool);
 	case (uintptr_t)MPI_CXX_BOOL: return 1;
 	case (uintptr_t)MPI_WCHAR: return sizeof(wchar_t);
@@ -433,20 +429,6 @@ int64_t gompi_type_size(MPI_Datatype t) {
 	case (uintptr_t)MPI_INT64_T: case (uintptr_t)MPI_UINT64_T: return 8;
 	}
 	return -1;
-}
-
-int PMPI_Type_size(MPI_Datatype datatype, int *size) {
-	int64_t n = gompi_type_size(datatype);
-	if (n < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_TYPE, "MPI_Type_size");
-	*size = (int)n;
-	return MPI_SUCCESS;
-}
-
-int PMPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size) {
-	int64_t n = gompi_type_size(datatype);
-	if (n < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_TYPE, "MPI_Type_size_c");
-	*size = n;
-	return MPI_SUCCESS;
 }
 
 /* The status's private ints hold the message's length in bytes (two
@@ -466,7 +448,7 @@ static int64_t status_bytes(const MPI_Status *st) {
 }
 
 int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
-	int64_t n = gompi_type_size(datatype);
+	int64_t n = gompi_type_size_all(datatype);
 	if (n < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_TYPE, "MPI_Get_count");
 	int64_t b = status_bytes(status);
 	if (n == 0) *count = b == 0 ? 0 : MPI_UNDEFINED;
@@ -501,14 +483,14 @@ int PMPI_Status_set_cancelled(MPI_Status *status, int flag) {
 }
 
 int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count) {
-	int64_t n = gompi_type_size(datatype);
+	int64_t n = gompi_type_size_all(datatype);
 	if (n < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_TYPE, "MPI_Status_set_elements");
 	gompi_status_set(status, status->MPI_SOURCE, status->MPI_TAG, n * count, status->MPI_internal[2]);
 	return MPI_SUCCESS;
 }
 
 int PMPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) {
-	int64_t n = gompi_type_size(datatype);
+	int64_t n = gompi_type_size_all(datatype);
 	if (n < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_TYPE, "MPI_Status_set_elements_c");
 	gompi_status_set(status, status->MPI_SOURCE, status->MPI_TAG, n * count, status->MPI_internal[2]);
 	return MPI_SUCCESS;

@@ -59,8 +59,14 @@ int gompi_comm_known(MPI_Comm c);
 		if (!gompi_comm_known(comm)) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, fn); \
 	} while (0)
 
-/* Datatypes: the size of a predefined one, or -1. */
+/* Datatypes. gompi_type_size is the fast path C takes for the predefined
+ * datatypes that are dense (size = extent, no holes): their size, else -1
+ * (the pair types with padding, MPI_DOUBLE_INT..., are not dense: their
+ * size is not their extent). gompi_type_size_all knows every datatype
+ * (datatype.go), -1 for an unknown handle. */
 int64_t gompi_type_size(MPI_Datatype t);
+int64_t gompi_type_size_all(MPI_Datatype t);
+int64_t gompi_type_size_of(uintptr_t h);
 
 /* Status */
 void gompi_status_set(MPI_Status *st, int source, int tag, int64_t bytes, int cancelled);

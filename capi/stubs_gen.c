@@ -430,54 +430,17 @@ GOMPI_STUB int PMPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle h
 GOMPI_STUB int PMPI_T_source_get_info(int source_index, char *name, int *name_len, char *desc, int *desc_len, MPI_T_source_order *ordering, MPI_Count *ticks_per_second, MPI_Count *max_ticks, MPI_Info *info) { return gompi_unsupported("MPI_T_source_get_info"); }
 GOMPI_STUB int PMPI_T_source_get_num(int *num_sources) { return gompi_unsupported("MPI_T_source_get_num"); }
 GOMPI_STUB int PMPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp) { return gompi_unsupported("MPI_T_source_get_timestamp"); }
-GOMPI_STUB int PMPI_Type_commit(MPI_Datatype *datatype) { return gompi_unsupported("MPI_Type_commit"); }
-GOMPI_STUB int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_contiguous"); }
-GOMPI_STUB int PMPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_contiguous_c"); }
 GOMPI_STUB int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_darray"); }
 GOMPI_STUB int PMPI_Type_create_darray_c(int size, int rank, int ndims, const MPI_Count array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_darray_c"); }
 GOMPI_STUB int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_f90_complex"); }
 GOMPI_STUB int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_f90_integer"); }
 GOMPI_STUB int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_f90_real"); }
-GOMPI_STUB int PMPI_Type_create_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_hindexed"); }
-GOMPI_STUB int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_hindexed_block"); }
-GOMPI_STUB int PMPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_hindexed_block_c"); }
-GOMPI_STUB int PMPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_hindexed_c"); }
-GOMPI_STUB int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_hvector"); }
-GOMPI_STUB int PMPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_hvector_c"); }
-GOMPI_STUB int PMPI_Type_create_indexed_block(int count, int blocklength, const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_indexed_block"); }
-GOMPI_STUB int PMPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blocklength, const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_indexed_block_c"); }
 GOMPI_STUB int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state) { return gompi_unsupported("MPI_Type_create_keyval"); }
-GOMPI_STUB int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_resized"); }
-GOMPI_STUB int PMPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_resized_c"); }
-GOMPI_STUB int PMPI_Type_create_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_struct"); }
-GOMPI_STUB int PMPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_struct_c"); }
-GOMPI_STUB int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_subarray"); }
-GOMPI_STUB int PMPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[], const MPI_Count array_of_subsizes[], const MPI_Count array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_subarray_c"); }
 GOMPI_STUB int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) { return gompi_unsupported("MPI_Type_delete_attr"); }
-GOMPI_STUB int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_dup"); }
-GOMPI_STUB int PMPI_Type_free(MPI_Datatype *datatype) { return gompi_unsupported("MPI_Type_free"); }
 GOMPI_STUB int PMPI_Type_free_keyval(int *type_keyval) { return gompi_unsupported("MPI_Type_free_keyval"); }
 GOMPI_STUB int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag) { return gompi_unsupported("MPI_Type_get_attr"); }
-GOMPI_STUB int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]) { return gompi_unsupported("MPI_Type_get_contents"); }
-GOMPI_STUB int PMPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers, MPI_Count max_addresses, MPI_Count max_large_counts, MPI_Count max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Count array_of_large_counts[], MPI_Datatype array_of_datatypes[]) { return gompi_unsupported("MPI_Type_get_contents_c"); }
-GOMPI_STUB int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner) { return gompi_unsupported("MPI_Type_get_envelope"); }
-GOMPI_STUB int PMPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers, MPI_Count *num_addresses, MPI_Count *num_large_counts, MPI_Count *num_datatypes, int *combiner) { return gompi_unsupported("MPI_Type_get_envelope_c"); }
-GOMPI_STUB int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent) { return gompi_unsupported("MPI_Type_get_extent"); }
-GOMPI_STUB int PMPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) { return gompi_unsupported("MPI_Type_get_extent_c"); }
-GOMPI_STUB int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) { return gompi_unsupported("MPI_Type_get_extent_x"); }
-GOMPI_STUB int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen) { return gompi_unsupported("MPI_Type_get_name"); }
-GOMPI_STUB int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent) { return gompi_unsupported("MPI_Type_get_true_extent"); }
-GOMPI_STUB int PMPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) { return gompi_unsupported("MPI_Type_get_true_extent_c"); }
-GOMPI_STUB int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb, MPI_Count *true_extent) { return gompi_unsupported("MPI_Type_get_true_extent_x"); }
 GOMPI_STUB int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype *pair_type) { return gompi_unsupported("MPI_Type_get_value_index"); }
-GOMPI_STUB int PMPI_Type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_indexed"); }
-GOMPI_STUB int PMPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_blocklengths[], const MPI_Count array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_indexed_c"); }
-GOMPI_STUB int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype) { return gompi_unsupported("MPI_Type_match_size"); }
 GOMPI_STUB int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) { return gompi_unsupported("MPI_Type_set_attr"); }
-GOMPI_STUB int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name) { return gompi_unsupported("MPI_Type_set_name"); }
-GOMPI_STUB int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size) { return gompi_unsupported("MPI_Type_size_x"); }
-GOMPI_STUB int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_vector"); }
-GOMPI_STUB int PMPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride, MPI_Datatype oldtype, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_vector_c"); }
 GOMPI_STUB int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm) { return gompi_unsupported("MPI_Unpack"); }
 GOMPI_STUB int PMPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm) { return gompi_unsupported("MPI_Unpack_c"); }
 GOMPI_STUB int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype) { return gompi_unsupported("MPI_Unpack_external"); }
@@ -1379,12 +1342,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_T_source_get_num = PMPI_T_source_get_num
 #pragma weak MPI_T_source_get_timestamp = PMPI_T_source_get_timestamp
 #pragma weak gompi_stub_MPI_T_source_get_timestamp = PMPI_T_source_get_timestamp
-#pragma weak MPI_Type_commit = PMPI_Type_commit
-#pragma weak gompi_stub_MPI_Type_commit = PMPI_Type_commit
-#pragma weak MPI_Type_contiguous = PMPI_Type_contiguous
-#pragma weak gompi_stub_MPI_Type_contiguous = PMPI_Type_contiguous
-#pragma weak MPI_Type_contiguous_c = PMPI_Type_contiguous_c
-#pragma weak gompi_stub_MPI_Type_contiguous_c = PMPI_Type_contiguous_c
 #pragma weak MPI_Type_create_darray = PMPI_Type_create_darray
 #pragma weak gompi_stub_MPI_Type_create_darray = PMPI_Type_create_darray
 #pragma weak MPI_Type_create_darray_c = PMPI_Type_create_darray_c
@@ -1395,86 +1352,18 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Type_create_f90_integer = PMPI_Type_create_f90_integer
 #pragma weak MPI_Type_create_f90_real = PMPI_Type_create_f90_real
 #pragma weak gompi_stub_MPI_Type_create_f90_real = PMPI_Type_create_f90_real
-#pragma weak MPI_Type_create_hindexed = PMPI_Type_create_hindexed
-#pragma weak gompi_stub_MPI_Type_create_hindexed = PMPI_Type_create_hindexed
-#pragma weak MPI_Type_create_hindexed_block = PMPI_Type_create_hindexed_block
-#pragma weak gompi_stub_MPI_Type_create_hindexed_block = PMPI_Type_create_hindexed_block
-#pragma weak MPI_Type_create_hindexed_block_c = PMPI_Type_create_hindexed_block_c
-#pragma weak gompi_stub_MPI_Type_create_hindexed_block_c = PMPI_Type_create_hindexed_block_c
-#pragma weak MPI_Type_create_hindexed_c = PMPI_Type_create_hindexed_c
-#pragma weak gompi_stub_MPI_Type_create_hindexed_c = PMPI_Type_create_hindexed_c
-#pragma weak MPI_Type_create_hvector = PMPI_Type_create_hvector
-#pragma weak gompi_stub_MPI_Type_create_hvector = PMPI_Type_create_hvector
-#pragma weak MPI_Type_create_hvector_c = PMPI_Type_create_hvector_c
-#pragma weak gompi_stub_MPI_Type_create_hvector_c = PMPI_Type_create_hvector_c
-#pragma weak MPI_Type_create_indexed_block = PMPI_Type_create_indexed_block
-#pragma weak gompi_stub_MPI_Type_create_indexed_block = PMPI_Type_create_indexed_block
-#pragma weak MPI_Type_create_indexed_block_c = PMPI_Type_create_indexed_block_c
-#pragma weak gompi_stub_MPI_Type_create_indexed_block_c = PMPI_Type_create_indexed_block_c
 #pragma weak MPI_Type_create_keyval = PMPI_Type_create_keyval
 #pragma weak gompi_stub_MPI_Type_create_keyval = PMPI_Type_create_keyval
-#pragma weak MPI_Type_create_resized = PMPI_Type_create_resized
-#pragma weak gompi_stub_MPI_Type_create_resized = PMPI_Type_create_resized
-#pragma weak MPI_Type_create_resized_c = PMPI_Type_create_resized_c
-#pragma weak gompi_stub_MPI_Type_create_resized_c = PMPI_Type_create_resized_c
-#pragma weak MPI_Type_create_struct = PMPI_Type_create_struct
-#pragma weak gompi_stub_MPI_Type_create_struct = PMPI_Type_create_struct
-#pragma weak MPI_Type_create_struct_c = PMPI_Type_create_struct_c
-#pragma weak gompi_stub_MPI_Type_create_struct_c = PMPI_Type_create_struct_c
-#pragma weak MPI_Type_create_subarray = PMPI_Type_create_subarray
-#pragma weak gompi_stub_MPI_Type_create_subarray = PMPI_Type_create_subarray
-#pragma weak MPI_Type_create_subarray_c = PMPI_Type_create_subarray_c
-#pragma weak gompi_stub_MPI_Type_create_subarray_c = PMPI_Type_create_subarray_c
 #pragma weak MPI_Type_delete_attr = PMPI_Type_delete_attr
 #pragma weak gompi_stub_MPI_Type_delete_attr = PMPI_Type_delete_attr
-#pragma weak MPI_Type_dup = PMPI_Type_dup
-#pragma weak gompi_stub_MPI_Type_dup = PMPI_Type_dup
-#pragma weak MPI_Type_free = PMPI_Type_free
-#pragma weak gompi_stub_MPI_Type_free = PMPI_Type_free
 #pragma weak MPI_Type_free_keyval = PMPI_Type_free_keyval
 #pragma weak gompi_stub_MPI_Type_free_keyval = PMPI_Type_free_keyval
 #pragma weak MPI_Type_get_attr = PMPI_Type_get_attr
 #pragma weak gompi_stub_MPI_Type_get_attr = PMPI_Type_get_attr
-#pragma weak MPI_Type_get_contents = PMPI_Type_get_contents
-#pragma weak gompi_stub_MPI_Type_get_contents = PMPI_Type_get_contents
-#pragma weak MPI_Type_get_contents_c = PMPI_Type_get_contents_c
-#pragma weak gompi_stub_MPI_Type_get_contents_c = PMPI_Type_get_contents_c
-#pragma weak MPI_Type_get_envelope = PMPI_Type_get_envelope
-#pragma weak gompi_stub_MPI_Type_get_envelope = PMPI_Type_get_envelope
-#pragma weak MPI_Type_get_envelope_c = PMPI_Type_get_envelope_c
-#pragma weak gompi_stub_MPI_Type_get_envelope_c = PMPI_Type_get_envelope_c
-#pragma weak MPI_Type_get_extent = PMPI_Type_get_extent
-#pragma weak gompi_stub_MPI_Type_get_extent = PMPI_Type_get_extent
-#pragma weak MPI_Type_get_extent_c = PMPI_Type_get_extent_c
-#pragma weak gompi_stub_MPI_Type_get_extent_c = PMPI_Type_get_extent_c
-#pragma weak MPI_Type_get_extent_x = PMPI_Type_get_extent_x
-#pragma weak gompi_stub_MPI_Type_get_extent_x = PMPI_Type_get_extent_x
-#pragma weak MPI_Type_get_name = PMPI_Type_get_name
-#pragma weak gompi_stub_MPI_Type_get_name = PMPI_Type_get_name
-#pragma weak MPI_Type_get_true_extent = PMPI_Type_get_true_extent
-#pragma weak gompi_stub_MPI_Type_get_true_extent = PMPI_Type_get_true_extent
-#pragma weak MPI_Type_get_true_extent_c = PMPI_Type_get_true_extent_c
-#pragma weak gompi_stub_MPI_Type_get_true_extent_c = PMPI_Type_get_true_extent_c
-#pragma weak MPI_Type_get_true_extent_x = PMPI_Type_get_true_extent_x
-#pragma weak gompi_stub_MPI_Type_get_true_extent_x = PMPI_Type_get_true_extent_x
 #pragma weak MPI_Type_get_value_index = PMPI_Type_get_value_index
 #pragma weak gompi_stub_MPI_Type_get_value_index = PMPI_Type_get_value_index
-#pragma weak MPI_Type_indexed = PMPI_Type_indexed
-#pragma weak gompi_stub_MPI_Type_indexed = PMPI_Type_indexed
-#pragma weak MPI_Type_indexed_c = PMPI_Type_indexed_c
-#pragma weak gompi_stub_MPI_Type_indexed_c = PMPI_Type_indexed_c
-#pragma weak MPI_Type_match_size = PMPI_Type_match_size
-#pragma weak gompi_stub_MPI_Type_match_size = PMPI_Type_match_size
 #pragma weak MPI_Type_set_attr = PMPI_Type_set_attr
 #pragma weak gompi_stub_MPI_Type_set_attr = PMPI_Type_set_attr
-#pragma weak MPI_Type_set_name = PMPI_Type_set_name
-#pragma weak gompi_stub_MPI_Type_set_name = PMPI_Type_set_name
-#pragma weak MPI_Type_size_x = PMPI_Type_size_x
-#pragma weak gompi_stub_MPI_Type_size_x = PMPI_Type_size_x
-#pragma weak MPI_Type_vector = PMPI_Type_vector
-#pragma weak gompi_stub_MPI_Type_vector = PMPI_Type_vector
-#pragma weak MPI_Type_vector_c = PMPI_Type_vector_c
-#pragma weak gompi_stub_MPI_Type_vector_c = PMPI_Type_vector_c
 #pragma weak MPI_Unpack = PMPI_Unpack
 #pragma weak gompi_stub_MPI_Unpack = PMPI_Unpack
 #pragma weak MPI_Unpack_c = PMPI_Unpack_c
