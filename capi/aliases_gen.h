@@ -3,6 +3,26 @@
 // MPI_X is a weak alias of PMPI_X, so a profiling library may define
 // MPI_X and call PMPI_X. Included at the end of each C file.
 
+#ifdef GOMPI_FILE_attr
+#pragma weak MPI_Attr_delete = PMPI_Attr_delete
+#pragma weak MPI_Attr_get = PMPI_Attr_get
+#pragma weak MPI_Attr_put = PMPI_Attr_put
+#pragma weak MPI_Comm_create_keyval = PMPI_Comm_create_keyval
+#pragma weak MPI_Comm_delete_attr = PMPI_Comm_delete_attr
+#pragma weak MPI_Comm_free_keyval = PMPI_Comm_free_keyval
+#pragma weak MPI_Comm_get_attr = PMPI_Comm_get_attr
+#pragma weak MPI_Comm_set_attr = PMPI_Comm_set_attr
+#pragma weak MPI_Keyval_create = PMPI_Keyval_create
+#pragma weak MPI_Keyval_free = PMPI_Keyval_free
+#pragma weak MPI_Type_create_keyval = PMPI_Type_create_keyval
+#pragma weak MPI_Type_delete_attr = PMPI_Type_delete_attr
+#pragma weak MPI_Type_free_keyval = PMPI_Type_free_keyval
+#pragma weak MPI_Type_get_attr = PMPI_Type_get_attr
+#pragma weak MPI_Type_set_attr = PMPI_Type_set_attr
+#pragma weak MPI_Win_create_keyval = PMPI_Win_create_keyval
+#pragma weak MPI_Win_free_keyval = PMPI_Win_free_keyval
+#endif
+
 #ifdef GOMPI_FILE_coll
 #pragma weak MPI_Allgather = PMPI_Allgather
 #pragma weak MPI_Allreduce = PMPI_Allreduce
@@ -20,11 +40,9 @@
 
 #ifdef GOMPI_FILE_comm
 #pragma weak MPI_Abort = PMPI_Abort
-#pragma weak MPI_Attr_get = PMPI_Attr_get
 #pragma weak MPI_Comm_compare = PMPI_Comm_compare
 #pragma weak MPI_Comm_dup = PMPI_Comm_dup
 #pragma weak MPI_Comm_free = PMPI_Comm_free
-#pragma weak MPI_Comm_get_attr = PMPI_Comm_get_attr
 #pragma weak MPI_Comm_get_name = PMPI_Comm_get_name
 #pragma weak MPI_Comm_set_name = PMPI_Comm_set_name
 #pragma weak MPI_Comm_split = PMPI_Comm_split
@@ -153,6 +171,27 @@
 #pragma weak MPI_Group_union = PMPI_Group_union
 #endif
 
+#ifdef GOMPI_FILE_info
+#pragma weak MPI_Alloc_mem = PMPI_Alloc_mem
+#pragma weak MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info
+#pragma weak MPI_Comm_get_info = PMPI_Comm_get_info
+#pragma weak MPI_Comm_idup = PMPI_Comm_idup
+#pragma weak MPI_Comm_idup_with_info = PMPI_Comm_idup_with_info
+#pragma weak MPI_Comm_set_info = PMPI_Comm_set_info
+#pragma weak MPI_Free_mem = PMPI_Free_mem
+#pragma weak MPI_Info_create = PMPI_Info_create
+#pragma weak MPI_Info_create_env = PMPI_Info_create_env
+#pragma weak MPI_Info_delete = PMPI_Info_delete
+#pragma weak MPI_Info_dup = PMPI_Info_dup
+#pragma weak MPI_Info_free = PMPI_Info_free
+#pragma weak MPI_Info_get = PMPI_Info_get
+#pragma weak MPI_Info_get_nkeys = PMPI_Info_get_nkeys
+#pragma weak MPI_Info_get_nthkey = PMPI_Info_get_nthkey
+#pragma weak MPI_Info_get_string = PMPI_Info_get_string
+#pragma weak MPI_Info_get_valuelen = PMPI_Info_get_valuelen
+#pragma weak MPI_Info_set = PMPI_Info_set
+#endif
+
 #ifdef GOMPI_FILE_p2p
 #pragma weak MPI_Iprobe = PMPI_Iprobe
 #pragma weak MPI_Irecv = PMPI_Irecv
@@ -201,4 +240,22 @@
 #pragma weak MPI_Graph_neighbors_count = PMPI_Graph_neighbors_count
 #pragma weak MPI_Graphdims_get = PMPI_Graphdims_get
 #pragma weak MPI_Topo_test = PMPI_Topo_test
+#endif
+
+#ifdef GOMPI_FILE_win
+#pragma weak MPI_Win_allocate = PMPI_Win_allocate
+#pragma weak MPI_Win_allocate_c = PMPI_Win_allocate_c
+#pragma weak MPI_Win_call_errhandler = PMPI_Win_call_errhandler
+#pragma weak MPI_Win_create = PMPI_Win_create
+#pragma weak MPI_Win_create_c = PMPI_Win_create_c
+#pragma weak MPI_Win_create_errhandler = PMPI_Win_create_errhandler
+#pragma weak MPI_Win_delete_attr = PMPI_Win_delete_attr
+#pragma weak MPI_Win_free = PMPI_Win_free
+#pragma weak MPI_Win_get_attr = PMPI_Win_get_attr
+#pragma weak MPI_Win_get_errhandler = PMPI_Win_get_errhandler
+#pragma weak MPI_Win_get_group = PMPI_Win_get_group
+#pragma weak MPI_Win_get_name = PMPI_Win_get_name
+#pragma weak MPI_Win_set_attr = PMPI_Win_set_attr
+#pragma weak MPI_Win_set_errhandler = PMPI_Win_set_errhandler
+#pragma weak MPI_Win_set_name = PMPI_Win_set_name
 #endif

@@ -42,9 +42,17 @@ int PMPI_Is_thread_main(int *flag) {
 }
 
 int PMPI_Finalize(void) {
-	int rc = gompi_check_init("MPI_Finalize");
-	return gompi_error(MPI_COMM_WORLD, gompi_go_finalize(), "MPI_Finalize");
-	(void)rc;
+	gompi_check_init("MPI_Finalize");
+	/* First, as the standard says, MPI_COMM_SELF's attributes are deleted
+	 * (last set first) while MPI is still fully usable: the callbacks
+	 * are the program's at-exit hooks. Then MPI_COMM_WORLD's, which
+	 * MPICH and Open MPI delete too. */
+	int rc = gompi_attr_free(GOMPI_ATTR_COMM, (uintptr_t)MPI_COMM_SELF);
+	int rc2 = gompi_attr_free(GOMPI_ATTR_COMM, (uintptr_t)MPI_COMM_WORLD);
+	int rc3 = gompi_go_finalize();
+	if (rc == MPI_SUCCESS) rc = rc2;
+	if (rc == MPI_SUCCESS) rc = rc3;
+	return gompi_error(MPI_COMM_WORLD, rc, "MPI_Finalize");
 }
 
 int PMPI_Abort(MPI_Comm comm, int errorcode) {
@@ -55,12 +63,28 @@ int PMPI_Abort(MPI_Comm comm, int errorcode) {
 	return MPI_SUCCESS; /* not reached */
 }
 
-int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
-	CHECK_COMM(comm, "MPI_Comm_dup");
+/* gompi_comm_dup duplicates comm with its attributes (their copy
+ * callbacks run) and its info hints; when a callback fails, the new
+ * communicator is freed again and the callback's code returned. */
+int gompi_comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
 	uintptr_t h;
 	int rc = gompi_go_comm_dup((uintptr_t)comm, &h);
-	if (rc == MPI_SUCCESS) *newcomm = (MPI_Comm)h;
-	return gompi_error(comm, rc, "MPI_Comm_dup");
+	if (rc != MPI_SUCCESS) return rc;
+	rc = gompi_attr_copy(GOMPI_ATTR_COMM, (uintptr_t)comm, h);
+	if (rc == MPI_SUCCESS) rc = gompi_info_comm_copy((uintptr_t)comm, h);
+	if (rc != MPI_SUCCESS) {
+		gompi_attr_free(GOMPI_ATTR_COMM, h);
+		gompi_info_comm_drop(h);
+		gompi_go_comm_free(h);
+		return rc;
+	}
+	*newcomm = (MPI_Comm)h;
+	return MPI_SUCCESS;
+}
+
+int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+	CHECK_COMM(comm, "MPI_Comm_dup");
+	return gompi_error(comm, gompi_comm_dup(comm, newcomm), "MPI_Comm_dup");
 }
 
 int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
@@ -73,7 +97,12 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
 
 int PMPI_Comm_free(MPI_Comm *comm) {
 	CHECK_COMM(*comm, "MPI_Comm_free");
-	int rc = gompi_go_comm_free((uintptr_t)*comm);
+	if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF) return gompi_error(*comm, MPI_ERR_COMM, "MPI_Comm_free");
+	/* the delete callbacks run first; one that fails keeps the communicator */
+	int rc = gompi_attr_free(GOMPI_ATTR_COMM, (uintptr_t)*comm);
+	if (rc != MPI_SUCCESS) return gompi_error(*comm, rc, "MPI_Comm_free");
+	gompi_info_comm_drop((uintptr_t)*comm);
+	rc = gompi_go_comm_free((uintptr_t)*comm);
 	if (rc != MPI_SUCCESS) return gompi_error(*comm, rc, "MPI_Comm_free");
 	*comm = MPI_COMM_NULL;
 	return MPI_SUCCESS;
@@ -99,42 +128,6 @@ int PMPI_Comm_test_inter(MPI_Comm comm, int *flag) {
 	CHECK_COMM(comm, "MPI_Comm_test_inter");
 	*flag = 0; /* gompi has intra-communicators only */
 	return MPI_SUCCESS;
-}
-
-/* The predefined attributes' values (MPI gives the address of each). A
- * message's tag travels as an int; 2^30-1 leaves the sign bit alone. */
-static int tag_ub = 0x3fffffff, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0, appnum = 0;
-
-/* predefined_attr answers the predefined keyvals; user keyvals are not
- * implemented yet (MPI_Comm_create_keyval is unsupported), so any other
- * keyval is invalid. */
-static int predefined_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, const char *fn) {
-	CHECK_COMM(comm, fn);
-	int *v = NULL;
-	switch (keyval) {
-	case MPI_TAG_UB: v = &tag_ub; break;
-	case MPI_HOST: v = &host; break;
-	case MPI_IO: v = &io; break;
-	case MPI_WTIME_IS_GLOBAL: v = &wtime_global; break;
-	case MPI_APPNUM: v = &appnum; break;
-	case MPI_LASTUSEDCODE: v = &gompi_lastusedcode; break;
-	case MPI_UNIVERSE_SIZE: /* no dynamic processes: the universe is the job */
-		*flag = 0;
-		return MPI_SUCCESS;
-	default:
-		return gompi_error(comm, MPI_ERR_KEYVAL, fn);
-	}
-	*(int **)attribute_val = v;
-	*flag = 1;
-	return MPI_SUCCESS;
-}
-
-int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag) {
-	return predefined_attr(comm, comm_keyval, attribute_val, flag, "MPI_Comm_get_attr");
-}
-
-int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag) {
-	return predefined_attr(comm, keyval, attribute_val, flag, "MPI_Attr_get");
 }
 
 #define GOMPI_FILE_comm

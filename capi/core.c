@@ -241,14 +241,14 @@ static MPI_Errhandler comm_errhandler(MPI_Comm comm) {
 	return eh;
 }
 
-int gompi_error(MPI_Comm comm, int code, const char *fn) {
-	if (code == MPI_SUCCESS) return code;
-	MPI_Errhandler eh = comm_errhandler(comm);
-	if (eh == MPI_ERRORS_RETURN) return code;
+/* gompi_raise applies error handler eh to code, raised by fn on the object
+ * whose handle obj points to (what a user handler is given). */
+int gompi_raise(MPI_Errhandler eh, void *obj, int code, const char *fn) {
+	if (code == MPI_SUCCESS || eh == MPI_ERRORS_RETURN) return code;
 	uintptr_t h = (uintptr_t)eh;
 	if (h >= GOMPI_HANDLE_BASE && GOMPI_HANDLE_KIND(h) == GOMPI_KIND_ERRHANDLER &&
 	    GOMPI_HANDLE_ID(h) < (uintptr_t)nerrhandlers) {
-		errhandlers[GOMPI_HANDLE_ID(h)](&comm, &code);
+		errhandlers[GOMPI_HANDLE_ID(h)]((MPI_Comm *)obj, &code);
 		return code;
 	}
 	char msg[MPI_MAX_ERROR_STRING + 256];
@@ -265,6 +265,11 @@ int gompi_error(MPI_Comm comm, int code, const char *fn) {
 	return code; /* not reached */
 }
 
+int gompi_error(MPI_Comm comm, int code, const char *fn) {
+	if (code == MPI_SUCCESS) return code;
+	return gompi_raise(comm_errhandler(comm), &comm, code, fn);
+}
+
 int gompi_unsupported(const char *fn) { return gompi_error(MPI_COMM_SELF, MPI_ERR_UNSUPPORTED_OPERATION, fn); }
 
 /* gompi_check_init reports a call made before MPI_Init or after
@@ -277,20 +282,25 @@ int gompi_check_init(const char *fn) {
 	_exit(1);
 }
 
-int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler) {
+/* gompi_errhandler_create files a user error handler of any kind (the
+ * object it is called with is the caller's to match). */
+int gompi_errhandler_create(void *fn, MPI_Errhandler *errhandler) {
 	pthread_mutex_lock(&comms_mu);
-	if (nerrhandlers == ERRHANDLERS) {
-		pthread_mutex_unlock(&comms_mu);
-		return gompi_error(MPI_COMM_SELF, MPI_ERR_NO_MEM, "MPI_Comm_create_errhandler");
+	int ok = nerrhandlers < ERRHANDLERS;
+	if (ok) {
+		errhandlers[nerrhandlers] = (MPI_Comm_errhandler_function *)fn;
+		*errhandler = (MPI_Errhandler)GOMPI_HANDLE(GOMPI_KIND_ERRHANDLER, nerrhandlers);
+		nerrhandlers++;
 	}
-	errhandlers[nerrhandlers] = fn;
-	*errhandler = (MPI_Errhandler)GOMPI_HANDLE(GOMPI_KIND_ERRHANDLER, nerrhandlers);
-	nerrhandlers++;
 	pthread_mutex_unlock(&comms_mu);
-	return MPI_SUCCESS;
+	return ok ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
-static int valid_errhandler(MPI_Errhandler eh) {
+int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *fn, MPI_Errhandler *errhandler) {
+	return gompi_error(MPI_COMM_SELF, gompi_errhandler_create((void *)fn, errhandler), "MPI_Comm_create_errhandler");
+}
+
+int gompi_errhandler_valid(MPI_Errhandler eh) {
 	uintptr_t h = (uintptr_t)eh;
 	if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN) return 1;
 	return h >= GOMPI_HANDLE_BASE && GOMPI_HANDLE_KIND(h) == GOMPI_KIND_ERRHANDLER &&
@@ -300,7 +310,7 @@ static int valid_errhandler(MPI_Errhandler eh) {
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
 	pthread_mutex_lock(&comms_mu);
 	comm_slot *s = find((uintptr_t)comm);
-	int ok = valid_errhandler(errhandler);
+	int ok = gompi_errhandler_valid(errhandler);
 	if (s != NULL && ok) s->eh = errhandler;
 	pthread_mutex_unlock(&comms_mu);
 	if (s == NULL) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, "MPI_Comm_set_errhandler");
@@ -319,7 +329,7 @@ int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler) {
 int PMPI_Errhandler_free(MPI_Errhandler *errhandler) {
 	/* user handlers keep their slot: a communicator may still use one, and
 	 * slots are never reused, so a handle means one handler for good */
-	if (!valid_errhandler(*errhandler)) return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Errhandler_free");
+	if (!gompi_errhandler_valid(*errhandler)) return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Errhandler_free");
 	*errhandler = MPI_ERRHANDLER_NULL;
 	return MPI_SUCCESS;
 }

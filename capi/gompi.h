@@ -26,7 +26,8 @@ enum {
 	GOMPI_KIND_ERRHANDLER = 5,
 	GOMPI_KIND_INFO = 6,
 	GOMPI_KIND_REQUEST = 7,
-	GOMPI_KIND_MESSAGE = 8
+	GOMPI_KIND_MESSAGE = 8,
+	GOMPI_KIND_WIN = 9
 };
 #define GOMPI_HANDLE_BASE ((uintptr_t)0x10000)
 #define GOMPI_HANDLE(kind, id) (GOMPI_HANDLE_BASE + ((uintptr_t)(id) << 4) + (uintptr_t)(kind))
@@ -45,11 +46,19 @@ extern int gompi_lastusedcode;
 int gompi_error(MPI_Comm comm, int code, const char *fn);
 int gompi_unsupported(const char *fn);
 int gompi_check_init(const char *fn);
+/* gompi_raise applies error handler eh (of any object kind) to code; obj
+ * points to the object's handle, which a user handler is given. */
+int gompi_raise(MPI_Errhandler eh, void *obj, int code, const char *fn);
+int gompi_errhandler_create(void *fn, MPI_Errhandler *errhandler);
+int gompi_errhandler_valid(MPI_Errhandler eh);
 
 /* Communicators' cached values, set by the Go side when it creates one. */
 void gompi_comm_put(uintptr_t h, int rank, int size, uintptr_t parent);
 void gompi_comm_del(uintptr_t h);
 int gompi_comm_known(MPI_Comm c);
+/* gompi_comm_dup duplicates a communicator with its attributes and hints
+ * (comm.c); an MPI error code. */
+int gompi_comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 
 /* CHECK_COMM starts a function taking a communicator: the library must be
  * running and the handle one it gave out (or a predefined one). */
@@ -58,6 +67,24 @@ int gompi_comm_known(MPI_Comm c);
 		gompi_check_init(fn);                                                        \
 		if (!gompi_comm_known(comm)) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, fn); \
 	} while (0)
+
+/* Attributes (attr.c) of the three kinds of object that have them, keyed
+ * by the object's handle. gompi_attr_copy runs the copy callbacks from old
+ * to new (on a dup); gompi_attr_free runs the delete callbacks before an
+ * object goes. Each returns an MPI error code. */
+enum { GOMPI_ATTR_COMM = 1, GOMPI_ATTR_TYPE = 2, GOMPI_ATTR_WIN = 3 };
+int gompi_keyval_create(int kind, void *copy, void *del, void *extra, int *out);
+int gompi_keyval_free(int kind, int *keyval);
+int gompi_attr_set(int kind, uintptr_t h, int keyval, void *val);
+int gompi_attr_get(int kind, uintptr_t h, int keyval, void *out, int *flag);
+int gompi_attr_delete(int kind, uintptr_t h, int keyval);
+int gompi_attr_copy(int kind, uintptr_t old, uintptr_t new);
+int gompi_attr_free(int kind, uintptr_t h);
+
+/* Info objects (info.c): a communicator's hints, copied on a dup and
+ * dropped on its free. */
+int gompi_info_comm_copy(uintptr_t old, uintptr_t new);
+void gompi_info_comm_drop(uintptr_t h);
 
 /* Datatypes. gompi_type_size is the fast path C takes for the predefined
  * datatypes that are dense (size = extent, no holes): their size, else -1

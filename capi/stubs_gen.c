@@ -18,7 +18,6 @@ GOMPI_STUB int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype 
 GOMPI_STUB int PMPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Allgatherv_c"); }
 GOMPI_STUB int PMPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgatherv_init"); }
 GOMPI_STUB int PMPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgatherv_init_c"); }
-GOMPI_STUB int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) { return gompi_unsupported("MPI_Alloc_mem"); }
 GOMPI_STUB int PMPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Allreduce_c"); }
 GOMPI_STUB int PMPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allreduce_init"); }
 GOMPI_STUB int PMPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allreduce_init_c"); }
@@ -33,8 +32,6 @@ GOMPI_STUB int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const
 GOMPI_STUB int PMPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) { return gompi_unsupported("MPI_Alltoallw_c"); }
 GOMPI_STUB int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallw_init"); }
 GOMPI_STUB int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallw_init_c"); }
-GOMPI_STUB int PMPI_Attr_delete(MPI_Comm comm, int keyval) { return gompi_unsupported("MPI_Attr_delete"); }
-GOMPI_STUB int PMPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val) { return gompi_unsupported("MPI_Attr_put"); }
 GOMPI_STUB int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Barrier_init"); }
 GOMPI_STUB int PMPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Bcast_c"); }
 GOMPI_STUB int PMPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Bcast_init"); }
@@ -58,24 +55,15 @@ GOMPI_STUB int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count 
 GOMPI_STUB int PMPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_connect"); }
 GOMPI_STUB int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_create_from_group"); }
 GOMPI_STUB int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_create_group"); }
-GOMPI_STUB int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn, MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state) { return gompi_unsupported("MPI_Comm_create_keyval"); }
-GOMPI_STUB int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval) { return gompi_unsupported("MPI_Comm_delete_attr"); }
 GOMPI_STUB int PMPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size) { return gompi_unsupported("MPI_Comm_detach_buffer"); }
 GOMPI_STUB int PMPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size) { return gompi_unsupported("MPI_Comm_detach_buffer_c"); }
 GOMPI_STUB int PMPI_Comm_disconnect(MPI_Comm *comm) { return gompi_unsupported("MPI_Comm_disconnect"); }
-GOMPI_STUB int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_dup_with_info"); }
 GOMPI_STUB int PMPI_Comm_flush_buffer(MPI_Comm comm) { return gompi_unsupported("MPI_Comm_flush_buffer"); }
-GOMPI_STUB int PMPI_Comm_free_keyval(int *comm_keyval) { return gompi_unsupported("MPI_Comm_free_keyval"); }
-GOMPI_STUB int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) { return gompi_unsupported("MPI_Comm_get_info"); }
 GOMPI_STUB int PMPI_Comm_get_parent(MPI_Comm *parent) { return gompi_unsupported("MPI_Comm_get_parent"); }
-GOMPI_STUB int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) { return gompi_unsupported("MPI_Comm_idup"); }
-GOMPI_STUB int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) { return gompi_unsupported("MPI_Comm_idup_with_info"); }
 GOMPI_STUB int PMPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Comm_iflush_buffer"); }
 GOMPI_STUB int PMPI_Comm_join(int fd, MPI_Comm *intercomm) { return gompi_unsupported("MPI_Comm_join"); }
 GOMPI_STUB int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) { return gompi_unsupported("MPI_Comm_remote_group"); }
 GOMPI_STUB int PMPI_Comm_remote_size(MPI_Comm comm, int *size) { return gompi_unsupported("MPI_Comm_remote_size"); }
-GOMPI_STUB int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val) { return gompi_unsupported("MPI_Comm_set_attr"); }
-GOMPI_STUB int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info) { return gompi_unsupported("MPI_Comm_set_info"); }
 GOMPI_STUB int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn"); }
 GOMPI_STUB int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn_multiple"); }
 GOMPI_STUB int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) { return gompi_unsupported("MPI_Compare_and_swap"); }
@@ -173,7 +161,6 @@ GOMPI_STUB int PMPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count
 GOMPI_STUB int PMPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status) { return gompi_unsupported("MPI_File_write_ordered_end"); }
 GOMPI_STUB int PMPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) { return gompi_unsupported("MPI_File_write_shared"); }
 GOMPI_STUB int PMPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) { return gompi_unsupported("MPI_File_write_shared_c"); }
-GOMPI_STUB int PMPI_Free_mem(void *base) { return gompi_unsupported("MPI_Free_mem"); }
 GOMPI_STUB int PMPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Gather_c"); }
 GOMPI_STUB int PMPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Gather_init"); }
 GOMPI_STUB int PMPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Gather_init_c"); }
@@ -225,17 +212,6 @@ GOMPI_STUB int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcount
 GOMPI_STUB int PMPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_alltoallv_c"); }
 GOMPI_STUB int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_alltoallw"); }
 GOMPI_STUB int PMPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_alltoallw_c"); }
-GOMPI_STUB int PMPI_Info_create(MPI_Info *info) { return gompi_unsupported("MPI_Info_create"); }
-GOMPI_STUB int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info) { return gompi_unsupported("MPI_Info_create_env"); }
-GOMPI_STUB int PMPI_Info_delete(MPI_Info info, const char *key) { return gompi_unsupported("MPI_Info_delete"); }
-GOMPI_STUB int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo) { return gompi_unsupported("MPI_Info_dup"); }
-GOMPI_STUB int PMPI_Info_free(MPI_Info *info) { return gompi_unsupported("MPI_Info_free"); }
-GOMPI_STUB int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag) { return gompi_unsupported("MPI_Info_get"); }
-GOMPI_STUB int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys) { return gompi_unsupported("MPI_Info_get_nkeys"); }
-GOMPI_STUB int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key) { return gompi_unsupported("MPI_Info_get_nthkey"); }
-GOMPI_STUB int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag) { return gompi_unsupported("MPI_Info_get_string"); }
-GOMPI_STUB int PMPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag) { return gompi_unsupported("MPI_Info_get_valuelen"); }
-GOMPI_STUB int PMPI_Info_set(MPI_Info info, const char *key, const char *value) { return gompi_unsupported("MPI_Info_set"); }
 GOMPI_STUB int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm) { return gompi_unsupported("MPI_Intercomm_create"); }
 GOMPI_STUB int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) { return gompi_unsupported("MPI_Intercomm_create_from_groups"); }
 GOMPI_STUB int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) { return gompi_unsupported("MPI_Intercomm_merge"); }
@@ -255,8 +231,6 @@ GOMPI_STUB int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype s
 GOMPI_STUB int PMPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_c"); }
 GOMPI_STUB int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_replace"); }
 GOMPI_STUB int PMPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_replace_c"); }
-GOMPI_STUB int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval, void *extra_state) { return gompi_unsupported("MPI_Keyval_create"); }
-GOMPI_STUB int PMPI_Keyval_free(int *keyval) { return gompi_unsupported("MPI_Keyval_free"); }
 GOMPI_STUB int PMPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name) { return gompi_unsupported("MPI_Lookup_name"); }
 GOMPI_STUB int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) { return gompi_unsupported("MPI_Mprobe"); }
 GOMPI_STUB int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) { return gompi_unsupported("MPI_Mrecv"); }
@@ -435,50 +409,28 @@ GOMPI_STUB int PMPI_Type_create_darray_c(int size, int rank, int ndims, const MP
 GOMPI_STUB int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_f90_complex"); }
 GOMPI_STUB int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_f90_integer"); }
 GOMPI_STUB int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_f90_real"); }
-GOMPI_STUB int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn, MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state) { return gompi_unsupported("MPI_Type_create_keyval"); }
-GOMPI_STUB int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) { return gompi_unsupported("MPI_Type_delete_attr"); }
-GOMPI_STUB int PMPI_Type_free_keyval(int *type_keyval) { return gompi_unsupported("MPI_Type_free_keyval"); }
-GOMPI_STUB int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag) { return gompi_unsupported("MPI_Type_get_attr"); }
 GOMPI_STUB int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype *pair_type) { return gompi_unsupported("MPI_Type_get_value_index"); }
-GOMPI_STUB int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) { return gompi_unsupported("MPI_Type_set_attr"); }
 GOMPI_STUB int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm) { return gompi_unsupported("MPI_Unpack"); }
 GOMPI_STUB int PMPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm) { return gompi_unsupported("MPI_Unpack_c"); }
 GOMPI_STUB int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype) { return gompi_unsupported("MPI_Unpack_external"); }
 GOMPI_STUB int PMPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype) { return gompi_unsupported("MPI_Unpack_external_c"); }
 GOMPI_STUB int PMPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name) { return gompi_unsupported("MPI_Unpublish_name"); }
-GOMPI_STUB int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) { return gompi_unsupported("MPI_Win_allocate"); }
-GOMPI_STUB int PMPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) { return gompi_unsupported("MPI_Win_allocate_c"); }
 GOMPI_STUB int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) { return gompi_unsupported("MPI_Win_allocate_shared"); }
 GOMPI_STUB int PMPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) { return gompi_unsupported("MPI_Win_allocate_shared_c"); }
 GOMPI_STUB int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) { return gompi_unsupported("MPI_Win_attach"); }
-GOMPI_STUB int PMPI_Win_call_errhandler(MPI_Win win, int errorcode) { return gompi_unsupported("MPI_Win_call_errhandler"); }
 GOMPI_STUB int PMPI_Win_complete(MPI_Win win) { return gompi_unsupported("MPI_Win_complete"); }
-GOMPI_STUB int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) { return gompi_unsupported("MPI_Win_create"); }
-GOMPI_STUB int PMPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) { return gompi_unsupported("MPI_Win_create_c"); }
 GOMPI_STUB int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) { return gompi_unsupported("MPI_Win_create_dynamic"); }
-GOMPI_STUB int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler) { return gompi_unsupported("MPI_Win_create_errhandler"); }
-GOMPI_STUB int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state) { return gompi_unsupported("MPI_Win_create_keyval"); }
-GOMPI_STUB int PMPI_Win_delete_attr(MPI_Win win, int win_keyval) { return gompi_unsupported("MPI_Win_delete_attr"); }
 GOMPI_STUB int PMPI_Win_detach(MPI_Win win, const void *base) { return gompi_unsupported("MPI_Win_detach"); }
 GOMPI_STUB int PMPI_Win_fence(int assert, MPI_Win win) { return gompi_unsupported("MPI_Win_fence"); }
 GOMPI_STUB int PMPI_Win_flush(int rank, MPI_Win win) { return gompi_unsupported("MPI_Win_flush"); }
 GOMPI_STUB int PMPI_Win_flush_all(MPI_Win win) { return gompi_unsupported("MPI_Win_flush_all"); }
 GOMPI_STUB int PMPI_Win_flush_local(int rank, MPI_Win win) { return gompi_unsupported("MPI_Win_flush_local"); }
 GOMPI_STUB int PMPI_Win_flush_local_all(MPI_Win win) { return gompi_unsupported("MPI_Win_flush_local_all"); }
-GOMPI_STUB int PMPI_Win_free(MPI_Win *win) { return gompi_unsupported("MPI_Win_free"); }
-GOMPI_STUB int PMPI_Win_free_keyval(int *win_keyval) { return gompi_unsupported("MPI_Win_free_keyval"); }
-GOMPI_STUB int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag) { return gompi_unsupported("MPI_Win_get_attr"); }
-GOMPI_STUB int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler) { return gompi_unsupported("MPI_Win_get_errhandler"); }
-GOMPI_STUB int PMPI_Win_get_group(MPI_Win win, MPI_Group *group) { return gompi_unsupported("MPI_Win_get_group"); }
 GOMPI_STUB int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used) { return gompi_unsupported("MPI_Win_get_info"); }
-GOMPI_STUB int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen) { return gompi_unsupported("MPI_Win_get_name"); }
 GOMPI_STUB int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) { return gompi_unsupported("MPI_Win_lock"); }
 GOMPI_STUB int PMPI_Win_lock_all(int assert, MPI_Win win) { return gompi_unsupported("MPI_Win_lock_all"); }
 GOMPI_STUB int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win) { return gompi_unsupported("MPI_Win_post"); }
-GOMPI_STUB int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val) { return gompi_unsupported("MPI_Win_set_attr"); }
-GOMPI_STUB int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler) { return gompi_unsupported("MPI_Win_set_errhandler"); }
 GOMPI_STUB int PMPI_Win_set_info(MPI_Win win, MPI_Info info) { return gompi_unsupported("MPI_Win_set_info"); }
-GOMPI_STUB int PMPI_Win_set_name(MPI_Win win, const char *win_name) { return gompi_unsupported("MPI_Win_set_name"); }
 GOMPI_STUB int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) { return gompi_unsupported("MPI_Win_shared_query"); }
 GOMPI_STUB int PMPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr) { return gompi_unsupported("MPI_Win_shared_query_c"); }
 GOMPI_STUB int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win) { return gompi_unsupported("MPI_Win_start"); }
@@ -518,8 +470,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Allgatherv_init = PMPI_Allgatherv_init
 #pragma weak MPI_Allgatherv_init_c = PMPI_Allgatherv_init_c
 #pragma weak gompi_stub_MPI_Allgatherv_init_c = PMPI_Allgatherv_init_c
-#pragma weak MPI_Alloc_mem = PMPI_Alloc_mem
-#pragma weak gompi_stub_MPI_Alloc_mem = PMPI_Alloc_mem
 #pragma weak MPI_Allreduce_c = PMPI_Allreduce_c
 #pragma weak gompi_stub_MPI_Allreduce_c = PMPI_Allreduce_c
 #pragma weak MPI_Allreduce_init = PMPI_Allreduce_init
@@ -548,10 +498,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Alltoallw_init = PMPI_Alltoallw_init
 #pragma weak MPI_Alltoallw_init_c = PMPI_Alltoallw_init_c
 #pragma weak gompi_stub_MPI_Alltoallw_init_c = PMPI_Alltoallw_init_c
-#pragma weak MPI_Attr_delete = PMPI_Attr_delete
-#pragma weak gompi_stub_MPI_Attr_delete = PMPI_Attr_delete
-#pragma weak MPI_Attr_put = PMPI_Attr_put
-#pragma weak gompi_stub_MPI_Attr_put = PMPI_Attr_put
 #pragma weak MPI_Barrier_init = PMPI_Barrier_init
 #pragma weak gompi_stub_MPI_Barrier_init = PMPI_Barrier_init
 #pragma weak MPI_Bcast_c = PMPI_Bcast_c
@@ -598,30 +544,16 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_create_from_group = PMPI_Comm_create_from_group
 #pragma weak MPI_Comm_create_group = PMPI_Comm_create_group
 #pragma weak gompi_stub_MPI_Comm_create_group = PMPI_Comm_create_group
-#pragma weak MPI_Comm_create_keyval = PMPI_Comm_create_keyval
-#pragma weak gompi_stub_MPI_Comm_create_keyval = PMPI_Comm_create_keyval
-#pragma weak MPI_Comm_delete_attr = PMPI_Comm_delete_attr
-#pragma weak gompi_stub_MPI_Comm_delete_attr = PMPI_Comm_delete_attr
 #pragma weak MPI_Comm_detach_buffer = PMPI_Comm_detach_buffer
 #pragma weak gompi_stub_MPI_Comm_detach_buffer = PMPI_Comm_detach_buffer
 #pragma weak MPI_Comm_detach_buffer_c = PMPI_Comm_detach_buffer_c
 #pragma weak gompi_stub_MPI_Comm_detach_buffer_c = PMPI_Comm_detach_buffer_c
 #pragma weak MPI_Comm_disconnect = PMPI_Comm_disconnect
 #pragma weak gompi_stub_MPI_Comm_disconnect = PMPI_Comm_disconnect
-#pragma weak MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info
-#pragma weak gompi_stub_MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info
 #pragma weak MPI_Comm_flush_buffer = PMPI_Comm_flush_buffer
 #pragma weak gompi_stub_MPI_Comm_flush_buffer = PMPI_Comm_flush_buffer
-#pragma weak MPI_Comm_free_keyval = PMPI_Comm_free_keyval
-#pragma weak gompi_stub_MPI_Comm_free_keyval = PMPI_Comm_free_keyval
-#pragma weak MPI_Comm_get_info = PMPI_Comm_get_info
-#pragma weak gompi_stub_MPI_Comm_get_info = PMPI_Comm_get_info
 #pragma weak MPI_Comm_get_parent = PMPI_Comm_get_parent
 #pragma weak gompi_stub_MPI_Comm_get_parent = PMPI_Comm_get_parent
-#pragma weak MPI_Comm_idup = PMPI_Comm_idup
-#pragma weak gompi_stub_MPI_Comm_idup = PMPI_Comm_idup
-#pragma weak MPI_Comm_idup_with_info = PMPI_Comm_idup_with_info
-#pragma weak gompi_stub_MPI_Comm_idup_with_info = PMPI_Comm_idup_with_info
 #pragma weak MPI_Comm_iflush_buffer = PMPI_Comm_iflush_buffer
 #pragma weak gompi_stub_MPI_Comm_iflush_buffer = PMPI_Comm_iflush_buffer
 #pragma weak MPI_Comm_join = PMPI_Comm_join
@@ -630,10 +562,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_remote_group = PMPI_Comm_remote_group
 #pragma weak MPI_Comm_remote_size = PMPI_Comm_remote_size
 #pragma weak gompi_stub_MPI_Comm_remote_size = PMPI_Comm_remote_size
-#pragma weak MPI_Comm_set_attr = PMPI_Comm_set_attr
-#pragma weak gompi_stub_MPI_Comm_set_attr = PMPI_Comm_set_attr
-#pragma weak MPI_Comm_set_info = PMPI_Comm_set_info
-#pragma weak gompi_stub_MPI_Comm_set_info = PMPI_Comm_set_info
 #pragma weak MPI_Comm_spawn = PMPI_Comm_spawn
 #pragma weak gompi_stub_MPI_Comm_spawn = PMPI_Comm_spawn
 #pragma weak MPI_Comm_spawn_multiple = PMPI_Comm_spawn_multiple
@@ -828,8 +756,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_File_write_shared = PMPI_File_write_shared
 #pragma weak MPI_File_write_shared_c = PMPI_File_write_shared_c
 #pragma weak gompi_stub_MPI_File_write_shared_c = PMPI_File_write_shared_c
-#pragma weak MPI_Free_mem = PMPI_Free_mem
-#pragma weak gompi_stub_MPI_Free_mem = PMPI_Free_mem
 #pragma weak MPI_Gather_c = PMPI_Gather_c
 #pragma weak gompi_stub_MPI_Gather_c = PMPI_Gather_c
 #pragma weak MPI_Gather_init = PMPI_Gather_init
@@ -932,28 +858,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Ineighbor_alltoallw = PMPI_Ineighbor_alltoallw
 #pragma weak MPI_Ineighbor_alltoallw_c = PMPI_Ineighbor_alltoallw_c
 #pragma weak gompi_stub_MPI_Ineighbor_alltoallw_c = PMPI_Ineighbor_alltoallw_c
-#pragma weak MPI_Info_create = PMPI_Info_create
-#pragma weak gompi_stub_MPI_Info_create = PMPI_Info_create
-#pragma weak MPI_Info_create_env = PMPI_Info_create_env
-#pragma weak gompi_stub_MPI_Info_create_env = PMPI_Info_create_env
-#pragma weak MPI_Info_delete = PMPI_Info_delete
-#pragma weak gompi_stub_MPI_Info_delete = PMPI_Info_delete
-#pragma weak MPI_Info_dup = PMPI_Info_dup
-#pragma weak gompi_stub_MPI_Info_dup = PMPI_Info_dup
-#pragma weak MPI_Info_free = PMPI_Info_free
-#pragma weak gompi_stub_MPI_Info_free = PMPI_Info_free
-#pragma weak MPI_Info_get = PMPI_Info_get
-#pragma weak gompi_stub_MPI_Info_get = PMPI_Info_get
-#pragma weak MPI_Info_get_nkeys = PMPI_Info_get_nkeys
-#pragma weak gompi_stub_MPI_Info_get_nkeys = PMPI_Info_get_nkeys
-#pragma weak MPI_Info_get_nthkey = PMPI_Info_get_nthkey
-#pragma weak gompi_stub_MPI_Info_get_nthkey = PMPI_Info_get_nthkey
-#pragma weak MPI_Info_get_string = PMPI_Info_get_string
-#pragma weak gompi_stub_MPI_Info_get_string = PMPI_Info_get_string
-#pragma weak MPI_Info_get_valuelen = PMPI_Info_get_valuelen
-#pragma weak gompi_stub_MPI_Info_get_valuelen = PMPI_Info_get_valuelen
-#pragma weak MPI_Info_set = PMPI_Info_set
-#pragma weak gompi_stub_MPI_Info_set = PMPI_Info_set
 #pragma weak MPI_Intercomm_create = PMPI_Intercomm_create
 #pragma weak gompi_stub_MPI_Intercomm_create = PMPI_Intercomm_create
 #pragma weak MPI_Intercomm_create_from_groups = PMPI_Intercomm_create_from_groups
@@ -992,10 +896,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Isendrecv_replace = PMPI_Isendrecv_replace
 #pragma weak MPI_Isendrecv_replace_c = PMPI_Isendrecv_replace_c
 #pragma weak gompi_stub_MPI_Isendrecv_replace_c = PMPI_Isendrecv_replace_c
-#pragma weak MPI_Keyval_create = PMPI_Keyval_create
-#pragma weak gompi_stub_MPI_Keyval_create = PMPI_Keyval_create
-#pragma weak MPI_Keyval_free = PMPI_Keyval_free
-#pragma weak gompi_stub_MPI_Keyval_free = PMPI_Keyval_free
 #pragma weak MPI_Lookup_name = PMPI_Lookup_name
 #pragma weak gompi_stub_MPI_Lookup_name = PMPI_Lookup_name
 #pragma weak MPI_Mprobe = PMPI_Mprobe
@@ -1352,18 +1252,8 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Type_create_f90_integer = PMPI_Type_create_f90_integer
 #pragma weak MPI_Type_create_f90_real = PMPI_Type_create_f90_real
 #pragma weak gompi_stub_MPI_Type_create_f90_real = PMPI_Type_create_f90_real
-#pragma weak MPI_Type_create_keyval = PMPI_Type_create_keyval
-#pragma weak gompi_stub_MPI_Type_create_keyval = PMPI_Type_create_keyval
-#pragma weak MPI_Type_delete_attr = PMPI_Type_delete_attr
-#pragma weak gompi_stub_MPI_Type_delete_attr = PMPI_Type_delete_attr
-#pragma weak MPI_Type_free_keyval = PMPI_Type_free_keyval
-#pragma weak gompi_stub_MPI_Type_free_keyval = PMPI_Type_free_keyval
-#pragma weak MPI_Type_get_attr = PMPI_Type_get_attr
-#pragma weak gompi_stub_MPI_Type_get_attr = PMPI_Type_get_attr
 #pragma weak MPI_Type_get_value_index = PMPI_Type_get_value_index
 #pragma weak gompi_stub_MPI_Type_get_value_index = PMPI_Type_get_value_index
-#pragma weak MPI_Type_set_attr = PMPI_Type_set_attr
-#pragma weak gompi_stub_MPI_Type_set_attr = PMPI_Type_set_attr
 #pragma weak MPI_Unpack = PMPI_Unpack
 #pragma weak gompi_stub_MPI_Unpack = PMPI_Unpack
 #pragma weak MPI_Unpack_c = PMPI_Unpack_c
@@ -1374,32 +1264,16 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Unpack_external_c = PMPI_Unpack_external_c
 #pragma weak MPI_Unpublish_name = PMPI_Unpublish_name
 #pragma weak gompi_stub_MPI_Unpublish_name = PMPI_Unpublish_name
-#pragma weak MPI_Win_allocate = PMPI_Win_allocate
-#pragma weak gompi_stub_MPI_Win_allocate = PMPI_Win_allocate
-#pragma weak MPI_Win_allocate_c = PMPI_Win_allocate_c
-#pragma weak gompi_stub_MPI_Win_allocate_c = PMPI_Win_allocate_c
 #pragma weak MPI_Win_allocate_shared = PMPI_Win_allocate_shared
 #pragma weak gompi_stub_MPI_Win_allocate_shared = PMPI_Win_allocate_shared
 #pragma weak MPI_Win_allocate_shared_c = PMPI_Win_allocate_shared_c
 #pragma weak gompi_stub_MPI_Win_allocate_shared_c = PMPI_Win_allocate_shared_c
 #pragma weak MPI_Win_attach = PMPI_Win_attach
 #pragma weak gompi_stub_MPI_Win_attach = PMPI_Win_attach
-#pragma weak MPI_Win_call_errhandler = PMPI_Win_call_errhandler
-#pragma weak gompi_stub_MPI_Win_call_errhandler = PMPI_Win_call_errhandler
 #pragma weak MPI_Win_complete = PMPI_Win_complete
 #pragma weak gompi_stub_MPI_Win_complete = PMPI_Win_complete
-#pragma weak MPI_Win_create = PMPI_Win_create
-#pragma weak gompi_stub_MPI_Win_create = PMPI_Win_create
-#pragma weak MPI_Win_create_c = PMPI_Win_create_c
-#pragma weak gompi_stub_MPI_Win_create_c = PMPI_Win_create_c
 #pragma weak MPI_Win_create_dynamic = PMPI_Win_create_dynamic
 #pragma weak gompi_stub_MPI_Win_create_dynamic = PMPI_Win_create_dynamic
-#pragma weak MPI_Win_create_errhandler = PMPI_Win_create_errhandler
-#pragma weak gompi_stub_MPI_Win_create_errhandler = PMPI_Win_create_errhandler
-#pragma weak MPI_Win_create_keyval = PMPI_Win_create_keyval
-#pragma weak gompi_stub_MPI_Win_create_keyval = PMPI_Win_create_keyval
-#pragma weak MPI_Win_delete_attr = PMPI_Win_delete_attr
-#pragma weak gompi_stub_MPI_Win_delete_attr = PMPI_Win_delete_attr
 #pragma weak MPI_Win_detach = PMPI_Win_detach
 #pragma weak gompi_stub_MPI_Win_detach = PMPI_Win_detach
 #pragma weak MPI_Win_fence = PMPI_Win_fence
@@ -1412,34 +1286,16 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Win_flush_local = PMPI_Win_flush_local
 #pragma weak MPI_Win_flush_local_all = PMPI_Win_flush_local_all
 #pragma weak gompi_stub_MPI_Win_flush_local_all = PMPI_Win_flush_local_all
-#pragma weak MPI_Win_free = PMPI_Win_free
-#pragma weak gompi_stub_MPI_Win_free = PMPI_Win_free
-#pragma weak MPI_Win_free_keyval = PMPI_Win_free_keyval
-#pragma weak gompi_stub_MPI_Win_free_keyval = PMPI_Win_free_keyval
-#pragma weak MPI_Win_get_attr = PMPI_Win_get_attr
-#pragma weak gompi_stub_MPI_Win_get_attr = PMPI_Win_get_attr
-#pragma weak MPI_Win_get_errhandler = PMPI_Win_get_errhandler
-#pragma weak gompi_stub_MPI_Win_get_errhandler = PMPI_Win_get_errhandler
-#pragma weak MPI_Win_get_group = PMPI_Win_get_group
-#pragma weak gompi_stub_MPI_Win_get_group = PMPI_Win_get_group
 #pragma weak MPI_Win_get_info = PMPI_Win_get_info
 #pragma weak gompi_stub_MPI_Win_get_info = PMPI_Win_get_info
-#pragma weak MPI_Win_get_name = PMPI_Win_get_name
-#pragma weak gompi_stub_MPI_Win_get_name = PMPI_Win_get_name
 #pragma weak MPI_Win_lock = PMPI_Win_lock
 #pragma weak gompi_stub_MPI_Win_lock = PMPI_Win_lock
 #pragma weak MPI_Win_lock_all = PMPI_Win_lock_all
 #pragma weak gompi_stub_MPI_Win_lock_all = PMPI_Win_lock_all
 #pragma weak MPI_Win_post = PMPI_Win_post
 #pragma weak gompi_stub_MPI_Win_post = PMPI_Win_post
-#pragma weak MPI_Win_set_attr = PMPI_Win_set_attr
-#pragma weak gompi_stub_MPI_Win_set_attr = PMPI_Win_set_attr
-#pragma weak MPI_Win_set_errhandler = PMPI_Win_set_errhandler
-#pragma weak gompi_stub_MPI_Win_set_errhandler = PMPI_Win_set_errhandler
 #pragma weak MPI_Win_set_info = PMPI_Win_set_info
 #pragma weak gompi_stub_MPI_Win_set_info = PMPI_Win_set_info
-#pragma weak MPI_Win_set_name = PMPI_Win_set_name
-#pragma weak gompi_stub_MPI_Win_set_name = PMPI_Win_set_name
 #pragma weak MPI_Win_shared_query = PMPI_Win_shared_query
 #pragma weak gompi_stub_MPI_Win_shared_query = PMPI_Win_shared_query
 #pragma weak MPI_Win_shared_query_c = PMPI_Win_shared_query_c
