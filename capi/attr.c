@@ -372,20 +372,20 @@ int PMPI_Type_free_keyval(int *keyval) {
 
 int PMPI_Type_set_attr(MPI_Datatype type, int keyval, void *val) {
 	gompi_check_init("MPI_Type_set_attr");
-	if (type == MPI_DATATYPE_NULL) return gompi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_set_attr");
+	if (gompi_type_size_all(type) < 0) return gompi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_set_attr");
 	return gompi_error(MPI_COMM_WORLD, gompi_attr_set(GOMPI_ATTR_TYPE, (uintptr_t)type, keyval, val), "MPI_Type_set_attr");
 }
 
 int PMPI_Type_get_attr(MPI_Datatype type, int keyval, void *val, int *flag) {
 	gompi_check_init("MPI_Type_get_attr");
-	if (type == MPI_DATATYPE_NULL) return gompi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_attr");
+	if (gompi_type_size_all(type) < 0) return gompi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_get_attr");
 	int rc = gompi_attr_get(GOMPI_ATTR_TYPE, (uintptr_t)type, keyval, val, flag);
 	return gompi_error(MPI_COMM_WORLD, rc, "MPI_Type_get_attr");
 }
 
 int PMPI_Type_delete_attr(MPI_Datatype type, int keyval) {
 	gompi_check_init("MPI_Type_delete_attr");
-	if (type == MPI_DATATYPE_NULL) return gompi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_delete_attr");
+	if (gompi_type_size_all(type) < 0) return gompi_error(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Type_delete_attr");
 	return gompi_error(MPI_COMM_WORLD, gompi_attr_delete(GOMPI_ATTR_TYPE, (uintptr_t)type, keyval), "MPI_Type_delete_attr");
 }
 

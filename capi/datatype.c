@@ -217,8 +217,21 @@ int PMPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count ext
 	return make(MPI_COMBINER_RESIZED, 0, NULL, 2, ad, 1, &oldtype, newtype, "MPI_Type_create_resized_c");
 }
 
+/* MPI_Type_dup also copies oldtype's attributes (attr.c runs their copy
+ * callbacks); when one fails, the new type is freed again. */
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) {
-	return make(MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, &oldtype, newtype, "MPI_Type_dup");
+	MPI_Datatype t = MPI_DATATYPE_NULL;
+	int rc = make(MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, &oldtype, &t, "MPI_Type_dup");
+	if (rc != MPI_SUCCESS) return rc;
+	rc = gompi_attr_copy(GOMPI_ATTR_TYPE, (uintptr_t)oldtype, (uintptr_t)t);
+	if (rc != MPI_SUCCESS) {
+		uintptr_t h = (uintptr_t)t;
+		gompi_attr_free(GOMPI_ATTR_TYPE, h);
+		gompi_go_type_free(&h);
+		return gompi_error(MPI_COMM_SELF, rc, "MPI_Type_dup");
+	}
+	*newtype = t;
+	return MPI_SUCCESS;
 }
 
 /* ---- Life and queries ---------------------------------------------------- */
@@ -233,7 +246,12 @@ int PMPI_Type_free(MPI_Datatype *datatype) {
 	gompi_check_init("MPI_Type_free");
 	if (datatype == NULL) return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Type_free");
 	uintptr_t h = (uintptr_t)*datatype;
-	int rc = gompi_go_type_free(&h);
+	/* a derived type's attributes go first (attr.c); a delete callback
+	 * that fails keeps the type */
+	int rc = MPI_SUCCESS;
+	if (h >= GOMPI_HANDLE_BASE && GOMPI_HANDLE_KIND(h) == GOMPI_KIND_TYPE && gompi_type_size_all(*datatype) >= 0)
+		rc = gompi_attr_free(GOMPI_ATTR_TYPE, h);
+	if (rc == MPI_SUCCESS) rc = gompi_go_type_free(&h);
 	*datatype = (MPI_Datatype)h;
 	return gompi_error(MPI_COMM_SELF, rc, "MPI_Type_free");
 }

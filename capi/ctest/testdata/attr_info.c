@@ -195,6 +195,28 @@ static void type_attrs(void)
 	MPI_Type_delete_attr(MPI_INT, key);
 	MPI_Type_get_attr(MPI_INT, key, &val, &flag);
 	ct_out("type attr deleted flag %d deletes %d", flag, type_deletes);
+	{
+		/* Type_dup copies (TYPE_DUP_FN), Type_free deletes; the NULL
+		 * copy fn's attribute stays behind */
+		MPI_Datatype vec, dup;
+		int nocopy;
+		MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, type_delete, &nocopy, NULL);
+		MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+		MPI_Type_set_attr(vec, key, (void *)(long)(10 + ct_rank));
+		MPI_Type_set_attr(vec, nocopy, (void *)1L);
+		MPI_Type_dup(vec, &dup);
+		MPI_Type_get_attr(dup, key, &val, &flag);
+		ct_out("type dup copied flag %d value %ld", flag, (long)val);
+		MPI_Type_get_attr(dup, nocopy, &val, &flag);
+		ct_out("type dup null copy flag %d", flag);
+		/* the dup first: Open MPI frees a type only once no dup of it
+		 * remains, and deletes its attributes then */
+		MPI_Type_free(&dup);
+		ct_out("type dup free deletes %d", type_deletes);
+		MPI_Type_free(&vec);
+		ct_out("type free deletes %d", type_deletes);
+		MPI_Type_free_keyval(&nocopy);
+	}
 	MPI_Type_free_keyval(&key);
 }
 
