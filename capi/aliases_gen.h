@@ -25,15 +25,37 @@
 
 #ifdef GOMPI_FILE_coll
 #pragma weak MPI_Allgather = PMPI_Allgather
+#pragma weak MPI_Allgatherv = PMPI_Allgatherv
 #pragma weak MPI_Allreduce = PMPI_Allreduce
 #pragma weak MPI_Alltoall = PMPI_Alltoall
+#pragma weak MPI_Alltoallv = PMPI_Alltoallv
+#pragma weak MPI_Alltoallw = PMPI_Alltoallw
 #pragma weak MPI_Barrier = PMPI_Barrier
 #pragma weak MPI_Bcast = PMPI_Bcast
+#pragma weak MPI_Exscan = PMPI_Exscan
 #pragma weak MPI_Gather = PMPI_Gather
 #pragma weak MPI_Gatherv = PMPI_Gatherv
+#pragma weak MPI_Iallgather = PMPI_Iallgather
+#pragma weak MPI_Iallgatherv = PMPI_Iallgatherv
+#pragma weak MPI_Iallreduce = PMPI_Iallreduce
+#pragma weak MPI_Ialltoall = PMPI_Ialltoall
+#pragma weak MPI_Ialltoallv = PMPI_Ialltoallv
+#pragma weak MPI_Ialltoallw = PMPI_Ialltoallw
 #pragma weak MPI_Ibarrier = PMPI_Ibarrier
 #pragma weak MPI_Ibcast = PMPI_Ibcast
+#pragma weak MPI_Iexscan = PMPI_Iexscan
+#pragma weak MPI_Igather = PMPI_Igather
+#pragma weak MPI_Igatherv = PMPI_Igatherv
+#pragma weak MPI_Ireduce = PMPI_Ireduce
+#pragma weak MPI_Ireduce_scatter = PMPI_Ireduce_scatter
+#pragma weak MPI_Ireduce_scatter_block = PMPI_Ireduce_scatter_block
+#pragma weak MPI_Iscan = PMPI_Iscan
+#pragma weak MPI_Iscatter = PMPI_Iscatter
+#pragma weak MPI_Iscatterv = PMPI_Iscatterv
 #pragma weak MPI_Reduce = PMPI_Reduce
+#pragma weak MPI_Reduce_scatter = PMPI_Reduce_scatter
+#pragma weak MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block
+#pragma weak MPI_Scan = PMPI_Scan
 #pragma weak MPI_Scatter = PMPI_Scatter
 #pragma weak MPI_Scatterv = PMPI_Scatterv
 #endif
@@ -190,6 +212,15 @@
 #pragma weak MPI_Info_get_string = PMPI_Info_get_string
 #pragma weak MPI_Info_get_valuelen = PMPI_Info_get_valuelen
 #pragma weak MPI_Info_set = PMPI_Info_set
+#endif
+
+#ifdef GOMPI_FILE_op
+#pragma weak MPI_Op_commutative = PMPI_Op_commutative
+#pragma weak MPI_Op_create = PMPI_Op_create
+#pragma weak MPI_Op_create_c = PMPI_Op_create_c
+#pragma weak MPI_Op_free = PMPI_Op_free
+#pragma weak MPI_Reduce_local = PMPI_Reduce_local
+#pragma weak MPI_Reduce_local_c = PMPI_Reduce_local_c
 #endif
 
 #ifdef GOMPI_FILE_p2p

@@ -12,134 +12,291 @@ import (
 	"gompi/mpi"
 )
 
-//export gompi_go_barrier
-func gompi_go_barrier(ch C.uintptr_t) C.int {
+// The collectives C calls: each takes (buffer, count, datatype) as C
+// passes them, with a nil req for the blocking form and a place for the
+// request handle for the non-blocking one, which completes through the
+// Wait/Test families like any request (p2p.go's table). Package mpi's
+// collectives move bytes: a dense datatype's memory is lent as it is; a
+// datatype with holes is staged, packed into Go memory before the
+// collective and unpacked into C's when it ends (for a non-blocking one,
+// by Request.Then before the request completes). C's memory is only
+// lent to Go for the operation; C never holds a Go pointer.
+
+// side is one buffer argument as the byte-level collective sees it:
+// elements of dt at p, scale bytes each in b (the extent for memory lent
+// as it is, the packed size when staged).
+type side struct {
+	p      unsafe.Pointer
+	dt     *mpi.Datatype
+	b      []byte
+	scale  int
+	staged bool
+}
+
+// newSide lends n elements of dt at p, or stages them (packed from C's
+// memory, which the collective may read or partly leave as it is) when dt
+// is a derived type with holes and raw is false; raw lends the memory as
+// laid out (what a user op combines). A predefined type is lent as it is,
+// a pair type's padding included (what package mpi's pair ops expect).
+func newSide(p unsafe.Pointer, n int, dt *mpi.Datatype, raw bool) (side, error) {
+	s := side{p: p, dt: dt, scale: dt.Extent()}
+	if n == 0 {
+		s.b = []byte{}
+		return s, nil
+	}
+	if dt.Dense() || raw || predef(dt) {
+		if p == nil {
+			return s, fmt.Errorf("%d elements at a null address: %w", n, mpi.ErrArg)
+		}
+		s.b = bytes(p, C.int64_t(n*s.scale))
+		return s, nil
+	}
+	s.staged, s.scale = true, dt.Size()
+	s.b = make([]byte, n*s.scale)
+	_, err := mpi.Pack(cbuf(p, n, dt), s.b, 0)
+	return s, err
+}
+
+// predef reports whether dt is a predefined type (its kind is not
+// coll.KindNone, 0).
+func predef(dt *mpi.Datatype) bool { return dt.Kind() != 0 }
+
+// block is elements [off, off+n) of s.
+func (s side) block(off, n int) []byte { return s.b[off*s.scale : (off+n)*s.scale] }
+
+// unpack copies staged blocks (counts[i] elements at displs[i]; all of s
+// when counts is nil) back into C's memory.
+func (s side) unpack(counts, displs []int) error {
+	if !s.staged {
+		return nil
+	}
+	if counts == nil {
+		_, err := mpi.Unpack(s.b, 0, cbuf(s.p, len(s.b)/max(1, s.scale), s.dt))
+		return err
+	}
+	for i, n := range counts {
+		at := unsafe.Add(s.p, displs[i]*s.dt.Extent())
+		if _, err := mpi.Unpack(s.block(displs[i], n), 0, cbuf(at, n, s.dt)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run runs a collective: blocking when req is nil, otherwise started and
+// filed as a request; after (unpacking staged receives, or nil) runs once
+// the collective has completed, before a waiter sees it complete.
+func run(ch C.uintptr_t, req *C.uintptr_t, block func(*mpi.Comm) error, start func(*mpi.Comm) (*mpi.Request, error), after func() error) C.int {
 	c, err := comm(ch)
 	if err != nil {
 		return errComm
 	}
-	return code(c.Barrier())
-}
-
-//export gompi_go_bcast
-func gompi_go_bcast(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, root C.int) C.int {
-	c, err := comm(ch)
+	if req == nil {
+		err := block(c)
+		if err == nil && after != nil {
+			err = after()
+		}
+		return code(err)
+	}
+	r, err := start(c)
 	if err != nil {
-		return errComm
+		return code(err)
 	}
-	return code(c.Bcast(bytes(buf, n), int(root)))
+	if after != nil {
+		r = r.Then(after)
+	}
+	*req = newRequest(r)
+	return 0
 }
 
-// opOf maps a predefined C op to package mpi's.
-func opOf(op C.uintptr_t) (mpi.Op, C.int) {
-	switch op {
-	case 0x21:
-		return mpi.Sum, 0
-	case 0x22:
-		return mpi.Min, 0
-	case 0x23:
-		return mpi.Max, 0
-	case 0x24:
-		return mpi.Prod, 0
-	case 0x28, 0x29, 0x2a, 0x30, 0x31, 0x32, 0x38, 0x39, 0x3c, 0x3d:
-		return 0, errUnsupp // predefined, but package mpi lacks them yet
-	}
-	return 0, errOp
-}
-
-// reducer runs a reduction over n elements of one Go type.
-type reducer func(c *mpi.Comm, send, recv unsafe.Pointer, n int, op mpi.Op, root int) error
-
-func reduceAs[T mpi.Numeric](c *mpi.Comm, send, recv unsafe.Pointer, n int, op mpi.Op, root int) error {
-	s := unsafe.Slice((*T)(send), n)
-	var r []T
-	if recv != nil {
-		r = unsafe.Slice((*T)(recv), n)
-	}
-	if root < 0 {
-		return mpi.Allreduce(c, s, r, op)
-	}
-	return mpi.Reduce(c, s, r, op, root)
-}
-
-// reducers maps the predefined C datatypes that hold numbers to the Go
-// type of the same size and kind (LP64: long is 64 bits).
-var reducers = map[C.uintptr_t]reducer{
-	0x201: reduceAs[int64], 0x202: reduceAs[int64], 0x203: reduceAs[int64], // AINT, COUNT, OFFSET
-	0x208: reduceAs[int16], 0x209: reduceAs[int32], 0x20a: reduceAs[int64], 0x20b: reduceAs[int64],
-	0x20c: reduceAs[uint16], 0x20d: reduceAs[uint32], 0x20e: reduceAs[uint64], 0x20f: reduceAs[uint64],
-	0x210: reduceAs[float32], 0x214: reduceAs[float64],
-	0x240: reduceAs[int8], 0x241: reduceAs[uint8], 0x244: reduceAs[int8], 0x245: reduceAs[uint8],
-	0x248: reduceAs[int16], 0x249: reduceAs[uint16], 0x250: reduceAs[int32], 0x251: reduceAs[uint32],
-	0x258: reduceAs[int64], 0x259: reduceAs[uint64],
-}
-
-// gompi_go_reduce reduces count elements; root < 0 means Allreduce. send
-// is recv itself for MPI_IN_PLACE (the C side resolved it).
+// gompi_go_barrier is MPI_Barrier, or MPI_Ibarrier with a req.
 //
-//export gompi_go_reduce
-func gompi_go_reduce(ch C.uintptr_t, send, recv unsafe.Pointer, count C.int64_t, dt, op C.uintptr_t, root C.int) C.int {
-	c, err := comm(ch)
-	if err != nil {
-		return errComm
-	}
-	o, rc := opOf(op)
+//export gompi_go_barrier
+func gompi_go_barrier(ch C.uintptr_t, req *C.uintptr_t) C.int {
+	return run(ch, req, (*mpi.Comm).Barrier, (*mpi.Comm).Ibarrier, nil)
+}
+
+// gompi_go_bcast is MPI_Bcast, or MPI_Ibcast with a req.
+//
+//export gompi_go_bcast
+func gompi_go_bcast(ch C.uintptr_t, p unsafe.Pointer, count C.int64_t, dh C.uintptr_t, root C.int, req *C.uintptr_t) C.int {
+	dt, rc := dtypeOf(dh)
 	if rc != 0 {
 		return rc
 	}
-	red := reducers[dt]
-	if red == nil {
-		return errUnsupp
+	s, err := newSide(p, int(count), dt, false)
+	if err != nil {
+		return code(err)
 	}
-	return code(red(c, send, recv, int(count), o, int(root)))
+	var after func() error
+	if s.staged {
+		after = func() error { return s.unpack(nil, nil) }
+	}
+	return run(ch, req, func(c *mpi.Comm) error { return c.Bcast(s.b, int(root)) },
+		func(c *mpi.Comm) (*mpi.Request, error) { return c.Ibcast(s.b, int(root)) }, after)
 }
 
-// gompi_go_gatherv is Gather, Gatherv, Scatter, Scatterv, Allgather and
-// Alltoall over bytes: C has turned counts and displacements into bytes.
+// The reductions gompi_go_reduce runs (coll.c's names).
+const (
+	redReduce = iota
+	redAllreduce
+	redScan
+	redExscan
+	redScatterBlock
+	redScatter
+)
+
+// gompi_go_reduce runs the reductions: send holds count elements (the
+// whole input; for Reduce_scatter_block count is the block), recv this
+// rank's result (nil where it means nothing). For MPI_IN_PLACE C passes
+// recv as send.
 //
-//export gompi_go_gatherv
-func gompi_go_gatherv(kind C.int, ch C.uintptr_t, send unsafe.Pointer, sn C.int64_t, recv unsafe.Pointer, rn C.int64_t,
-	counts, displs *C.int64_t, root C.int) C.int {
+//export gompi_go_reduce
+func gompi_go_reduce(kind C.int, ch C.uintptr_t, sp, rp unsafe.Pointer, count C.int64_t, counts *C.int, dh, oh C.uintptr_t,
+	root C.int, req *C.uintptr_t) C.int {
 	c, err := comm(ch)
 	if err != nil {
 		return errComm
 	}
-	s, r := bytes(send, sn), bytes(recv, rn)
-	var cs, ds []int
-	if counts != nil {
-		cs, ds = make([]int, c.Size()), make([]int, c.Size())
-		for i := range cs {
-			cs[i] = int(unsafe.Slice(counts, c.Size())[i])
-			ds[i] = int(unsafe.Slice(displs, c.Size())[i])
+	dt, rc := dtypeOf(dh)
+	if rc != 0 {
+		return rc
+	}
+	raw := userOpOf(oh) != nil
+	rdt := dt // what the op combines: a staged type's packed base elements
+	if !raw && !dt.Dense() && !predef(dt) {
+		if rdt = mpi.TypeOf(dt.BaseKind()); rdt == nil {
+			return errOp
 		}
 	}
-	switch kind {
-	case 0:
-		err = c.Gather(s, r, int(root))
-	case 1:
-		err = c.Gatherv(s, r, cs, ds, int(root))
-	case 2:
-		err = c.Scatter(s, r, int(root))
-	case 3:
-		err = c.Scatterv(s, cs, ds, r, int(root))
-	case 4:
-		err = c.Allgather(s, r)
-	case 5:
-		err = c.Alltoall(s, r)
-	default:
-		err = fmt.Errorf("collective kind %d: %w", kind, mpi.ErrArg)
+	red, rc := reduction(oh, dh, rdt)
+	if rc != 0 {
+		return rc
 	}
-	return code(err)
+	n, m, cs := int(count), int(count), []int(nil)
+	switch kind {
+	case redScatterBlock:
+		n *= c.Size()
+	case redScatter:
+		cs, n = ints(counts, c.Size()), 0
+		for _, k := range cs {
+			n += k
+		}
+		m = cs[c.Rank()]
+	case redReduce:
+		if c.Rank() != int(root) {
+			m = 0
+		}
+	}
+	return reduceRun(kind, ch, req, red, rdt, sp, n, rp, m, cs, dt, raw, int(root))
 }
 
-// gompi_go_ibcast starts a Bcast (a Barrier when buf is nil and n < 0).
-//
-//export gompi_go_ibcast
-func gompi_go_ibcast(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, root C.int, req *C.uintptr_t) C.int {
-	return start(ch, 0, req, func(c *mpi.Comm) (*mpi.Request, error) {
-		if n < 0 {
-			return c.Ibarrier()
+// reduceRun lends or stages the buffers and runs reduction kind.
+func reduceRun(kind C.int, ch C.uintptr_t, req *C.uintptr_t, red mpi.Reduction, rdt *mpi.Datatype, sp unsafe.Pointer, n int,
+	rp unsafe.Pointer, m int, cs []int, dt *mpi.Datatype, raw bool, root int) C.int {
+	s, err := newSide(sp, n, dt, raw)
+	if err != nil {
+		return code(err)
+	}
+	r, err := newSide(rp, m, dt, raw)
+	if err != nil {
+		return code(err)
+	}
+	var after func() error
+	if r.staged {
+		after = func() error { return r.unpack(nil, nil) }
+	}
+	bc := make([]int, len(cs))
+	for i, k := range cs {
+		bc[i] = k * s.scale
+	}
+	block := func(c *mpi.Comm) error {
+		switch kind {
+		case redReduce:
+			return c.ReduceBytes(s.b, r.b, red, root)
+		case redAllreduce:
+			return c.AllreduceBytes(s.b, r.b, red)
+		case redScan:
+			return c.Scan(s.b, r.b, red)
+		case redExscan:
+			return c.Exscan(s.b, r.b, red)
+		case redScatterBlock:
+			return c.ReduceScatterBlock(s.b, r.b, red)
 		}
-		return c.Ibcast(bytes(buf, n), int(root))
-	})
+		return c.ReduceScatter(s.b, r.b, bc, red)
+	}
+	start := func(c *mpi.Comm) (*mpi.Request, error) {
+		switch kind {
+		case redReduce:
+			return c.IreduceBytes(s.b, r.b, red, root)
+		case redAllreduce:
+			return c.IallreduceBytes(s.b, r.b, red)
+		case redScan:
+			return c.Iscan(s.b, r.b, red)
+		case redExscan:
+			return c.Iexscan(s.b, r.b, red)
+		case redScatterBlock:
+			return c.IreduceScatterBlock(s.b, r.b, red)
+		}
+		return c.IreduceScatter(s.b, r.b, bc, red)
+	}
+	return run(ch, req, block, start, after)
+}
+
+// The rooted and all-to-all collectives gompi_go_vcoll runs (coll.c's
+// names). Each runs as its v-form on bytes.
+const (
+	vGather = iota
+	vGatherv
+	vScatter
+	vScatterv
+	vAllgather
+	vAllgatherv
+	vAlltoall
+	vAlltoallv
+)
+
+// vbuf is one buffer argument of a v-collective: C's per-rank counts and
+// displacements (nil for one block of n elements, or size blocks of n
+// when uniform), and its datatype.
+type vbuf struct {
+	p              unsafe.Pointer
+	n              C.int64_t
+	dh             C.uintptr_t
+	counts, displs *C.int
+	used, uniform  bool
+}
+
+// layout returns the per-rank blocks of a buffer in elements, and how many
+// elements it spans.
+func (v vbuf) layout(size int) (counts, displs []int, span int) {
+	switch {
+	case !v.used:
+		return nil, nil, 0
+	case v.counts != nil:
+		counts, displs = ints(v.counts, size), ints(v.displs, size)
+	case v.uniform:
+		counts, displs = make([]int, size), make([]int, size)
+		for i := range counts {
+			counts[i], displs[i] = int(v.n), i*int(v.n)
+		}
+	default:
+		return nil, nil, int(v.n)
+	}
+	for i := range counts {
+		span = max(span, displs[i]+counts[i])
+	}
+	return counts, displs, span
+}
+
+// bytesOf scales element counts to a side's bytes.
+func bytesOf(x []int, s side) []int {
+	if x == nil {
+		return nil
+	}
+	out := make([]int, len(x))
+	for i, v := range x {
+		out[i] = v * s.scale
+	}
+	return out
 }

@@ -95,6 +95,11 @@ int64_t gompi_type_size(MPI_Datatype t);
 int64_t gompi_type_size_all(MPI_Datatype t);
 int64_t gompi_type_size_of(uintptr_t h);
 
+/* Reduction ops (op.c): a user op's C function called from Go, and the
+ * predefined ops on long double, which Go has no type for. */
+void gompi_op_call(uintptr_t fn, int big, void *in, void *inout, int64_t len, uintptr_t dt);
+int gompi_op_ldouble(uintptr_t op, int pair, void *inout, const void *in, int64_t n);
+
 /* Status */
 void gompi_status_set(MPI_Status *st, int source, int tag, int64_t bytes, int cancelled);
 

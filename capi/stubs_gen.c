@@ -14,7 +14,6 @@ GOMPI_STUB int PMPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count
 GOMPI_STUB int PMPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Allgather_c"); }
 GOMPI_STUB int PMPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgather_init"); }
 GOMPI_STUB int PMPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgather_init_c"); }
-GOMPI_STUB int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Allgatherv"); }
 GOMPI_STUB int PMPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Allgatherv_c"); }
 GOMPI_STUB int PMPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgatherv_init"); }
 GOMPI_STUB int PMPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgatherv_init_c"); }
@@ -24,11 +23,9 @@ GOMPI_STUB int PMPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Cou
 GOMPI_STUB int PMPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Alltoall_c"); }
 GOMPI_STUB int PMPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoall_init"); }
 GOMPI_STUB int PMPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoall_init_c"); }
-GOMPI_STUB int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Alltoallv"); }
 GOMPI_STUB int PMPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Alltoallv_c"); }
 GOMPI_STUB int PMPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallv_init"); }
 GOMPI_STUB int PMPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallv_init_c"); }
-GOMPI_STUB int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) { return gompi_unsupported("MPI_Alltoallw"); }
 GOMPI_STUB int PMPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) { return gompi_unsupported("MPI_Alltoallw_c"); }
 GOMPI_STUB int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallw_init"); }
 GOMPI_STUB int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallw_init_c"); }
@@ -68,7 +65,6 @@ GOMPI_STUB int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, 
 GOMPI_STUB int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn_multiple"); }
 GOMPI_STUB int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) { return gompi_unsupported("MPI_Compare_and_swap"); }
 GOMPI_STUB int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[], const int *weights, MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) { return gompi_unsupported("MPI_Dist_graph_create"); }
-GOMPI_STUB int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Exscan"); }
 GOMPI_STUB int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Exscan_c"); }
 GOMPI_STUB int PMPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Exscan_init"); }
 GOMPI_STUB int PMPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Exscan_init_c"); }
@@ -178,26 +174,17 @@ GOMPI_STUB int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const
 GOMPI_STUB int PMPI_Grequest_complete(MPI_Request request) { return gompi_unsupported("MPI_Grequest_complete"); }
 GOMPI_STUB int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request) { return gompi_unsupported("MPI_Grequest_start"); }
 GOMPI_STUB int PMPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_from_session_pset"); }
-GOMPI_STUB int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgather"); }
 GOMPI_STUB int PMPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgather_c"); }
-GOMPI_STUB int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgatherv"); }
 GOMPI_STUB int PMPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgatherv_c"); }
-GOMPI_STUB int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallreduce"); }
 GOMPI_STUB int PMPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallreduce_c"); }
-GOMPI_STUB int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoall"); }
 GOMPI_STUB int PMPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoall_c"); }
-GOMPI_STUB int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallv"); }
 GOMPI_STUB int PMPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallv_c"); }
-GOMPI_STUB int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallw"); }
 GOMPI_STUB int PMPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallw_c"); }
 GOMPI_STUB int PMPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibcast_c"); }
 GOMPI_STUB int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibsend"); }
 GOMPI_STUB int PMPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibsend_c"); }
-GOMPI_STUB int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iexscan"); }
 GOMPI_STUB int PMPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iexscan_c"); }
-GOMPI_STUB int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Igather"); }
 GOMPI_STUB int PMPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Igather_c"); }
-GOMPI_STUB int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Igatherv"); }
 GOMPI_STUB int PMPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Igatherv_c"); }
 GOMPI_STUB int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) { return gompi_unsupported("MPI_Improbe"); }
 GOMPI_STUB int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) { return gompi_unsupported("MPI_Imrecv"); }
@@ -215,17 +202,11 @@ GOMPI_STUB int PMPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count s
 GOMPI_STUB int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm) { return gompi_unsupported("MPI_Intercomm_create"); }
 GOMPI_STUB int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) { return gompi_unsupported("MPI_Intercomm_create_from_groups"); }
 GOMPI_STUB int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) { return gompi_unsupported("MPI_Intercomm_merge"); }
-GOMPI_STUB int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce"); }
 GOMPI_STUB int PMPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_c"); }
-GOMPI_STUB int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter"); }
-GOMPI_STUB int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_block"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_block_c"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_c"); }
-GOMPI_STUB int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscan"); }
 GOMPI_STUB int PMPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscan_c"); }
-GOMPI_STUB int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscatter"); }
 GOMPI_STUB int PMPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscatter_c"); }
-GOMPI_STUB int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscatterv"); }
 GOMPI_STUB int PMPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscatterv_c"); }
 GOMPI_STUB int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv"); }
 GOMPI_STUB int PMPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_c"); }
@@ -255,10 +236,6 @@ GOMPI_STUB int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts
 GOMPI_STUB int PMPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) { return gompi_unsupported("MPI_Neighbor_alltoallw_c"); }
 GOMPI_STUB int PMPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Neighbor_alltoallw_init"); }
 GOMPI_STUB int PMPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Neighbor_alltoallw_init_c"); }
-GOMPI_STUB int PMPI_Op_commutative(MPI_Op op, int *commute) { return gompi_unsupported("MPI_Op_commutative"); }
-GOMPI_STUB int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op) { return gompi_unsupported("MPI_Op_create"); }
-GOMPI_STUB int PMPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op) { return gompi_unsupported("MPI_Op_create_c"); }
-GOMPI_STUB int PMPI_Op_free(MPI_Op *op) { return gompi_unsupported("MPI_Op_free"); }
 GOMPI_STUB int PMPI_Open_port(MPI_Info info, char *port_name) { return gompi_unsupported("MPI_Open_port"); }
 GOMPI_STUB int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm) { return gompi_unsupported("MPI_Pack"); }
 GOMPI_STUB int PMPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm) { return gompi_unsupported("MPI_Pack_c"); }
@@ -284,10 +261,6 @@ GOMPI_STUB int PMPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatyp
 GOMPI_STUB int PMPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Reduce_c"); }
 GOMPI_STUB int PMPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_init"); }
 GOMPI_STUB int PMPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_init_c"); }
-GOMPI_STUB int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype, MPI_Op op) { return gompi_unsupported("MPI_Reduce_local"); }
-GOMPI_STUB int PMPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op) { return gompi_unsupported("MPI_Reduce_local_c"); }
-GOMPI_STUB int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Reduce_scatter"); }
-GOMPI_STUB int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Reduce_scatter_block"); }
 GOMPI_STUB int PMPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Reduce_scatter_block_c"); }
 GOMPI_STUB int PMPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_scatter_block_init"); }
 GOMPI_STUB int PMPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_scatter_block_init_c"); }
@@ -311,7 +284,6 @@ GOMPI_STUB int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype
 GOMPI_STUB int PMPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rput_c"); }
 GOMPI_STUB int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Rsend_init"); }
 GOMPI_STUB int PMPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Rsend_init_c"); }
-GOMPI_STUB int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Scan"); }
 GOMPI_STUB int PMPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Scan_c"); }
 GOMPI_STUB int PMPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scan_init"); }
 GOMPI_STUB int PMPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scan_init_c"); }
@@ -462,8 +434,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Allgather_init = PMPI_Allgather_init
 #pragma weak MPI_Allgather_init_c = PMPI_Allgather_init_c
 #pragma weak gompi_stub_MPI_Allgather_init_c = PMPI_Allgather_init_c
-#pragma weak MPI_Allgatherv = PMPI_Allgatherv
-#pragma weak gompi_stub_MPI_Allgatherv = PMPI_Allgatherv
 #pragma weak MPI_Allgatherv_c = PMPI_Allgatherv_c
 #pragma weak gompi_stub_MPI_Allgatherv_c = PMPI_Allgatherv_c
 #pragma weak MPI_Allgatherv_init = PMPI_Allgatherv_init
@@ -482,16 +452,12 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Alltoall_init = PMPI_Alltoall_init
 #pragma weak MPI_Alltoall_init_c = PMPI_Alltoall_init_c
 #pragma weak gompi_stub_MPI_Alltoall_init_c = PMPI_Alltoall_init_c
-#pragma weak MPI_Alltoallv = PMPI_Alltoallv
-#pragma weak gompi_stub_MPI_Alltoallv = PMPI_Alltoallv
 #pragma weak MPI_Alltoallv_c = PMPI_Alltoallv_c
 #pragma weak gompi_stub_MPI_Alltoallv_c = PMPI_Alltoallv_c
 #pragma weak MPI_Alltoallv_init = PMPI_Alltoallv_init
 #pragma weak gompi_stub_MPI_Alltoallv_init = PMPI_Alltoallv_init
 #pragma weak MPI_Alltoallv_init_c = PMPI_Alltoallv_init_c
 #pragma weak gompi_stub_MPI_Alltoallv_init_c = PMPI_Alltoallv_init_c
-#pragma weak MPI_Alltoallw = PMPI_Alltoallw
-#pragma weak gompi_stub_MPI_Alltoallw = PMPI_Alltoallw
 #pragma weak MPI_Alltoallw_c = PMPI_Alltoallw_c
 #pragma weak gompi_stub_MPI_Alltoallw_c = PMPI_Alltoallw_c
 #pragma weak MPI_Alltoallw_init = PMPI_Alltoallw_init
@@ -570,8 +536,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Compare_and_swap = PMPI_Compare_and_swap
 #pragma weak MPI_Dist_graph_create = PMPI_Dist_graph_create
 #pragma weak gompi_stub_MPI_Dist_graph_create = PMPI_Dist_graph_create
-#pragma weak MPI_Exscan = PMPI_Exscan
-#pragma weak gompi_stub_MPI_Exscan = PMPI_Exscan
 #pragma weak MPI_Exscan_c = PMPI_Exscan_c
 #pragma weak gompi_stub_MPI_Exscan_c = PMPI_Exscan_c
 #pragma weak MPI_Exscan_init = PMPI_Exscan_init
@@ -790,28 +754,16 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Grequest_start = PMPI_Grequest_start
 #pragma weak MPI_Group_from_session_pset = PMPI_Group_from_session_pset
 #pragma weak gompi_stub_MPI_Group_from_session_pset = PMPI_Group_from_session_pset
-#pragma weak MPI_Iallgather = PMPI_Iallgather
-#pragma weak gompi_stub_MPI_Iallgather = PMPI_Iallgather
 #pragma weak MPI_Iallgather_c = PMPI_Iallgather_c
 #pragma weak gompi_stub_MPI_Iallgather_c = PMPI_Iallgather_c
-#pragma weak MPI_Iallgatherv = PMPI_Iallgatherv
-#pragma weak gompi_stub_MPI_Iallgatherv = PMPI_Iallgatherv
 #pragma weak MPI_Iallgatherv_c = PMPI_Iallgatherv_c
 #pragma weak gompi_stub_MPI_Iallgatherv_c = PMPI_Iallgatherv_c
-#pragma weak MPI_Iallreduce = PMPI_Iallreduce
-#pragma weak gompi_stub_MPI_Iallreduce = PMPI_Iallreduce
 #pragma weak MPI_Iallreduce_c = PMPI_Iallreduce_c
 #pragma weak gompi_stub_MPI_Iallreduce_c = PMPI_Iallreduce_c
-#pragma weak MPI_Ialltoall = PMPI_Ialltoall
-#pragma weak gompi_stub_MPI_Ialltoall = PMPI_Ialltoall
 #pragma weak MPI_Ialltoall_c = PMPI_Ialltoall_c
 #pragma weak gompi_stub_MPI_Ialltoall_c = PMPI_Ialltoall_c
-#pragma weak MPI_Ialltoallv = PMPI_Ialltoallv
-#pragma weak gompi_stub_MPI_Ialltoallv = PMPI_Ialltoallv
 #pragma weak MPI_Ialltoallv_c = PMPI_Ialltoallv_c
 #pragma weak gompi_stub_MPI_Ialltoallv_c = PMPI_Ialltoallv_c
-#pragma weak MPI_Ialltoallw = PMPI_Ialltoallw
-#pragma weak gompi_stub_MPI_Ialltoallw = PMPI_Ialltoallw
 #pragma weak MPI_Ialltoallw_c = PMPI_Ialltoallw_c
 #pragma weak gompi_stub_MPI_Ialltoallw_c = PMPI_Ialltoallw_c
 #pragma weak MPI_Ibcast_c = PMPI_Ibcast_c
@@ -820,16 +772,10 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Ibsend = PMPI_Ibsend
 #pragma weak MPI_Ibsend_c = PMPI_Ibsend_c
 #pragma weak gompi_stub_MPI_Ibsend_c = PMPI_Ibsend_c
-#pragma weak MPI_Iexscan = PMPI_Iexscan
-#pragma weak gompi_stub_MPI_Iexscan = PMPI_Iexscan
 #pragma weak MPI_Iexscan_c = PMPI_Iexscan_c
 #pragma weak gompi_stub_MPI_Iexscan_c = PMPI_Iexscan_c
-#pragma weak MPI_Igather = PMPI_Igather
-#pragma weak gompi_stub_MPI_Igather = PMPI_Igather
 #pragma weak MPI_Igather_c = PMPI_Igather_c
 #pragma weak gompi_stub_MPI_Igather_c = PMPI_Igather_c
-#pragma weak MPI_Igatherv = PMPI_Igatherv
-#pragma weak gompi_stub_MPI_Igatherv = PMPI_Igatherv
 #pragma weak MPI_Igatherv_c = PMPI_Igatherv_c
 #pragma weak gompi_stub_MPI_Igatherv_c = PMPI_Igatherv_c
 #pragma weak MPI_Improbe = PMPI_Improbe
@@ -864,28 +810,16 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Intercomm_create_from_groups = PMPI_Intercomm_create_from_groups
 #pragma weak MPI_Intercomm_merge = PMPI_Intercomm_merge
 #pragma weak gompi_stub_MPI_Intercomm_merge = PMPI_Intercomm_merge
-#pragma weak MPI_Ireduce = PMPI_Ireduce
-#pragma weak gompi_stub_MPI_Ireduce = PMPI_Ireduce
 #pragma weak MPI_Ireduce_c = PMPI_Ireduce_c
 #pragma weak gompi_stub_MPI_Ireduce_c = PMPI_Ireduce_c
-#pragma weak MPI_Ireduce_scatter = PMPI_Ireduce_scatter
-#pragma weak gompi_stub_MPI_Ireduce_scatter = PMPI_Ireduce_scatter
-#pragma weak MPI_Ireduce_scatter_block = PMPI_Ireduce_scatter_block
-#pragma weak gompi_stub_MPI_Ireduce_scatter_block = PMPI_Ireduce_scatter_block
 #pragma weak MPI_Ireduce_scatter_block_c = PMPI_Ireduce_scatter_block_c
 #pragma weak gompi_stub_MPI_Ireduce_scatter_block_c = PMPI_Ireduce_scatter_block_c
 #pragma weak MPI_Ireduce_scatter_c = PMPI_Ireduce_scatter_c
 #pragma weak gompi_stub_MPI_Ireduce_scatter_c = PMPI_Ireduce_scatter_c
-#pragma weak MPI_Iscan = PMPI_Iscan
-#pragma weak gompi_stub_MPI_Iscan = PMPI_Iscan
 #pragma weak MPI_Iscan_c = PMPI_Iscan_c
 #pragma weak gompi_stub_MPI_Iscan_c = PMPI_Iscan_c
-#pragma weak MPI_Iscatter = PMPI_Iscatter
-#pragma weak gompi_stub_MPI_Iscatter = PMPI_Iscatter
 #pragma weak MPI_Iscatter_c = PMPI_Iscatter_c
 #pragma weak gompi_stub_MPI_Iscatter_c = PMPI_Iscatter_c
-#pragma weak MPI_Iscatterv = PMPI_Iscatterv
-#pragma weak gompi_stub_MPI_Iscatterv = PMPI_Iscatterv
 #pragma weak MPI_Iscatterv_c = PMPI_Iscatterv_c
 #pragma weak gompi_stub_MPI_Iscatterv_c = PMPI_Iscatterv_c
 #pragma weak MPI_Isendrecv = PMPI_Isendrecv
@@ -944,14 +878,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Neighbor_alltoallw_init = PMPI_Neighbor_alltoallw_init
 #pragma weak MPI_Neighbor_alltoallw_init_c = PMPI_Neighbor_alltoallw_init_c
 #pragma weak gompi_stub_MPI_Neighbor_alltoallw_init_c = PMPI_Neighbor_alltoallw_init_c
-#pragma weak MPI_Op_commutative = PMPI_Op_commutative
-#pragma weak gompi_stub_MPI_Op_commutative = PMPI_Op_commutative
-#pragma weak MPI_Op_create = PMPI_Op_create
-#pragma weak gompi_stub_MPI_Op_create = PMPI_Op_create
-#pragma weak MPI_Op_create_c = PMPI_Op_create_c
-#pragma weak gompi_stub_MPI_Op_create_c = PMPI_Op_create_c
-#pragma weak MPI_Op_free = PMPI_Op_free
-#pragma weak gompi_stub_MPI_Op_free = PMPI_Op_free
 #pragma weak MPI_Open_port = PMPI_Open_port
 #pragma weak gompi_stub_MPI_Open_port = PMPI_Open_port
 #pragma weak MPI_Pack = PMPI_Pack
@@ -1002,14 +928,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Reduce_init = PMPI_Reduce_init
 #pragma weak MPI_Reduce_init_c = PMPI_Reduce_init_c
 #pragma weak gompi_stub_MPI_Reduce_init_c = PMPI_Reduce_init_c
-#pragma weak MPI_Reduce_local = PMPI_Reduce_local
-#pragma weak gompi_stub_MPI_Reduce_local = PMPI_Reduce_local
-#pragma weak MPI_Reduce_local_c = PMPI_Reduce_local_c
-#pragma weak gompi_stub_MPI_Reduce_local_c = PMPI_Reduce_local_c
-#pragma weak MPI_Reduce_scatter = PMPI_Reduce_scatter
-#pragma weak gompi_stub_MPI_Reduce_scatter = PMPI_Reduce_scatter
-#pragma weak MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block
-#pragma weak gompi_stub_MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block
 #pragma weak MPI_Reduce_scatter_block_c = PMPI_Reduce_scatter_block_c
 #pragma weak gompi_stub_MPI_Reduce_scatter_block_c = PMPI_Reduce_scatter_block_c
 #pragma weak MPI_Reduce_scatter_block_init = PMPI_Reduce_scatter_block_init
@@ -1056,8 +974,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Rsend_init = PMPI_Rsend_init
 #pragma weak MPI_Rsend_init_c = PMPI_Rsend_init_c
 #pragma weak gompi_stub_MPI_Rsend_init_c = PMPI_Rsend_init_c
-#pragma weak MPI_Scan = PMPI_Scan
-#pragma weak gompi_stub_MPI_Scan = PMPI_Scan
 #pragma weak MPI_Scan_c = PMPI_Scan_c
 #pragma weak gompi_stub_MPI_Scan_c = PMPI_Scan_c
 #pragma weak MPI_Scan_init = PMPI_Scan_init

@@ -2,6 +2,7 @@ package mpi_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -243,6 +244,34 @@ func TestEveryNonBlockingCollective(t *testing.T) {
 		if !bytes.Equal(scat, fill(2*n, 7)[2*r:2*r+2]) || (r == root && int(red[0]) != n*(n+1)/2) ||
 			int(sc[0]) != (r+1)*(r+2)/2 || (r > 0 && int(ex[0]) != r*(r+1)/2) {
 			return fmt.Errorf("scatter % x, reduce %d, scan %d, exscan %d", scat, red[0], sc[0], ex[0])
+		}
+		return nil
+	})
+}
+
+// TestRequestThen: the wrapping request completes after then ran, with
+// then's error.
+func TestRequestThen(t *testing.T) {
+	every(t, func(p *mpi.Proc) error {
+		w := p.World()
+		recv := make([]int32, 1)
+		r, err := mpi.Iallreduce(w, []int32{int32(w.Rank())}, recv, mpi.Sum)
+		if err != nil {
+			return err
+		}
+		var seen int32 = -1
+		if _, err := r.Then(func() error { seen = recv[0]; return nil }).Wait(); err != nil {
+			return err
+		}
+		if want := int32(w.Size() * (w.Size() - 1) / 2); seen != want {
+			return fmt.Errorf("then saw %d, want %d", seen, want)
+		}
+		r, err = w.Ibarrier()
+		if err != nil {
+			return err
+		}
+		if _, err := r.Then(func() error { return mpi.ErrTruncate }).Wait(); !errors.Is(err, mpi.ErrTruncate) {
+			return fmt.Errorf("then's error: got %v", err)
 		}
 		return nil
 	})

@@ -255,3 +255,21 @@ func Testall(reqs []*Request) bool {
 	}
 	return true
 }
+
+// Then returns a request that completes once r has and then has run: a
+// caller that lent a non-blocking operation staging memory (the C
+// interface, for a datatype with holes) copies the result out of it
+// before its waiter sees the request complete. then runs only when r
+// succeeded; its error becomes the request's. A goroutine per call owns
+// the wait and ends with r (or when the Proc stops).
+func (r *Request) Then(then func() error) *Request {
+	out := newRequest(r.p, reqColl)
+	go func() {
+		st, err := r.Wait()
+		if err == nil {
+			err = then()
+		}
+		out.complete(st, err)
+	}()
+	return out
+}

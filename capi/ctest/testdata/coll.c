@@ -187,6 +187,145 @@ static void reductions(int nb)
 	free(in), free(counts);
 }
 
+/* nbwait completes a non-blocking call, so one body serves both forms */
+static void nbwait(int nb, MPI_Request *rq)
+{
+	if (nb)
+		MPI_Wait(rq, MPI_STATUS_IGNORE);
+}
+
+#define NB(nb, blocking, nonblocking, rq) ((nb) ? (nonblocking, nbwait(1, rq)) : (void)(blocking))
+
+/* inplace: MPI_IN_PLACE in every collective that takes it. */
+static void inplace(int nb)
+{
+	int i, *all = calloc(4 * s + 4, sizeof(int)), *counts = malloc(s * sizeof(int)),
+	    *displs = malloc(s * sizeof(int)), root = s / 2, total = 0;
+	MPI_Request rq;
+	const char *p = nb ? "i" : "";
+	for (i = 0; i < 4 * s; i++)
+		all[i] = r * 1000 + i;
+	if (r == root)
+		NB(nb, MPI_Gather(MPI_IN_PLACE, 2, MPI_INT, all, 2, MPI_INT, root, MPI_COMM_WORLD),
+		   MPI_Igather(MPI_IN_PLACE, 2, MPI_INT, all, 2, MPI_INT, root, MPI_COMM_WORLD, &rq), &rq);
+	else
+		NB(nb, MPI_Gather(all, 2, MPI_INT, NULL, 0, MPI_INT, root, MPI_COMM_WORLD),
+		   MPI_Igather(all, 2, MPI_INT, NULL, 0, MPI_INT, root, MPI_COMM_WORLD, &rq), &rq);
+	if (r == root)
+		show(nb ? "igather in_place" : "gather in_place", all, 2 * s);
+	for (i = 0; i < 4 * s; i++)
+		all[i] = r * 1000 + i;
+	if (r == root)
+		NB(nb, MPI_Scatter(all, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, root, MPI_COMM_WORLD),
+		   MPI_Iscatter(all, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, root, MPI_COMM_WORLD, &rq), &rq);
+	else
+		NB(nb, MPI_Scatter(NULL, 2, MPI_INT, all, 2, MPI_INT, root, MPI_COMM_WORLD),
+		   MPI_Iscatter(NULL, 2, MPI_INT, all, 2, MPI_INT, root, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "iscatter in_place" : "scatter in_place", all, 2 * s);
+	for (i = 0; i < 4 * s; i++)
+		all[i] = r * 1000 + i;
+	NB(nb, MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 3, MPI_INT, MPI_COMM_WORLD),
+	   MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 3, MPI_INT, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "iallgather in_place" : "allgather in_place", all, 3 * s);
+	for (i = 0; i < s; i++)
+		counts[i] = i % 3 + 1, displs[i] = total, total += counts[i] + 1;
+	for (i = 0; i < 4 * s; i++)
+		all[i] = r * 1000 + i;
+	NB(nb, MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, MPI_INT, MPI_COMM_WORLD),
+	   MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs, MPI_INT, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "iallgatherv in_place" : "allgatherv in_place", all, total);
+	for (i = 0; i < 4 * s; i++)
+		all[i] = r * 1000 + i;
+	NB(nb, MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 2, MPI_INT, MPI_COMM_WORLD),
+	   MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 2, MPI_INT, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "ialltoall in_place" : "alltoall in_place", all, 2 * s);
+	for (i = 0; i < 4 * s; i++)
+		all[i] = r * 1000 + i;
+	NB(nb, MPI_Reduce_scatter_block(MPI_IN_PLACE, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+	   MPI_Ireduce_scatter_block(MPI_IN_PLACE, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "ireduce_scatter_block in_place" : "reduce_scatter_block in_place", all, 2);
+	for (i = 0; i < 4 * s; i++)
+		all[i] = r * 1000 + i;
+	for (i = 0; i < s; i++)
+		counts[i] = i % 2 + 1;
+	NB(nb, MPI_Reduce_scatter(MPI_IN_PLACE, all, counts, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
+	   MPI_Ireduce_scatter(MPI_IN_PLACE, all, counts, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "ireduce_scatter in_place" : "reduce_scatter in_place", all, counts[r]);
+	all[0] = r + 2, all[1] = -r;
+	NB(nb, MPI_Scan(MPI_IN_PLACE, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+	   MPI_Iscan(MPI_IN_PLACE, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "iscan in_place" : "scan in_place", all, 2);
+	all[0] = r + 2, all[1] = -r;
+	NB(nb, MPI_Exscan(MPI_IN_PLACE, all, 2, MPI_INT, MPI_PROD, MPI_COMM_WORLD),
+	   MPI_Iexscan(MPI_IN_PLACE, all, 2, MPI_INT, MPI_PROD, MPI_COMM_WORLD, &rq), &rq);
+	if (r > 0)
+		show(nb ? "iexscan in_place" : "exscan in_place", all, 2);
+	all[0] = r + 2, all[1] = -r;
+	if (r == root)
+		NB(nb, MPI_Reduce(MPI_IN_PLACE, all, 2, MPI_INT, MPI_MAX, root, MPI_COMM_WORLD),
+		   MPI_Ireduce(MPI_IN_PLACE, all, 2, MPI_INT, MPI_MAX, root, MPI_COMM_WORLD, &rq), &rq);
+	else
+		NB(nb, MPI_Reduce(all, NULL, 2, MPI_INT, MPI_MAX, root, MPI_COMM_WORLD),
+		   MPI_Ireduce(all, NULL, 2, MPI_INT, MPI_MAX, root, MPI_COMM_WORLD, &rq), &rq);
+	if (r == root)
+		show(nb ? "ireduce in_place" : "reduce in_place", all, 2);
+	ct_out("%sin_place done", p);
+	free(all), free(counts), free(displs);
+}
+
+/* derived: collectives on a datatype with holes (every other int), which
+ * moves packed. (Open MPI refuses predefined ops on derived types.) */
+static void derived(int nb)
+{
+	int i, v[8], *all = calloc(8 * s, sizeof(int)), *out = calloc(8 * s, sizeof(int));
+	MPI_Datatype every2, *types = malloc(s * sizeof(MPI_Datatype));
+	int *c = malloc(s * sizeof(int)), *d = malloc(s * sizeof(int));
+	MPI_Request rq;
+	MPI_Type_vector(2, 1, 2, MPI_INT, &every2);
+	MPI_Type_commit(&every2);
+	for (i = 0; i < 8; i++)
+		v[i] = r * 10 + i;
+	NB(nb, MPI_Bcast(v, 2, every2, 0, MPI_COMM_WORLD), MPI_Ibcast(v, 2, every2, 0, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "ibcast vector" : "bcast vector", v, 8);
+	for (i = 0; i < 8; i++)
+		v[i] = r * 10 + i;
+	NB(nb, MPI_Allgather(v, 1, every2, all, 2, MPI_INT, MPI_COMM_WORLD),
+	   MPI_Iallgather(v, 1, every2, all, 2, MPI_INT, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "iallgather vector" : "allgather vector", all, 2 * s);
+	memset(all, 0, 8 * s * sizeof(int));
+	NB(nb, MPI_Gather(v, 4, MPI_INT, all, 2, every2, 0, MPI_COMM_WORLD),
+	   MPI_Igather(v, 4, MPI_INT, all, 2, every2, 0, MPI_COMM_WORLD, &rq), &rq);
+	if (r == 0)
+		show(nb ? "igather into vector" : "gather into vector", all, 8 * s);
+	for (i = 0; i < s; i++)
+		types[i] = every2, c[i] = 1, d[i] = i * 4 * (int)sizeof(int);
+	for (i = 0; i < 4 * s; i++)
+		all[i] = r * 100 + i;
+	memset(out, 0, 8 * s * sizeof(int));
+	NB(nb, MPI_Alltoallw(all, c, d, types, out, c, d, types, MPI_COMM_WORLD),
+	   MPI_Ialltoallw(all, c, d, types, out, c, d, types, MPI_COMM_WORLD, &rq), &rq);
+	show(nb ? "ialltoallw vector" : "alltoallw vector", out, 4 * s);
+	MPI_Type_free(&every2);
+	free(all), free(out), free(types), free(c), free(d);
+}
+
+/* errors: wrong arguments return their class under MPI_ERRORS_RETURN. */
+static void errors(void)
+{
+	int v = 1, o, rc;
+	double d = 1;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	rc = MPI_Allreduce(&d, &o, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD);
+	ct_out("double band: %s", ct_errname(rc));
+	rc = MPI_Allreduce(&v, &o, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD);
+	ct_out("op null: %s", ct_errname(rc));
+	rc = MPI_Bcast(&v, 1, MPI_INT, s, MPI_COMM_WORLD);
+	ct_out("bcast bad root: %s", ct_errname(rc));
+	rc = MPI_Bcast(&v, -1, MPI_INT, 0, MPI_COMM_WORLD);
+	ct_out("bcast negative count: %s", ct_errname(rc));
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 int main(int argc, char **argv)
 {
 	int nb;
@@ -197,7 +336,10 @@ int main(int argc, char **argv)
 		rooted(nb);
 		everyone(nb);
 		reductions(nb);
+		inplace(nb);
+		derived(nb);
 	}
+	errors();
 	{
 		int v[2] = {r, r}, root = 0;
 		MPI_Reduce(r == root ? MPI_IN_PLACE : v, v, 2, MPI_INT, MPI_MIN, root, MPI_COMM_WORLD);

@@ -124,6 +124,88 @@ static void user(void)
 	MPI_Type_free(&mat);
 }
 
+#if MPI_VERSION >= 4
+/* bigmax: MPI_User_function_c, lengths as MPI_Count */
+static void bigmax(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt)
+{
+	MPI_Count k;
+	int *a = in, *b = inout;
+	(void)dt;
+	for (k = 0; k < *len; k++)
+		if (a[k] > b[k])
+			b[k] = a[k];
+}
+#endif
+
+/* more: Reduce_local, the commutativity of predefined ops, long double's
+ * other ops, a non-commutative op in the other reductions, and the
+ * errors of an op a type does not take. */
+static void more(void)
+{
+	int a[4] = {1, 2, 3, 4}, b[4] = {4, 3, 2, 1}, comm, m[4] = {1, r + 1, 0, 1}, out[8], *blk, rc, k;
+	long double ld = r % 2 ? -r - 0.5L : r + 0.25L, ldo;
+	struct { long double v; int i; } ldi = {(long double)(r % 3), r}, ldio;
+	double d = 1, dout;
+	MPI_Op mm;
+	MPI_Datatype mat;
+	MPI_Request rq;
+	MPI_Reduce_local(a, b, 4, MPI_INT, MPI_MAX);
+	ct_out("reduce_local max %d %d %d %d", b[0], b[1], b[2], b[3]);
+	MPI_Reduce_local(a, b, 4, MPI_INT, MPI_BXOR);
+	ct_out("reduce_local bxor %d %d %d %d", b[0], b[1], b[2], b[3]);
+	MPI_Op_commutative(MPI_SUM, &comm);
+	ct_out("sum commutative %d", comm);
+	MPI_Allreduce(&ld, &ldo, 1, MPI_LONG_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+	ct_out("long double min %.17g", (double)ldo);
+	MPI_Allreduce(&ld, &ldo, 1, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	ct_out("long double max %.17g", (double)ldo);
+	MPI_Allreduce(&ldi, &ldio, 1, MPI_LONG_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+	ct_out("long_double_int maxloc %.17g %d", (double)ldio.v, ldio.i);
+	MPI_Allreduce(&ldi, &ldio, 1, MPI_LONG_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD);
+	ct_out("long_double_int minloc %.17g %d", (double)ldio.v, ldio.i);
+	/* a non-commutative op in every other reduction, blocking or not */
+	if (r % 2)
+		m[0] = 0, m[1] = 1, m[2] = 1, m[3] = r;
+	MPI_Type_contiguous(4, MPI_INT, &mat);
+	MPI_Type_commit(&mat);
+	MPI_Op_create(matmul, 0, &mm);
+	MPI_Iallreduce(m, out, 1, mat, mm, MPI_COMM_WORLD, &rq);
+	MPI_Wait(&rq, MPI_STATUS_IGNORE);
+	ct_out("matmul iallreduce %d %d %d %d", out[0], out[1], out[2], out[3]);
+	MPI_Exscan(m, out, 1, mat, mm, MPI_COMM_WORLD);
+	if (r > 0)
+		ct_out("matmul exscan %d %d %d %d", out[0], out[1], out[2], out[3]);
+	blk = malloc(4 * s * sizeof(int));
+	for (k = 0; k < s; k++)
+		memcpy(blk + 4 * k, m, sizeof m), blk[4 * k + 1] += k;
+	MPI_Reduce_scatter_block(blk, out, 1, mat, mm, MPI_COMM_WORLD);
+	ct_out("matmul reduce_scatter_block %d %d %d %d", out[0], out[1], out[2], out[3]);
+	free(blk);
+	MPI_Op_free(&mm);
+	MPI_Type_free(&mat);
+#if MPI_VERSION >= 4
+	{
+		int v = (r * 5) % 7, vo;
+		MPI_Op_create_c(bigmax, 1, &mm);
+		MPI_Allreduce(&v, &vo, 1, MPI_INT, mm, MPI_COMM_WORLD);
+		ct_out("mpi4: op_create_c max %d", vo);
+		MPI_Op_free(&mm);
+	}
+#endif
+	/* an error of no communicator is raised on MPI_COMM_SELF since MPI-4,
+	 * on MPI_COMM_WORLD before */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+	rc = MPI_Allreduce(&d, &dout, 1, MPI_DOUBLE, MPI_BXOR, MPI_COMM_WORLD);
+	ct_out("double bxor: %s", ct_errname(rc));
+	rc = MPI_Allreduce(a, out, 1, MPI_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+	ct_out("int maxloc: %s", ct_errname(rc));
+	rc = MPI_Reduce_local(a, b, 1, MPI_FLOAT_INT, MPI_SUM);
+	ct_out("float_int sum: %s", ct_errname(rc));
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -133,5 +215,6 @@ int main(int argc, char **argv)
 	floats();
 	pairs();
 	user();
+	more();
 	return ct_end();
 }
