@@ -177,6 +177,7 @@
 
 #ifdef GOMPI_FILE_group
 #pragma weak MPI_Comm_create = PMPI_Comm_create
+#pragma weak MPI_Comm_create_group = PMPI_Comm_create_group
 #pragma weak MPI_Comm_group = PMPI_Comm_group
 #pragma weak MPI_Comm_split_type = PMPI_Comm_split_type
 #pragma weak MPI_Group_compare = PMPI_Group_compare

@@ -128,6 +128,23 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
 	return gompi_error(comm, rc, "MPI_Comm_create");
 }
 
+/* MPI_Comm_create_group is collective over group's members only; a
+ * process outside the group gets MPI_COMM_NULL at once, as in MPICH. */
+int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) {
+	gompi_check_init("MPI_Comm_create_group");
+	if (!gompi_comm_known(comm)) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, "MPI_Comm_create_group");
+	if (!gompi_go_group_known((uintptr_t)group)) return gompi_error(comm, MPI_ERR_GROUP, "MPI_Comm_create_group");
+	if (tag < 0) return gompi_error(comm, MPI_ERR_TAG, "MPI_Comm_create_group");
+	if (gompi_go_group_rank((uintptr_t)group) == MPI_UNDEFINED) {
+		*newcomm = MPI_COMM_NULL;
+		return MPI_SUCCESS;
+	}
+	uintptr_t h;
+	int rc = gompi_go_comm_create_group((uintptr_t)comm, (uintptr_t)group, tag, &h);
+	if (rc == MPI_SUCCESS) *newcomm = (MPI_Comm)h;
+	return gompi_error(comm, rc, "MPI_Comm_create_group");
+}
+
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
 	(void)info; /* no hints are understood */
 	gompi_check_init("MPI_Comm_split_type");

@@ -6,6 +6,7 @@ package capi
 import "C"
 
 import (
+	"context"
 	"unsafe"
 
 	"gompi/mpi"
@@ -205,6 +206,24 @@ func gompi_go_comm_create(ch, gh C.uintptr_t, out *C.uintptr_t) C.int {
 	if nc == nil {
 		*out = commNull
 		return 0
+	}
+	*out = addComm(nc, ch)
+	return 0
+}
+
+// gompi_go_comm_create_group makes MPI_Comm_create_group's communicator
+// (this process is a member of the group: C checked).
+//
+//export gompi_go_comm_create_group
+func gompi_go_comm_create_group(ch, gh C.uintptr_t, tag C.int, out *C.uintptr_t) C.int {
+	c, err := comm(ch)
+	if err != nil {
+		return errComm
+	}
+	g, _ := group(gh)
+	nc, err := c.CreateGroup(context.Background(), g, int(tag))
+	if err != nil {
+		return code(err)
 	}
 	*out = addComm(nc, ch)
 	return 0

@@ -51,7 +51,6 @@ GOMPI_STUB int PMPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size) { 
 GOMPI_STUB int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size) { return gompi_unsupported("MPI_Comm_attach_buffer_c"); }
 GOMPI_STUB int PMPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_connect"); }
 GOMPI_STUB int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_create_from_group"); }
-GOMPI_STUB int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_create_group"); }
 GOMPI_STUB int PMPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size) { return gompi_unsupported("MPI_Comm_detach_buffer"); }
 GOMPI_STUB int PMPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size) { return gompi_unsupported("MPI_Comm_detach_buffer_c"); }
 GOMPI_STUB int PMPI_Comm_disconnect(MPI_Comm *comm) { return gompi_unsupported("MPI_Comm_disconnect"); }
@@ -508,8 +507,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_connect = PMPI_Comm_connect
 #pragma weak MPI_Comm_create_from_group = PMPI_Comm_create_from_group
 #pragma weak gompi_stub_MPI_Comm_create_from_group = PMPI_Comm_create_from_group
-#pragma weak MPI_Comm_create_group = PMPI_Comm_create_group
-#pragma weak gompi_stub_MPI_Comm_create_group = PMPI_Comm_create_group
 #pragma weak MPI_Comm_detach_buffer = PMPI_Comm_detach_buffer
 #pragma weak gompi_stub_MPI_Comm_detach_buffer = PMPI_Comm_detach_buffer
 #pragma weak MPI_Comm_detach_buffer_c = PMPI_Comm_detach_buffer_c

@@ -700,6 +700,7 @@ var implemented = []string{
 	"MPI_Comm_compare",
 	"MPI_Comm_create",
 	"MPI_Comm_create_errhandler",
+	"MPI_Comm_create_group",
 	"MPI_Comm_create_keyval",
 	"MPI_Comm_delete_attr",
 	"MPI_Comm_dup",

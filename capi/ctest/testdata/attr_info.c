@@ -277,6 +277,29 @@ static void windows(void)
 }
 #endif
 
+/* create_group: the even ranks make a communicator among themselves, in
+ * reverse order, while the odd ones do not take part. */
+static void create_group(void)
+{
+	MPI_Group world, evens;
+	MPI_Comm c = MPI_COMM_NULL;
+	int ranks[8], n = 0, r, rank = -1, size = 0, sum = 0;
+	for (r = (ct_size - 1) / 2 * 2; r >= 0; r -= 2)
+		ranks[n++] = r;
+	MPI_Comm_group(MPI_COMM_WORLD, &world);
+	MPI_Group_incl(world, n, ranks, &evens);
+	if (ct_rank % 2 == 0) {
+		MPI_Comm_create_group(MPI_COMM_WORLD, evens, 5, &c);
+		MPI_Comm_rank(c, &rank);
+		MPI_Comm_size(c, &size);
+		MPI_Allreduce(&ct_rank, &sum, 1, MPI_INT, MPI_SUM, c);
+		MPI_Comm_free(&c);
+	}
+	ct_out("create_group rank %d size %d sum %d", rank, size, sum);
+	MPI_Group_free(&evens);
+	MPI_Group_free(&world);
+}
+
 static void memory(void)
 {
 	int *p;
@@ -375,6 +398,7 @@ int main(int argc, char **argv)
 	windows();
 #endif
 	memory();
+	create_group();
 	MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &k1, NULL);
 	MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &k2, NULL);
 	MPI_Comm_set_attr(MPI_COMM_SELF, k1, (void *)2L);
