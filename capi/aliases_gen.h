@@ -99,10 +99,6 @@
 #pragma weak MPI_File_toint = PMPI_File_toint
 #pragma weak MPI_Finalized = PMPI_Finalized
 #pragma weak MPI_Get_address = PMPI_Get_address
-#pragma weak MPI_Get_count = PMPI_Get_count
-#pragma weak MPI_Get_count_c = PMPI_Get_count_c
-#pragma weak MPI_Get_elements = PMPI_Get_elements
-#pragma weak MPI_Get_elements_c = PMPI_Get_elements_c
 #pragma weak MPI_Get_library_version = PMPI_Get_library_version
 #pragma weak MPI_Get_processor_name = PMPI_Get_processor_name
 #pragma weak MPI_Get_version = PMPI_Get_version
@@ -134,6 +130,15 @@
 #endif
 
 #ifdef GOMPI_FILE_datatype
+#pragma weak MPI_Get_count = PMPI_Get_count
+#pragma weak MPI_Get_count_c = PMPI_Get_count_c
+#pragma weak MPI_Get_elements = PMPI_Get_elements
+#pragma weak MPI_Get_elements_c = PMPI_Get_elements_c
+#pragma weak MPI_Get_elements_x = PMPI_Get_elements_x
+#pragma weak MPI_Pack = PMPI_Pack
+#pragma weak MPI_Pack_c = PMPI_Pack_c
+#pragma weak MPI_Pack_size = PMPI_Pack_size
+#pragma weak MPI_Pack_size_c = PMPI_Pack_size_c
 #pragma weak MPI_Type_commit = PMPI_Type_commit
 #pragma weak MPI_Type_contiguous = PMPI_Type_contiguous
 #pragma weak MPI_Type_contiguous_c = PMPI_Type_contiguous_c
@@ -173,6 +178,8 @@
 #pragma weak MPI_Type_size_x = PMPI_Type_size_x
 #pragma weak MPI_Type_vector = PMPI_Type_vector
 #pragma weak MPI_Type_vector_c = PMPI_Type_vector_c
+#pragma weak MPI_Unpack = PMPI_Unpack
+#pragma weak MPI_Unpack_c = PMPI_Unpack_c
 #endif
 
 #ifdef GOMPI_FILE_group
@@ -225,6 +232,20 @@
 #endif
 
 #ifdef GOMPI_FILE_p2p
+#pragma weak MPI_Bsend = PMPI_Bsend
+#pragma weak MPI_Bsend_c = PMPI_Bsend_c
+#pragma weak MPI_Bsend_init = PMPI_Bsend_init
+#pragma weak MPI_Bsend_init_c = PMPI_Bsend_init_c
+#pragma weak MPI_Buffer_attach = PMPI_Buffer_attach
+#pragma weak MPI_Buffer_attach_c = PMPI_Buffer_attach_c
+#pragma weak MPI_Buffer_detach = PMPI_Buffer_detach
+#pragma weak MPI_Buffer_detach_c = PMPI_Buffer_detach_c
+#pragma weak MPI_Cancel = PMPI_Cancel
+#pragma weak MPI_Ibsend = PMPI_Ibsend
+#pragma weak MPI_Ibsend_c = PMPI_Ibsend_c
+#pragma weak MPI_Improbe = PMPI_Improbe
+#pragma weak MPI_Imrecv = PMPI_Imrecv
+#pragma weak MPI_Imrecv_c = PMPI_Imrecv_c
 #pragma weak MPI_Iprobe = PMPI_Iprobe
 #pragma weak MPI_Irecv = PMPI_Irecv
 #pragma weak MPI_Irecv_c = PMPI_Irecv_c
@@ -234,17 +255,33 @@
 #pragma weak MPI_Isend_c = PMPI_Isend_c
 #pragma weak MPI_Issend = PMPI_Issend
 #pragma weak MPI_Issend_c = PMPI_Issend_c
+#pragma weak MPI_Mprobe = PMPI_Mprobe
+#pragma weak MPI_Mrecv = PMPI_Mrecv
+#pragma weak MPI_Mrecv_c = PMPI_Mrecv_c
 #pragma weak MPI_Probe = PMPI_Probe
 #pragma weak MPI_Recv = PMPI_Recv
 #pragma weak MPI_Recv_c = PMPI_Recv_c
+#pragma weak MPI_Recv_init = PMPI_Recv_init
+#pragma weak MPI_Recv_init_c = PMPI_Recv_init_c
 #pragma weak MPI_Request_free = PMPI_Request_free
+#pragma weak MPI_Request_get_status = PMPI_Request_get_status
 #pragma weak MPI_Rsend = PMPI_Rsend
 #pragma weak MPI_Rsend_c = PMPI_Rsend_c
+#pragma weak MPI_Rsend_init = PMPI_Rsend_init
+#pragma weak MPI_Rsend_init_c = PMPI_Rsend_init_c
 #pragma weak MPI_Send = PMPI_Send
 #pragma weak MPI_Send_c = PMPI_Send_c
+#pragma weak MPI_Send_init = PMPI_Send_init
+#pragma weak MPI_Send_init_c = PMPI_Send_init_c
 #pragma weak MPI_Sendrecv = PMPI_Sendrecv
+#pragma weak MPI_Sendrecv_replace = PMPI_Sendrecv_replace
+#pragma weak MPI_Sendrecv_replace_c = PMPI_Sendrecv_replace_c
 #pragma weak MPI_Ssend = PMPI_Ssend
 #pragma weak MPI_Ssend_c = PMPI_Ssend_c
+#pragma weak MPI_Ssend_init = PMPI_Ssend_init
+#pragma weak MPI_Ssend_init_c = PMPI_Ssend_init_c
+#pragma weak MPI_Start = PMPI_Start
+#pragma weak MPI_Startall = PMPI_Startall
 #pragma weak MPI_Test = PMPI_Test
 #pragma weak MPI_Testall = PMPI_Testall
 #pragma weak MPI_Testany = PMPI_Testany

@@ -453,35 +453,6 @@ void gompi_status_set(MPI_Status *st, int source, int tag, int64_t bytes, int ca
 	st->MPI_internal[2] = cancelled;
 }
 
-static int64_t status_bytes(const MPI_Status *st) {
-	return (int64_t)((uint64_t)(uint32_t)st->MPI_internal[0] | ((uint64_t)(uint32_t)st->MPI_internal[1] << 32));
-}
-
-int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
-	int64_t n = gompi_type_size_all(datatype);
-	if (n < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_TYPE, "MPI_Get_count");
-	int64_t b = status_bytes(status);
-	if (n == 0) *count = b == 0 ? 0 : MPI_UNDEFINED;
-	else *count = b % n ? MPI_UNDEFINED : b / n;
-	return MPI_SUCCESS;
-}
-
-int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
-	MPI_Count c;
-	int rc = PMPI_Get_count_c(status, datatype, &c);
-	if (rc == MPI_SUCCESS) *count = c > 0x7fffffff ? MPI_UNDEFINED : (int)c;
-	return rc;
-}
-
-int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count) {
-	/* predefined datatypes only: an element is the type itself */
-	return PMPI_Get_count(status, datatype, count);
-}
-
-int PMPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
-	return PMPI_Get_count_c(status, datatype, count);
-}
-
 int PMPI_Test_cancelled(const MPI_Status *status, int *flag) {
 	*flag = status->MPI_internal[2] != 0;
 	return MPI_SUCCESS;

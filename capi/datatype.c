@@ -391,5 +391,121 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype) {
 	return MPI_SUCCESS;
 }
 
+/* ---- Pack and Unpack --------------------------------------------------------- */
+
+static int pack(const void *in, MPI_Count count, MPI_Datatype t, void *out, MPI_Count size, MPI_Count *pos,
+		MPI_Comm comm, const char *fn) {
+	gompi_check_init(fn);
+	if (!gompi_comm_known(comm) || comm == MPI_COMM_NULL) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, fn);
+	if (count < 0 || size < 0) return gompi_error(comm, MPI_ERR_COUNT, fn);
+	return gompi_error(comm, gompi_go_pack((void *)in, count, (uintptr_t)t, out, size, pos), fn);
+}
+
+int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
+	      MPI_Comm comm) {
+	MPI_Count pos = *position;
+	int rc = pack(inbuf, incount, datatype, outbuf, outsize, &pos, comm, "MPI_Pack");
+	*position = (int)pos;
+	return rc;
+}
+
+int PMPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize,
+		MPI_Count *position, MPI_Comm comm) {
+	return pack(inbuf, incount, datatype, outbuf, outsize, position, comm, "MPI_Pack_c");
+}
+
+static int unpack(const void *in, MPI_Count size, MPI_Count *pos, void *out, MPI_Count count, MPI_Datatype t,
+		  MPI_Comm comm, const char *fn) {
+	gompi_check_init(fn);
+	if (!gompi_comm_known(comm) || comm == MPI_COMM_NULL) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, fn);
+	if (count < 0 || size < 0) return gompi_error(comm, MPI_ERR_COUNT, fn);
+	return gompi_error(comm, gompi_go_unpack((void *)in, size, pos, out, count, (uintptr_t)t), fn);
+}
+
+int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype,
+		MPI_Comm comm) {
+	MPI_Count pos = *position;
+	int rc = unpack(inbuf, insize, &pos, outbuf, outcount, datatype, comm, "MPI_Unpack");
+	*position = (int)pos;
+	return rc;
+}
+
+int PMPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount,
+		  MPI_Datatype datatype, MPI_Comm comm) {
+	return unpack(inbuf, insize, position, outbuf, outcount, datatype, comm, "MPI_Unpack_c");
+}
+
+static int pack_size(MPI_Count count, MPI_Datatype t, MPI_Comm comm, MPI_Count *size, const char *fn) {
+	gompi_check_init(fn);
+	if (!gompi_comm_known(comm) || comm == MPI_COMM_NULL) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, fn);
+	if (count < 0) return gompi_error(comm, MPI_ERR_COUNT, fn);
+	int64_t n = gompi_type_size_all(t);
+	if (n < 0) return gompi_error(comm, MPI_ERR_TYPE, fn);
+	*size = n * count;
+	return MPI_SUCCESS;
+}
+
+int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) {
+	MPI_Count n;
+	int rc = pack_size(incount, datatype, comm, &n, "MPI_Pack_size");
+	if (rc == MPI_SUCCESS) *size = to_int(n);
+	return rc;
+}
+
+int PMPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size) {
+	return pack_size(incount, datatype, comm, size, "MPI_Pack_size_c");
+}
+
+/* ---- Counts in a status ------------------------------------------------------- */
+
+static int64_t status_bytes(const MPI_Status *st) {
+	return (int64_t)((uint64_t)(uint32_t)st->MPI_internal[0] | ((uint64_t)(uint32_t)st->MPI_internal[1] << 32));
+}
+
+int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
+	int64_t n = gompi_type_size_all(datatype);
+	if (n < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_TYPE, "MPI_Get_count");
+	int64_t b = status_bytes(status);
+	if (n == 0) *count = b == 0 ? 0 : MPI_UNDEFINED;
+	else *count = b % n ? MPI_UNDEFINED : b / n;
+	return MPI_SUCCESS;
+}
+
+int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
+	MPI_Count c;
+	int rc = PMPI_Get_count_c(status, datatype, &c);
+	if (rc == MPI_SUCCESS) *count = c > INT_MAX ? MPI_UNDEFINED : (int)c;
+	return rc;
+}
+
+/* An element is a basic one: a predefined dense type's own, counted in C;
+ * the others' in Go (datatype.go: partial elements of a derived type, the
+ * pair types' two). */
+int PMPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
+	int64_t n = gompi_type_size(datatype), b = status_bytes(status);
+	int pair = (uintptr_t)datatype >= (uintptr_t)MPI_FLOAT_INT && (uintptr_t)datatype <= (uintptr_t)MPI_2INTEGER;
+	if (n > 0 && !pair) {
+		*count = b % n ? MPI_UNDEFINED : b / n;
+		return MPI_SUCCESS;
+	}
+	if (datatype == MPI_DATATYPE_NULL) return gompi_error(MPI_COMM_SELF, MPI_ERR_TYPE, "MPI_Get_elements");
+	int64_t e;
+	int rc = gompi_go_type_elements((uintptr_t)datatype, b, &e);
+	if (rc) return gompi_error(MPI_COMM_SELF, rc, "MPI_Get_elements");
+	*count = e;
+	return MPI_SUCCESS;
+}
+
+int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
+	return PMPI_Get_elements_c(status, datatype, count);
+}
+
+int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count) {
+	MPI_Count c;
+	int rc = PMPI_Get_elements_c(status, datatype, &c);
+	if (rc == MPI_SUCCESS) *count = c > INT_MAX ? MPI_UNDEFINED : (int)c;
+	return rc;
+}
+
 #define GOMPI_FILE_datatype
 #include "aliases_gen.h"

@@ -42,6 +42,7 @@ const (
 	kindType         = 3  // GOMPI_KIND_TYPE
 	datatypeNull     = 0x200
 	errCount         = 2
+	errBuffer        = 1
 )
 
 // envelope is a datatype's constructor call as MPI_Type_get_contents
@@ -434,3 +435,150 @@ func gompi_go_type_contents(h C.uintptr_t, maxi, maxa, maxt C.int64_t, ints *C.i
 // cTypeSize is the C side's size of a predefined datatype handle (-1 for
 // one C leaves to Go): what a test compares with the registry.
 func cTypeSize(h uintptr) int64 { return int64(C.gompi_type_size_of(C.uintptr_t(h))) }
+
+// gompi_go_pack packs count elements of dt at in into out (size bytes)
+// at *pos, advancing it (MPI_Pack).
+//
+//export gompi_go_pack
+func gompi_go_pack(in unsafe.Pointer, count C.int64_t, dt C.uintptr_t, out unsafe.Pointer, size C.int64_t, pos *C.int64_t) C.int {
+	b, rc := cbufOf(in, count, dt)
+	if rc != 0 {
+		return rc
+	}
+	p, err := mpi.Pack(b, bytes(out, size), int(*pos))
+	if err != nil {
+		return code(err)
+	}
+	*pos = C.int64_t(p)
+	return 0
+}
+
+// gompi_go_unpack unpacks count elements of dt from in (size bytes) at
+// *pos into out, advancing *pos (MPI_Unpack).
+//
+//export gompi_go_unpack
+func gompi_go_unpack(in unsafe.Pointer, size C.int64_t, pos *C.int64_t, out unsafe.Pointer, count C.int64_t, dt C.uintptr_t) C.int {
+	b, rc := cbufOf(out, count, dt)
+	if rc != 0 {
+		return rc
+	}
+	p, err := mpi.Unpack(bytes(in, size), int(*pos), b)
+	if err != nil {
+		return code(err)
+	}
+	*pos = C.int64_t(p)
+	return 0
+}
+
+// gompi_go_type_elements counts the basic elements in n packed bytes of
+// datatype h (MPI_Get_elements): whole elements of h and, of a partial
+// one, the basic elements its first bytes complete.
+//
+//export gompi_go_type_elements
+func gompi_go_type_elements(h C.uintptr_t, n C.int64_t, out *C.int64_t) C.int {
+	t := ctypeOf(h)
+	if t == nil {
+		return errType
+	}
+	*out = C.int64_t(elementsIn(t, int(n)))
+	return 0
+}
+
+// elementsIn is how many basic elements n packed bytes of t hold.
+func elementsIn(t *ctype, n int) int {
+	size := t.t.Size()
+	if size == 0 {
+		return 0
+	}
+	return n/size*basicCount(t) + partial(t, n%size)
+}
+
+// part is a run of reps consecutive elements of one type in a datatype's
+// type map, in packing order.
+type part struct {
+	t    *ctype
+	reps int
+}
+
+// parts is t's type map as runs of its constituent types; nil for a
+// predefined type.
+func parts(t *ctype) []part {
+	e := t.env
+	in := e.ints
+	switch e.combiner {
+	case combDup, combResized:
+		return []part{{e.olds[0], 1}}
+	case combContiguous:
+		return []part{{e.olds[0], in[0]}}
+	case combVector, combHvector, combIndexedBlock, combHindexedBlk:
+		return []part{{e.olds[0], in[0] * in[1]}}
+	case combIndexed, combHindexed:
+		return []part{{e.olds[0], sum(in[1 : 1+in[0]])}}
+	case combSubarray:
+		n := in[0]
+		return []part{{e.olds[0], product(in[1+n : 1+2*n])}}
+	case combStruct:
+		ps := make([]part, len(e.olds))
+		for i, o := range e.olds {
+			ps[i] = part{o, in[1+i]}
+		}
+		return ps
+	}
+	return nil
+}
+
+// basicCount is the number of basic elements in one element of t: a pair
+// type (MPI_DOUBLE_INT...) holds two.
+func basicCount(t *ctype) int {
+	if t.env.combiner == combNamed {
+		if _, _, ok := t.t.Kind().Pair(); ok {
+			return 2
+		}
+		return 1
+	}
+	n := 0
+	for _, p := range parts(t) {
+		n += p.reps * basicCount(p.t)
+	}
+	return n
+}
+
+// partial is how many basic elements the first n (< size) packed bytes of
+// one element of t complete.
+func partial(t *ctype, n int) int {
+	if t.env.combiner == combNamed {
+		if val, _, ok := t.t.Kind().Pair(); ok && n >= val.Size() {
+			return 1
+		}
+		return 0
+	}
+	count := 0
+	for _, p := range parts(t) {
+		size := p.t.t.Size()
+		if size == 0 {
+			continue
+		}
+		if n < p.reps*size {
+			return count + n/size*basicCount(p.t) + partial(p.t, n%size)
+		}
+		count += p.reps * basicCount(p.t)
+		n -= p.reps * size
+	}
+	return count
+}
+
+func sum(v []int) int {
+	s := 0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func product(v []int) int {
+	p := 1
+	for _, x := range v {
+		p *= x
+	}
+	return p
+}

@@ -125,3 +125,38 @@ func TestCbuf(t *testing.T) {
 }
 
 func unsafePtr(p *int32) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// MPI_Get_elements' count: whole elements, then the basic elements a
+// partial one completes.
+func TestElements(t *testing.T) {
+	i32, f64 := predefined[0x209], predefined[0x214]
+	vec := &ctype{env: envelope{combVector, []int{3, 2, 4}, nil, []*ctype{i32}}}
+	st := &ctype{env: envelope{combStruct, []int{2, 1, 2}, []int{0, 8}, []*ctype{i32, f64}}}
+	outer := &ctype{env: envelope{combContiguous, []int{2}, nil, []*ctype{st}}}
+	for _, c := range []*ctype{vec, st, outer} {
+		var err error
+		if c.t, err = construct(c.env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		t     *ctype
+		bytes int
+		want  int
+	}{
+		{"vector whole", vec, 48, 12},
+		{"vector partial", vec, 30, 7},
+		{"struct int only", st, 4, 1},
+		{"struct int and a double", st, 12, 2},
+		{"struct whole", st, 20, 3},
+		{"struct one and a half", st, 20 + 13, 5},
+		{"nested", outer, 40 + 4, 7},
+		{"double_int", predefined[0x229], 12 + 8, 3},
+		{"int", i32, 12, 3},
+	} {
+		if got := elementsIn(c.t, c.bytes); got != c.want {
+			t.Errorf("%s: %d bytes hold %d elements, want %d", c.name, c.bytes, got, c.want)
+		}
+	}
+}

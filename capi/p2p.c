@@ -5,21 +5,11 @@
 #include "_cgo_export.h"
 #include "gompi.h"
 
-/* buffer_bytes checks a (count, datatype) buffer description and returns
- * its length in bytes, or -1 with *rc set. Only predefined (contiguous)
- * datatypes are known so far. */
-static int64_t buffer_bytes(MPI_Count count, MPI_Datatype t, int *rc) {
-	int64_t n = gompi_type_size(t);
-	if (count < 0) {
-		*rc = MPI_ERR_COUNT;
-		return -1;
-	}
-	if (n < 0) {
-		*rc = t == MPI_DATATYPE_NULL ? MPI_ERR_TYPE
-		      : (uintptr_t)t >= GOMPI_HANDLE_BASE ? MPI_ERR_UNSUPPORTED_OPERATION : MPI_ERR_TYPE;
-		return -1;
-	}
-	return n * count;
+/* check_buf checks a (count, datatype) buffer description; the datatype
+ * itself is Go's to know (datatype.go). */
+static int check_buf(MPI_Count count, MPI_Datatype t) {
+	if (count < 0) return MPI_ERR_COUNT;
+	return t == MPI_DATATYPE_NULL ? MPI_ERR_TYPE : MPI_SUCCESS;
 }
 
 /* check_peer checks a destination or source rank of comm: a rank of comm,
@@ -37,20 +27,27 @@ static int check_tag(int tag, int wild) {
 }
 
 /* Send modes (p2p.go) */
-enum { STANDARD, SYNC, READY };
+enum { STANDARD, SYNC, READY, BUFFERED };
 
 static int send_mode(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, int mode,
 		     const char *fn) {
 	int rc = gompi_check_init(fn);
-	int64_t n = buffer_bytes(count, t, &rc);
-	if (n < 0) return gompi_error(comm, rc, fn);
-	if ((rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0))) return gompi_error(comm, rc, fn);
+	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0)))
+		return gompi_error(comm, rc, fn);
 	if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-	return gompi_error(comm, gompi_go_send((uintptr_t)comm, (void *)buf, n, dest, tag, mode), fn);
+	return gompi_error(comm, gompi_go_send((uintptr_t)comm, (void *)buf, count, (uintptr_t)t, dest, tag, mode), fn);
 }
 
 static int send(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, const char *fn) {
 	return send_mode(buf, count, t, dest, tag, comm, STANDARD, fn);
+}
+
+int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+	return send_mode(buf, count, datatype, dest, tag, comm, BUFFERED, "MPI_Bsend");
+}
+
+int PMPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+	return send_mode(buf, count, datatype, dest, tag, comm, BUFFERED, "MPI_Bsend_c");
 }
 
 int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
@@ -79,14 +76,13 @@ int PMPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int des
 
 static int recv(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Status *st, const char *fn) {
 	int rc = gompi_check_init(fn);
-	int64_t n = buffer_bytes(count, t, &rc);
-	if (n < 0) return gompi_error(comm, rc, fn);
-	if ((rc = check_peer(comm, src, 1)) || (rc = check_tag(tag, 1))) return gompi_error(comm, rc, fn);
+	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, src, 1)) || (rc = check_tag(tag, 1)))
+		return gompi_error(comm, rc, fn);
 	if (src == MPI_PROC_NULL) {
 		gompi_status_set(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, 0);
 		return MPI_SUCCESS;
 	}
-	rc = gompi_go_recv((uintptr_t)comm, buf, n, src, tag, st);
+	rc = gompi_go_recv((uintptr_t)comm, buf, count, (uintptr_t)t, src, tag, st);
 	if (rc != MPI_SUCCESS && st != MPI_STATUS_IGNORE) st->MPI_ERROR = rc;
 	return gompi_error(comm, rc, fn);
 }
@@ -102,11 +98,10 @@ int PMPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, i
 static int isend(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req,
 		 int mode, const char *fn) {
 	int rc = gompi_check_init(fn);
-	int64_t n = buffer_bytes(count, t, &rc);
-	if (n < 0) return gompi_error(comm, rc, fn);
-	if ((rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0))) return gompi_error(comm, rc, fn);
+	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0)))
+		return gompi_error(comm, rc, fn);
 	uintptr_t h;
-	rc = gompi_go_isend((uintptr_t)comm, (void *)buf, n, dest, tag, mode, &h);
+	rc = gompi_go_isend((uintptr_t)comm, (void *)buf, count, (uintptr_t)t, dest, tag, mode, &h);
 	if (rc == MPI_SUCCESS) *req = (MPI_Request)h;
 	return gompi_error(comm, rc, fn);
 }
@@ -139,13 +134,21 @@ int PMPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int d
 
 static int irecv(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Request *req, const char *fn) {
 	int rc = gompi_check_init(fn);
-	int64_t n = buffer_bytes(count, t, &rc);
-	if (n < 0) return gompi_error(comm, rc, fn);
-	if ((rc = check_peer(comm, src, 1)) || (rc = check_tag(tag, 1))) return gompi_error(comm, rc, fn);
+	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, src, 1)) || (rc = check_tag(tag, 1)))
+		return gompi_error(comm, rc, fn);
 	uintptr_t h;
-	rc = gompi_go_irecv((uintptr_t)comm, buf, n, src, tag, &h);
+	rc = gompi_go_irecv((uintptr_t)comm, buf, count, (uintptr_t)t, src, tag, &h);
 	if (rc == MPI_SUCCESS) *req = (MPI_Request)h;
 	return gompi_error(comm, rc, fn);
+}
+
+int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
+	return isend(buf, count, datatype, dest, tag, comm, request, BUFFERED, "MPI_Ibsend");
+}
+
+int PMPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		  MPI_Request *request) {
+	return isend(buf, count, datatype, dest, tag, comm, request, BUFFERED, "MPI_Ibsend_c");
 }
 
 int PMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) {
@@ -232,7 +235,7 @@ int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *fl
 	int active = 0;
 	for (int i = 0; i < count; i++) {
 		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Testany");
-		if (array_of_requests[i] == MPI_REQUEST_NULL) continue;
+		if (!gompi_go_active((uintptr_t)array_of_requests[i])) continue;
 		active = 1;
 		int rc = PMPI_Test(&array_of_requests[i], flag, status);
 		if (rc != MPI_SUCCESS || *flag) {
@@ -251,7 +254,7 @@ int PMPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, i
 	int active = 0, n = 0;
 	for (int i = 0; i < incount; i++) {
 		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Testsome");
-		if (array_of_requests[i] == MPI_REQUEST_NULL) continue;
+		if (!gompi_go_active((uintptr_t)array_of_requests[i])) continue;
 		active = 1;
 		int flag;
 		MPI_Status s, *sp = array_of_statuses == MPI_STATUSES_IGNORE ? &s : &array_of_statuses[n];
@@ -316,6 +319,240 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *statu
 		return MPI_SUCCESS;
 	}
 	return gompi_error(comm, gompi_go_iprobe((uintptr_t)comm, source, tag, flag, status), "MPI_Iprobe");
+}
+
+/* ---- Persistent requests -------------------------------------------------- */
+
+static int send_init(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+		     MPI_Request *req, int mode, const char *fn) {
+	int rc = gompi_check_init(fn);
+	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0)))
+		return gompi_error(comm, rc, fn);
+	uintptr_t h;
+	rc = gompi_go_send_init((uintptr_t)comm, (void *)buf, count, (uintptr_t)t, dest, tag, mode, &h);
+	if (rc == MPI_SUCCESS) *req = (MPI_Request)h;
+	return gompi_error(comm, rc, fn);
+}
+
+int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		MPI_Request *request) {
+	return send_init(buf, count, datatype, dest, tag, comm, request, STANDARD, "MPI_Send_init");
+}
+
+int PMPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		MPI_Request *request) {
+	return send_init(buf, count, datatype, dest, tag, comm, request, STANDARD, "MPI_Send_init_c");
+}
+
+int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		MPI_Request *request) {
+	return send_init(buf, count, datatype, dest, tag, comm, request, SYNC, "MPI_Ssend_init");
+}
+
+int PMPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		MPI_Request *request) {
+	return send_init(buf, count, datatype, dest, tag, comm, request, SYNC, "MPI_Ssend_init_c");
+}
+
+int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		MPI_Request *request) {
+	return send_init(buf, count, datatype, dest, tag, comm, request, READY, "MPI_Rsend_init");
+}
+
+int PMPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		MPI_Request *request) {
+	return send_init(buf, count, datatype, dest, tag, comm, request, READY, "MPI_Rsend_init_c");
+}
+
+int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		MPI_Request *request) {
+	return send_init(buf, count, datatype, dest, tag, comm, request, BUFFERED, "MPI_Bsend_init");
+}
+
+int PMPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+		MPI_Request *request) {
+	return send_init(buf, count, datatype, dest, tag, comm, request, BUFFERED, "MPI_Bsend_init_c");
+}
+
+
+static int recv_init(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Request *req,
+		     const char *fn) {
+	int rc = gompi_check_init(fn);
+	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, src, 1)) || (rc = check_tag(tag, 1)))
+		return gompi_error(comm, rc, fn);
+	uintptr_t h;
+	rc = gompi_go_recv_init((uintptr_t)comm, buf, count, (uintptr_t)t, src, tag, &h);
+	if (rc == MPI_SUCCESS) *req = (MPI_Request)h;
+	return gompi_error(comm, rc, fn);
+}
+
+int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) {
+	return recv_init(buf, count, datatype, source, tag, comm, request, "MPI_Recv_init");
+}
+
+int PMPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+		     MPI_Request *request) {
+	return recv_init(buf, count, datatype, source, tag, comm, request, "MPI_Recv_init_c");
+}
+
+int PMPI_Start(MPI_Request *request) {
+	gompi_check_init("MPI_Start");
+	if (request == NULL || !known_request(*request) || *request == MPI_REQUEST_NULL)
+		return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Start");
+	return gompi_error(MPI_COMM_SELF, gompi_go_start((uintptr_t)*request), "MPI_Start");
+}
+
+int PMPI_Startall(int count, MPI_Request array_of_requests[]) {
+	for (int i = 0; i < count; i++) {
+		int rc = PMPI_Start(&array_of_requests[i]);
+		if (rc != MPI_SUCCESS) return rc;
+	}
+	return MPI_SUCCESS;
+}
+
+int PMPI_Cancel(MPI_Request *request) {
+	gompi_check_init("MPI_Cancel");
+	if (request == NULL || !known_request(*request) || *request == MPI_REQUEST_NULL)
+		return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Cancel");
+	return gompi_error(MPI_COMM_SELF, gompi_go_cancel((uintptr_t)*request), "MPI_Cancel");
+}
+
+int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+	if (!known_request(request)) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Request_get_status");
+	return gompi_error(MPI_COMM_SELF, gompi_go_request_status((uintptr_t)request, flag, status),
+			   "MPI_Request_get_status");
+}
+
+/* ---- Matched probes --------------------------------------------------------- */
+
+static int mprobe(int source, int tag, MPI_Comm comm, int block, int *flag, MPI_Message *message, MPI_Status *status,
+		  const char *fn) {
+	int rc = gompi_check_init(fn), f;
+	if ((rc = check_peer(comm, source, 1)) || (rc = check_tag(tag, 1))) return gompi_error(comm, rc, fn);
+	if (flag == NULL) flag = &f;
+	if (source == MPI_PROC_NULL) {
+		*flag = 1;
+		*message = MPI_MESSAGE_NO_PROC;
+		gompi_status_set(status, MPI_PROC_NULL, MPI_ANY_TAG, 0, 0);
+		return MPI_SUCCESS;
+	}
+	uintptr_t h;
+	rc = gompi_go_mprobe((uintptr_t)comm, source, tag, block, flag, &h, status);
+	if (rc == MPI_SUCCESS && *flag) *message = (MPI_Message)h;
+	return gompi_error(comm, rc, fn);
+}
+
+int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
+	return mprobe(source, tag, comm, 1, NULL, message, status, "MPI_Mprobe");
+}
+
+int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) {
+	return mprobe(source, tag, comm, 0, flag, message, status, "MPI_Improbe");
+}
+
+/* mrecv receives a matched message; with request it is Imrecv. */
+static int mrecv(void *buf, MPI_Count count, MPI_Datatype t, MPI_Message *message, MPI_Status *status,
+		 MPI_Request *request, const char *fn) {
+	int rc = gompi_check_init(fn);
+	if ((rc = check_buf(count, t))) return gompi_error(MPI_COMM_SELF, rc, fn);
+	if (message == NULL || *message == MPI_MESSAGE_NULL) return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, fn);
+	uintptr_t h;
+	if (*message == MPI_MESSAGE_NO_PROC) {
+		*message = MPI_MESSAGE_NULL;
+		gompi_status_set(status, MPI_PROC_NULL, MPI_ANY_TAG, 0, 0);
+		if (request == NULL) return MPI_SUCCESS;
+		/* a request completing at once, as a receive from MPI_PROC_NULL */
+		rc = gompi_go_irecv((uintptr_t)MPI_COMM_SELF, buf, 0, (uintptr_t)t, MPI_PROC_NULL, 0, &h);
+		if (rc == MPI_SUCCESS) *request = (MPI_Request)h;
+		return gompi_error(MPI_COMM_SELF, rc, fn);
+	}
+	rc = gompi_go_mrecv((uintptr_t)*message, buf, count, (uintptr_t)t, status, request ? &h : NULL);
+	*message = MPI_MESSAGE_NULL;
+	if (rc == MPI_SUCCESS && request) *request = (MPI_Request)h;
+	if (rc != MPI_SUCCESS && status != MPI_STATUS_IGNORE && !request) status->MPI_ERROR = rc;
+	return gompi_error(MPI_COMM_SELF, rc, fn);
+}
+
+int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) {
+	return mrecv(buf, count, datatype, message, status, NULL, "MPI_Mrecv");
+}
+
+int PMPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) {
+	return mrecv(buf, count, datatype, message, status, NULL, "MPI_Mrecv_c");
+}
+
+int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) {
+	return mrecv(buf, count, datatype, message, MPI_STATUS_IGNORE, request, "MPI_Imrecv");
+}
+
+int PMPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) {
+	return mrecv(buf, count, datatype, message, MPI_STATUS_IGNORE, request, "MPI_Imrecv_c");
+}
+
+/* ---- Buffered sends' buffer -------------------------------------------------- */
+
+/* The attached buffer's address, which detach returns: package mpi keeps
+ * its own copies of buffered messages and only counts the room. */
+static void *bsend_buffer;
+
+static int buffer_attach(void *buffer, MPI_Count size, const char *fn) {
+	gompi_check_init(fn);
+	if (size < 0) return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, fn);
+	int rc = gompi_go_buffer_attach(size);
+	if (rc == MPI_SUCCESS) bsend_buffer = buffer;
+	return gompi_error(MPI_COMM_SELF, rc, fn);
+}
+
+int PMPI_Buffer_attach(void *buffer, int size) { return buffer_attach(buffer, size, "MPI_Buffer_attach"); }
+
+int PMPI_Buffer_attach_c(void *buffer, MPI_Count size) { return buffer_attach(buffer, size, "MPI_Buffer_attach_c"); }
+
+static int buffer_detach(void *buffer_addr, MPI_Count *size, const char *fn) {
+	gompi_check_init(fn);
+	int64_t n;
+	int rc = gompi_go_buffer_detach(&n);
+	if (rc == MPI_SUCCESS) {
+		*(void **)buffer_addr = bsend_buffer;
+		*size = n;
+		bsend_buffer = NULL;
+	}
+	return gompi_error(MPI_COMM_SELF, rc, fn);
+}
+
+int PMPI_Buffer_detach(void *buffer_addr, int *size) {
+	MPI_Count n = 0;
+	int rc = buffer_detach(buffer_addr, &n, "MPI_Buffer_detach");
+	if (rc == MPI_SUCCESS) *size = (int)n;
+	return rc;
+}
+
+int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) {
+	return buffer_detach(buffer_addr, size, "MPI_Buffer_detach_c");
+}
+
+/* ---- Sendrecv_replace ------------------------------------------------------ */
+
+static int sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype t, int dest, int sendtag, int source, int recvtag,
+			    MPI_Comm comm, MPI_Status *status, const char *fn) {
+	int rc = gompi_check_init(fn);
+	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, dest, 0)) || (rc = check_tag(sendtag, 0)) ||
+	    (rc = check_peer(comm, source, 1)) || (rc = check_tag(recvtag, 1)))
+		return gompi_error(comm, rc, fn);
+	rc = gompi_go_sendrecv_replace((uintptr_t)comm, buf, count, (uintptr_t)t, dest, sendtag, source, recvtag, status);
+	if (rc != MPI_SUCCESS && status != MPI_STATUS_IGNORE) status->MPI_ERROR = rc;
+	return gompi_error(comm, rc, fn);
+}
+
+int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag,
+			  MPI_Comm comm, MPI_Status *status) {
+	return sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+				"MPI_Sendrecv_replace");
+}
+
+int PMPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source,
+			    int recvtag, MPI_Comm comm, MPI_Status *status) {
+	return sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+				"MPI_Sendrecv_replace_c");
 }
 
 #define GOMPI_FILE_p2p

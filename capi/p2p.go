@@ -13,10 +13,21 @@ import (
 	"gompi/mpi"
 )
 
-// creq is a request C holds a handle to. A request with a nil r completed
-// at once (a send to or receive from MPI_PROC_NULL).
+// creq is a request C holds a handle to: a one-shot operation's request
+// r, or a persistent request p (MPI_Send_init...), whose handle outlives
+// each completion until MPI_Request_free.
 type creq struct {
 	r *mpi.Request
+	p *mpi.Prequest
+}
+
+// current is the operation in flight, nil for an inactive persistent
+// request (which, like MPI_REQUEST_NULL, completes at once, empty).
+func (q *creq) current() *mpi.Request {
+	if q.p != nil {
+		return q.p.Request()
+	}
+	return q.r
 }
 
 // pollFor is how long a wait entered from C polls before it parks.
@@ -29,46 +40,87 @@ func tagIn(t C.int) int {
 	return int(t)
 }
 
+// peerIn maps a C rank argument to package mpi's (MPI_PROC_NULL differs).
+func peerIn(r C.int) int {
+	if r == procNull {
+		return mpi.ProcNull
+	}
+	return int(r)
+}
+
+// setStatus reports s in C's terms: package mpi's ProcNull and AnyTag
+// become the ABI's values.
 func setStatus(st *C.MPI_Status, s mpi.Status) {
-	C.gompi_status_set(st, C.int(s.Source), C.int(s.Tag), C.int64_t(s.Count), 0)
+	src, tag, cancelled := C.int(s.Source), C.int(s.Tag), C.int(0)
+	if s.Source == mpi.ProcNull {
+		src = procNull
+	}
+	if s.Tag == mpi.AnyTag {
+		tag = anyTagABI
+	}
+	if s.Cancelled {
+		cancelled = 1
+	}
+	C.gompi_status_set(st, src, tag, C.int64_t(s.Count), cancelled)
 }
 
-func setNullStatus(st *C.MPI_Status) {
-	C.gompi_status_set(st, procNull, anyTagABI, 0, 0)
+// setEmptyStatus is the status of MPI_REQUEST_NULL or an inactive
+// persistent request.
+func setEmptyStatus(st *C.MPI_Status) {
+	C.gompi_status_set(st, C.MPI_ANY_SOURCE, anyTagABI, 0, 0)
 }
 
-// Send modes, as the C side names them (gompi.h).
+// Send modes, as the C side names them (p2p.c).
 const (
 	modeStandard = iota
 	modeSync
 	modeReady
+	modeBuffered
 )
 
-// gompi_go_send sends in a mode: standard, synchronous or ready.
-//
-//export gompi_go_send
-func gompi_go_send(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, dest, tag, mode C.int) C.int {
-	c, err := comm(ch)
-	if err != nil {
-		return errComm
-	}
-	b := bytes(buf, n)
+// isendMode starts a send of b in a mode.
+func isendMode(c *mpi.Comm, b mpi.Buf, dest, tag int, mode C.int) (*mpi.Request, error) {
 	switch mode {
 	case modeSync:
-		return code(c.Ssend(b, int(dest), int(tag)))
+		return c.IssendBuf(b, dest, tag)
 	case modeReady:
-		return code(c.Rsend(b, int(dest), int(tag)))
+		return c.IrsendBuf(b, dest, tag)
+	case modeBuffered:
+		return c.IbsendBuf(b, dest, tag)
 	}
-	return code(c.Send(b, int(dest), int(tag)))
+	return c.IsendBuf(b, dest, tag)
+}
+
+// gompi_go_send sends count elements of datatype dt in a mode: standard,
+// synchronous, ready or buffered.
+//
+//export gompi_go_send
+func gompi_go_send(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t, dest, tag, mode C.int) C.int {
+	c, b, rc := commBuf(ch, buf, count, dt)
+	if rc != 0 {
+		return rc
+	}
+	switch mode {
+	case modeStandard:
+		return code(c.SendBuf(b, peerIn(dest), int(tag)))
+	case modeBuffered:
+		_, err := c.IbsendBuf(b, peerIn(dest), int(tag)) // complete at once
+		return code(err)
+	}
+	r, err := isendMode(c, b, peerIn(dest), int(tag), mode)
+	if err == nil {
+		_, err = wait(r)
+	}
+	return code(err)
 }
 
 //export gompi_go_recv
-func gompi_go_recv(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, src, tag C.int, st *C.MPI_Status) C.int {
-	c, err := comm(ch)
-	if err != nil {
-		return errComm
+func gompi_go_recv(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t, src, tag C.int, st *C.MPI_Status) C.int {
+	c, b, rc := commBuf(ch, buf, count, dt)
+	if rc != 0 {
+		return rc
 	}
-	r, err := c.Irecv(bytes(buf, n), int(src), tagIn(tag))
+	r, err := c.IrecvBuf(b, peerIn(src), tagIn(tag))
 	if err != nil {
 		return code(err)
 	}
@@ -77,6 +129,17 @@ func gompi_go_recv(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, src, tag C.i
 		setStatus(st, s)
 	}
 	return code(err)
+}
+
+// commBuf resolves the communicator and the buffer description most
+// point-to-point calls take.
+func commBuf(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t) (*mpi.Comm, mpi.Buf, C.int) {
+	c, err := comm(ch)
+	if err != nil {
+		return nil, mpi.Buf{}, errComm
+	}
+	b, rc := cbufOf(buf, count, dt)
+	return c, b, rc
 }
 
 // wait polls r, yielding, for up to pollFor, then parks on it.
@@ -94,32 +157,38 @@ func wait(r *mpi.Request) (mpi.Status, error) {
 }
 
 // newRequest files r and returns its handle: a creation sequence number.
-func newRequest(r *mpi.Request) C.uintptr_t {
+func newRequest(r *mpi.Request) C.uintptr_t { return fileRequest(&creq{r: r}) }
+
+func fileRequest(q *creq) C.uintptr_t {
 	lib.mu.Lock()
 	defer lib.mu.Unlock()
 	lib.nextReq++
 	h := handleOf(kindRequest, lib.nextReq)
-	lib.reqs[h] = &creq{r: r}
+	lib.reqs[h] = q
 	return C.uintptr_t(h)
 }
 
 //export gompi_go_isend
-func gompi_go_isend(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, dest, tag, mode C.int, req *C.uintptr_t) C.int {
-	return start(ch, dest, req, func(c *mpi.Comm) (*mpi.Request, error) {
-		switch mode {
-		case modeSync:
-			return c.Issend(bytes(buf, n), int(dest), int(tag))
-		case modeReady:
-			return c.Irsend(bytes(buf, n), int(dest), int(tag))
-		}
-		return c.Isend(bytes(buf, n), int(dest), int(tag))
+func gompi_go_isend(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t, dest, tag, mode C.int,
+	req *C.uintptr_t) C.int {
+	b, rc := cbufOf(buf, count, dt)
+	if rc != 0 {
+		return rc
+	}
+	return start(ch, 0, req, func(c *mpi.Comm) (*mpi.Request, error) {
+		return isendMode(c, b, peerIn(dest), int(tag), mode)
 	})
 }
 
 //export gompi_go_irecv
-func gompi_go_irecv(ch C.uintptr_t, buf unsafe.Pointer, n C.int64_t, src, tag C.int, req *C.uintptr_t) C.int {
-	return start(ch, src, req, func(c *mpi.Comm) (*mpi.Request, error) {
-		return c.Irecv(bytes(buf, n), int(src), tagIn(tag))
+func gompi_go_irecv(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t, src, tag C.int,
+	req *C.uintptr_t) C.int {
+	b, rc := cbufOf(buf, count, dt)
+	if rc != 0 {
+		return rc
+	}
+	return start(ch, 0, req, func(c *mpi.Comm) (*mpi.Request, error) {
+		return c.IrecvBuf(b, peerIn(src), tagIn(tag))
 	})
 }
 
@@ -155,56 +224,115 @@ func dropRequest(h C.uintptr_t) {
 	lib.mu.Unlock()
 }
 
-// finish reports a completed request's status and frees it: MPI_Wait and
-// MPI_Test set a completed request's handle to MPI_REQUEST_NULL.
+// finish reports a completed request's status. MPI_Wait and MPI_Test set
+// a completed one-shot request's handle to MPI_REQUEST_NULL and make a
+// persistent one inactive, its handle kept.
 func finish(req *C.uintptr_t, q *creq, s mpi.Status, err error, st *C.MPI_Status) C.int {
-	dropRequest(*req)
-	*req = requestNull
+	if q.p != nil {
+		q.p.Test() // complete already: this makes it inactive
+	} else {
+		dropRequest(*req)
+		*req = requestNull
+	}
 	switch {
-	case q.r == nil:
-		setNullStatus(st)
-	case err == nil || s.Count > 0:
+	case q.current() == nil && q.p == nil:
+		setStatus(st, mpi.Status{Source: mpi.ProcNull, Tag: mpi.AnyTag})
+	case err == nil || s.Count > 0 || s.Cancelled:
 		setStatus(st, s)
 	}
 	return code(err)
 }
 
+// lookup finds a live request: ok false with rc set for an unknown
+// handle; r nil (and st filled) for MPI_REQUEST_NULL or an inactive
+// persistent request, which complete at once with an empty status.
+func lookup(h C.uintptr_t, st *C.MPI_Status) (q *creq, r *mpi.Request, rc C.int, ok bool) {
+	if h == requestNull {
+		setEmptyStatus(st)
+		return nil, nil, 0, true
+	}
+	q, ok = request(h)
+	if !ok {
+		return nil, nil, errRequest, false
+	}
+	if r = q.current(); r == nil && q.p != nil {
+		setEmptyStatus(st)
+	}
+	return q, r, 0, true
+}
+
 //export gompi_go_wait
 func gompi_go_wait(req *C.uintptr_t, st *C.MPI_Status) C.int {
-	if *req == requestNull {
-		C.gompi_status_set(st, C.MPI_ANY_SOURCE, anyTagABI, 0, 0)
-		return 0
-	}
-	q, ok := request(*req)
-	if !ok {
-		return errRequest
+	q, r, rc, ok := lookup(*req, st)
+	if !ok || q == nil || (r == nil && q.p != nil) {
+		return rc
 	}
 	var s mpi.Status
 	var err error
-	if q.r != nil {
-		s, err = wait(q.r)
+	if r != nil {
+		s, err = wait(r)
 	}
 	return finish(req, q, s, err, st)
 }
 
 //export gompi_go_test
 func gompi_go_test(req *C.uintptr_t, flag *C.int, st *C.MPI_Status) C.int {
-	if *req == requestNull {
-		*flag = 1
-		C.gompi_status_set(st, C.MPI_ANY_SOURCE, anyTagABI, 0, 0)
+	*flag = 1
+	q, r, rc, ok := lookup(*req, st)
+	if !ok || q == nil || (r == nil && q.p != nil) {
+		return rc
+	}
+	var s mpi.Status
+	var err error
+	if r != nil {
+		var done bool
+		if s, done, err = r.Test(); !done {
+			*flag = 0
+			return 0
+		}
+	}
+	return finish(req, q, s, err, st)
+}
+
+// gompi_go_request_status is MPI_Request_get_status: Test that leaves
+// the request as it is.
+//
+//export gompi_go_request_status
+func gompi_go_request_status(h C.uintptr_t, flag *C.int, st *C.MPI_Status) C.int {
+	*flag = 1
+	q, r, rc, ok := lookup(h, st)
+	switch {
+	case !ok || q == nil || (r == nil && q.p != nil):
+		return rc
+	case r == nil:
+		setStatus(st, mpi.Status{Source: mpi.ProcNull, Tag: mpi.AnyTag})
 		return 0
 	}
-	q, ok := request(*req)
-	if !ok {
-		return errRequest
-	}
-	s, done, err := q.r.Test()
+	s, done, err := r.Test()
 	if !done {
 		*flag = 0
 		return 0
 	}
-	*flag = 1
-	return finish(req, q, s, err, st)
+	if err == nil || s.Count > 0 || s.Cancelled {
+		setStatus(st, s)
+	}
+	return code(err)
+}
+
+// gompi_go_active reports whether a request handle names an operation
+// that can complete: not MPI_REQUEST_NULL, not an inactive persistent
+// request (the calls over arrays skip those), nor unknown.
+//
+//export gompi_go_active
+func gompi_go_active(h C.uintptr_t) C.int {
+	if h == requestNull {
+		return 0
+	}
+	q, ok := request(h)
+	if !ok || (q.p != nil && q.current() == nil) {
+		return 0
+	}
+	return 1
 }
 
 //export gompi_go_waitany
@@ -220,17 +348,26 @@ func gompi_go_waitany(n C.int, reqs *C.uintptr_t, index *C.int, st *C.MPI_Status
 		if !ok {
 			return errRequest
 		}
-		if q.r == nil { // completed at once
+		if q.r == nil && q.p == nil { // completed at once
 			*index = C.int(i)
 			return finish(&hs[i], q, mpi.Status{}, nil, st)
 		}
-		rs[i], active = q.r, true
+		rs[i] = q.current()
+		active = active || rs[i] != nil
 	}
 	if !active {
 		*index = undefinedABI
-		C.gompi_status_set(st, C.MPI_ANY_SOURCE, anyTagABI, 0, 0)
+		setEmptyStatus(st)
 		return 0
 	}
+	i, s, err := waitany(rs)
+	*index = C.int(i)
+	q, _ := request(hs[i])
+	return finish(&hs[i], q, s, err, st)
+}
+
+// waitany polls rs for up to pollFor, then parks in mpi.Waitany.
+func waitany(rs []*mpi.Request) (int, mpi.Status, error) {
 	deadline := time.Now().Add(pollFor)
 	for time.Now().Before(deadline) {
 		for i, r := range rs {
@@ -238,27 +375,36 @@ func gompi_go_waitany(n C.int, reqs *C.uintptr_t, index *C.int, st *C.MPI_Status
 				continue
 			}
 			if s, done, err := r.Test(); done {
-				*index = C.int(i)
-				q, _ := request(hs[i])
-				return finish(&hs[i], q, s, err, st)
+				return i, s, err
 			}
 		}
 		runtime.Gosched()
 	}
-	i, s, err := mpi.Waitany(rs)
-	*index = C.int(i)
-	q, _ := request(hs[i])
-	return finish(&hs[i], q, s, err, st)
+	return mpi.Waitany(rs)
 }
 
+// gompi_go_request_free frees a request's handle. The operation goes on;
+// package mpi owns it until it completes.
+//
 //export gompi_go_request_free
 func gompi_go_request_free(req *C.uintptr_t) C.int {
 	if _, ok := request(*req); !ok {
 		return errRequest
 	}
-	// The operation goes on; package mpi owns it until it completes.
 	dropRequest(*req)
 	*req = requestNull
+	return 0
+}
+
+//export gompi_go_cancel
+func gompi_go_cancel(h C.uintptr_t) C.int {
+	q, ok := request(h)
+	if !ok {
+		return errRequest
+	}
+	if r := q.current(); r != nil {
+		return code(r.Cancel())
+	}
 	return 0
 }
 
@@ -300,8 +446,8 @@ func gompi_go_peek(h C.uintptr_t, done *C.int) C.int {
 	if !ok {
 		return errRequest
 	}
-	if q.r != nil {
-		if _, d, _ := q.r.Test(); !d {
+	if r := q.current(); r != nil {
+		if _, d, _ := r.Test(); !d {
 			*done = 0
 		}
 	}

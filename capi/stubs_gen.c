@@ -33,17 +33,8 @@ GOMPI_STUB int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *requ
 GOMPI_STUB int PMPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Bcast_c"); }
 GOMPI_STUB int PMPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Bcast_init"); }
 GOMPI_STUB int PMPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Bcast_init_c"); }
-GOMPI_STUB int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) { return gompi_unsupported("MPI_Bsend"); }
-GOMPI_STUB int PMPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) { return gompi_unsupported("MPI_Bsend_c"); }
-GOMPI_STUB int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Bsend_init"); }
-GOMPI_STUB int PMPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Bsend_init_c"); }
-GOMPI_STUB int PMPI_Buffer_attach(void *buffer, int size) { return gompi_unsupported("MPI_Buffer_attach"); }
-GOMPI_STUB int PMPI_Buffer_attach_c(void *buffer, MPI_Count size) { return gompi_unsupported("MPI_Buffer_attach_c"); }
-GOMPI_STUB int PMPI_Buffer_detach(void *buffer_addr, int *size) { return gompi_unsupported("MPI_Buffer_detach"); }
-GOMPI_STUB int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size) { return gompi_unsupported("MPI_Buffer_detach_c"); }
 GOMPI_STUB int PMPI_Buffer_flush(void) { return gompi_unsupported("MPI_Buffer_flush"); }
 GOMPI_STUB int PMPI_Buffer_iflush(MPI_Request *request) { return gompi_unsupported("MPI_Buffer_iflush"); }
-GOMPI_STUB int PMPI_Cancel(MPI_Request *request) { return gompi_unsupported("MPI_Cancel"); }
 GOMPI_STUB int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank) { return gompi_unsupported("MPI_Cart_map"); }
 GOMPI_STUB int PMPI_Close_port(const char *port_name) { return gompi_unsupported("MPI_Close_port"); }
 GOMPI_STUB int PMPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *newcomm) { return gompi_unsupported("MPI_Comm_accept"); }
@@ -166,7 +157,6 @@ GOMPI_STUB int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin
 GOMPI_STUB int PMPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) { return gompi_unsupported("MPI_Get_accumulate"); }
 GOMPI_STUB int PMPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) { return gompi_unsupported("MPI_Get_accumulate_c"); }
 GOMPI_STUB int PMPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) { return gompi_unsupported("MPI_Get_c"); }
-GOMPI_STUB int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) { return gompi_unsupported("MPI_Get_elements_x"); }
 GOMPI_STUB int PMPI_Get_hw_resource_info(MPI_Info *hw_info) { return gompi_unsupported("MPI_Get_hw_resource_info"); }
 GOMPI_STUB int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[]) { return gompi_unsupported("MPI_Graph_get"); }
 GOMPI_STUB int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[], int *newrank) { return gompi_unsupported("MPI_Graph_map"); }
@@ -180,14 +170,9 @@ GOMPI_STUB int PMPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Da
 GOMPI_STUB int PMPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallv_c"); }
 GOMPI_STUB int PMPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallw_c"); }
 GOMPI_STUB int PMPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibcast_c"); }
-GOMPI_STUB int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibsend"); }
-GOMPI_STUB int PMPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibsend_c"); }
 GOMPI_STUB int PMPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iexscan_c"); }
 GOMPI_STUB int PMPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Igather_c"); }
 GOMPI_STUB int PMPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Igatherv_c"); }
-GOMPI_STUB int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status) { return gompi_unsupported("MPI_Improbe"); }
-GOMPI_STUB int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) { return gompi_unsupported("MPI_Imrecv"); }
-GOMPI_STUB int PMPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request) { return gompi_unsupported("MPI_Imrecv_c"); }
 GOMPI_STUB int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_allgather"); }
 GOMPI_STUB int PMPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_allgather_c"); }
 GOMPI_STUB int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_allgatherv"); }
@@ -212,9 +197,6 @@ GOMPI_STUB int PMPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Da
 GOMPI_STUB int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_replace"); }
 GOMPI_STUB int PMPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_replace_c"); }
 GOMPI_STUB int PMPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name) { return gompi_unsupported("MPI_Lookup_name"); }
-GOMPI_STUB int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) { return gompi_unsupported("MPI_Mprobe"); }
-GOMPI_STUB int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) { return gompi_unsupported("MPI_Mrecv"); }
-GOMPI_STUB int PMPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status) { return gompi_unsupported("MPI_Mrecv_c"); }
 GOMPI_STUB int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Neighbor_allgather"); }
 GOMPI_STUB int PMPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Neighbor_allgather_c"); }
 GOMPI_STUB int PMPI_Neighbor_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Neighbor_allgather_init"); }
@@ -236,14 +218,10 @@ GOMPI_STUB int PMPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count se
 GOMPI_STUB int PMPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Neighbor_alltoallw_init"); }
 GOMPI_STUB int PMPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Neighbor_alltoallw_init_c"); }
 GOMPI_STUB int PMPI_Open_port(MPI_Info info, char *port_name) { return gompi_unsupported("MPI_Open_port"); }
-GOMPI_STUB int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm) { return gompi_unsupported("MPI_Pack"); }
-GOMPI_STUB int PMPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position, MPI_Comm comm) { return gompi_unsupported("MPI_Pack_c"); }
 GOMPI_STUB int PMPI_Pack_external(const char *datarep, const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position) { return gompi_unsupported("MPI_Pack_external"); }
 GOMPI_STUB int PMPI_Pack_external_c(const char *datarep, const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf, MPI_Count outsize, MPI_Count *position) { return gompi_unsupported("MPI_Pack_external_c"); }
 GOMPI_STUB int PMPI_Pack_external_size(const char *datarep, int incount, MPI_Datatype datatype, MPI_Aint *size) { return gompi_unsupported("MPI_Pack_external_size"); }
 GOMPI_STUB int PMPI_Pack_external_size_c(const char *datarep, MPI_Count incount, MPI_Datatype datatype, MPI_Count *size) { return gompi_unsupported("MPI_Pack_external_size_c"); }
-GOMPI_STUB int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) { return gompi_unsupported("MPI_Pack_size"); }
-GOMPI_STUB int PMPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm, MPI_Count *size) { return gompi_unsupported("MPI_Pack_size_c"); }
 GOMPI_STUB int PMPI_Parrived(MPI_Request request, int partition, int *flag) { return gompi_unsupported("MPI_Parrived"); }
 GOMPI_STUB int PMPI_Pready(int partition, MPI_Request request) { return gompi_unsupported("MPI_Pready"); }
 GOMPI_STUB int PMPI_Pready_list(int length, const int array_of_partitions[], MPI_Request request) { return gompi_unsupported("MPI_Pready_list"); }
@@ -255,8 +233,6 @@ GOMPI_STUB int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype 
 GOMPI_STUB int PMPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) { return gompi_unsupported("MPI_Put_c"); }
 GOMPI_STUB int PMPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Raccumulate"); }
 GOMPI_STUB int PMPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Raccumulate_c"); }
-GOMPI_STUB int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Recv_init"); }
-GOMPI_STUB int PMPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Recv_init_c"); }
 GOMPI_STUB int PMPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Reduce_c"); }
 GOMPI_STUB int PMPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_init"); }
 GOMPI_STUB int PMPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_init_c"); }
@@ -271,7 +247,6 @@ GOMPI_STUB int PMPI_Register_datarep_c(const char *datarep, MPI_Datarep_conversi
 GOMPI_STUB int PMPI_Remove_error_class(int errorclass) { return gompi_unsupported("MPI_Remove_error_class"); }
 GOMPI_STUB int PMPI_Remove_error_code(int errorcode) { return gompi_unsupported("MPI_Remove_error_code"); }
 GOMPI_STUB int PMPI_Remove_error_string(int errorcode) { return gompi_unsupported("MPI_Remove_error_string"); }
-GOMPI_STUB int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) { return gompi_unsupported("MPI_Request_get_status"); }
 GOMPI_STUB int PMPI_Request_get_status_all(int count, const MPI_Request array_of_requests[], int *flag, MPI_Status *array_of_statuses) { return gompi_unsupported("MPI_Request_get_status_all"); }
 GOMPI_STUB int PMPI_Request_get_status_any(int count, const MPI_Request array_of_requests[], int *indx, int *flag, MPI_Status *status) { return gompi_unsupported("MPI_Request_get_status_any"); }
 GOMPI_STUB int PMPI_Request_get_status_some(int incount, const MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status *array_of_statuses) { return gompi_unsupported("MPI_Request_get_status_some"); }
@@ -281,8 +256,6 @@ GOMPI_STUB int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_
 GOMPI_STUB int PMPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rget_c"); }
 GOMPI_STUB int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rput"); }
 GOMPI_STUB int PMPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rput_c"); }
-GOMPI_STUB int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Rsend_init"); }
-GOMPI_STUB int PMPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Rsend_init_c"); }
 GOMPI_STUB int PMPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Scan_c"); }
 GOMPI_STUB int PMPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scan_init"); }
 GOMPI_STUB int PMPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scan_init_c"); }
@@ -292,11 +265,7 @@ GOMPI_STUB int PMPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI
 GOMPI_STUB int PMPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Scatterv_c"); }
 GOMPI_STUB int PMPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scatterv_init"); }
 GOMPI_STUB int PMPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scatterv_init_c"); }
-GOMPI_STUB int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Send_init"); }
-GOMPI_STUB int PMPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Send_init_c"); }
 GOMPI_STUB int PMPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) { return gompi_unsupported("MPI_Sendrecv_c"); }
-GOMPI_STUB int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) { return gompi_unsupported("MPI_Sendrecv_replace"); }
-GOMPI_STUB int PMPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status) { return gompi_unsupported("MPI_Sendrecv_replace_c"); }
 GOMPI_STUB int PMPI_Session_attach_buffer(MPI_Session session, void *buffer, int size) { return gompi_unsupported("MPI_Session_attach_buffer"); }
 GOMPI_STUB int PMPI_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size) { return gompi_unsupported("MPI_Session_attach_buffer_c"); }
 GOMPI_STUB int PMPI_Session_call_errhandler(MPI_Session session, int errorcode) { return gompi_unsupported("MPI_Session_call_errhandler"); }
@@ -313,10 +282,6 @@ GOMPI_STUB int PMPI_Session_get_pset_info(MPI_Session session, const char *pset_
 GOMPI_STUB int PMPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request) { return gompi_unsupported("MPI_Session_iflush_buffer"); }
 GOMPI_STUB int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session) { return gompi_unsupported("MPI_Session_init"); }
 GOMPI_STUB int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler) { return gompi_unsupported("MPI_Session_set_errhandler"); }
-GOMPI_STUB int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ssend_init"); }
-GOMPI_STUB int PMPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ssend_init_c"); }
-GOMPI_STUB int PMPI_Start(MPI_Request *request) { return gompi_unsupported("MPI_Start"); }
-GOMPI_STUB int PMPI_Startall(int count, MPI_Request array_of_requests[]) { return gompi_unsupported("MPI_Startall"); }
 GOMPI_STUB int PMPI_Status_get_error(const MPI_Status *status, int *error) { return gompi_unsupported("MPI_Status_get_error"); }
 GOMPI_STUB int PMPI_Status_get_source(const MPI_Status *status, int *source) { return gompi_unsupported("MPI_Status_get_source"); }
 GOMPI_STUB int PMPI_Status_get_tag(const MPI_Status *status, int *tag) { return gompi_unsupported("MPI_Status_get_tag"); }
@@ -381,8 +346,6 @@ GOMPI_STUB int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
 GOMPI_STUB int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_f90_integer"); }
 GOMPI_STUB int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype) { return gompi_unsupported("MPI_Type_create_f90_real"); }
 GOMPI_STUB int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type, MPI_Datatype *pair_type) { return gompi_unsupported("MPI_Type_get_value_index"); }
-GOMPI_STUB int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm) { return gompi_unsupported("MPI_Unpack"); }
-GOMPI_STUB int PMPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm) { return gompi_unsupported("MPI_Unpack_c"); }
 GOMPI_STUB int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype) { return gompi_unsupported("MPI_Unpack_external"); }
 GOMPI_STUB int PMPI_Unpack_external_c(const char datarep[], const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf, MPI_Count outcount, MPI_Datatype datatype) { return gompi_unsupported("MPI_Unpack_external_c"); }
 GOMPI_STUB int PMPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name) { return gompi_unsupported("MPI_Unpublish_name"); }
@@ -471,28 +434,10 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Bcast_init = PMPI_Bcast_init
 #pragma weak MPI_Bcast_init_c = PMPI_Bcast_init_c
 #pragma weak gompi_stub_MPI_Bcast_init_c = PMPI_Bcast_init_c
-#pragma weak MPI_Bsend = PMPI_Bsend
-#pragma weak gompi_stub_MPI_Bsend = PMPI_Bsend
-#pragma weak MPI_Bsend_c = PMPI_Bsend_c
-#pragma weak gompi_stub_MPI_Bsend_c = PMPI_Bsend_c
-#pragma weak MPI_Bsend_init = PMPI_Bsend_init
-#pragma weak gompi_stub_MPI_Bsend_init = PMPI_Bsend_init
-#pragma weak MPI_Bsend_init_c = PMPI_Bsend_init_c
-#pragma weak gompi_stub_MPI_Bsend_init_c = PMPI_Bsend_init_c
-#pragma weak MPI_Buffer_attach = PMPI_Buffer_attach
-#pragma weak gompi_stub_MPI_Buffer_attach = PMPI_Buffer_attach
-#pragma weak MPI_Buffer_attach_c = PMPI_Buffer_attach_c
-#pragma weak gompi_stub_MPI_Buffer_attach_c = PMPI_Buffer_attach_c
-#pragma weak MPI_Buffer_detach = PMPI_Buffer_detach
-#pragma weak gompi_stub_MPI_Buffer_detach = PMPI_Buffer_detach
-#pragma weak MPI_Buffer_detach_c = PMPI_Buffer_detach_c
-#pragma weak gompi_stub_MPI_Buffer_detach_c = PMPI_Buffer_detach_c
 #pragma weak MPI_Buffer_flush = PMPI_Buffer_flush
 #pragma weak gompi_stub_MPI_Buffer_flush = PMPI_Buffer_flush
 #pragma weak MPI_Buffer_iflush = PMPI_Buffer_iflush
 #pragma weak gompi_stub_MPI_Buffer_iflush = PMPI_Buffer_iflush
-#pragma weak MPI_Cancel = PMPI_Cancel
-#pragma weak gompi_stub_MPI_Cancel = PMPI_Cancel
 #pragma weak MPI_Cart_map = PMPI_Cart_map
 #pragma weak gompi_stub_MPI_Cart_map = PMPI_Cart_map
 #pragma weak MPI_Close_port = PMPI_Close_port
@@ -737,8 +682,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Get_accumulate_c = PMPI_Get_accumulate_c
 #pragma weak MPI_Get_c = PMPI_Get_c
 #pragma weak gompi_stub_MPI_Get_c = PMPI_Get_c
-#pragma weak MPI_Get_elements_x = PMPI_Get_elements_x
-#pragma weak gompi_stub_MPI_Get_elements_x = PMPI_Get_elements_x
 #pragma weak MPI_Get_hw_resource_info = PMPI_Get_hw_resource_info
 #pragma weak gompi_stub_MPI_Get_hw_resource_info = PMPI_Get_hw_resource_info
 #pragma weak MPI_Graph_get = PMPI_Graph_get
@@ -765,22 +708,12 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Ialltoallw_c = PMPI_Ialltoallw_c
 #pragma weak MPI_Ibcast_c = PMPI_Ibcast_c
 #pragma weak gompi_stub_MPI_Ibcast_c = PMPI_Ibcast_c
-#pragma weak MPI_Ibsend = PMPI_Ibsend
-#pragma weak gompi_stub_MPI_Ibsend = PMPI_Ibsend
-#pragma weak MPI_Ibsend_c = PMPI_Ibsend_c
-#pragma weak gompi_stub_MPI_Ibsend_c = PMPI_Ibsend_c
 #pragma weak MPI_Iexscan_c = PMPI_Iexscan_c
 #pragma weak gompi_stub_MPI_Iexscan_c = PMPI_Iexscan_c
 #pragma weak MPI_Igather_c = PMPI_Igather_c
 #pragma weak gompi_stub_MPI_Igather_c = PMPI_Igather_c
 #pragma weak MPI_Igatherv_c = PMPI_Igatherv_c
 #pragma weak gompi_stub_MPI_Igatherv_c = PMPI_Igatherv_c
-#pragma weak MPI_Improbe = PMPI_Improbe
-#pragma weak gompi_stub_MPI_Improbe = PMPI_Improbe
-#pragma weak MPI_Imrecv = PMPI_Imrecv
-#pragma weak gompi_stub_MPI_Imrecv = PMPI_Imrecv
-#pragma weak MPI_Imrecv_c = PMPI_Imrecv_c
-#pragma weak gompi_stub_MPI_Imrecv_c = PMPI_Imrecv_c
 #pragma weak MPI_Ineighbor_allgather = PMPI_Ineighbor_allgather
 #pragma weak gompi_stub_MPI_Ineighbor_allgather = PMPI_Ineighbor_allgather
 #pragma weak MPI_Ineighbor_allgather_c = PMPI_Ineighbor_allgather_c
@@ -829,12 +762,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Isendrecv_replace_c = PMPI_Isendrecv_replace_c
 #pragma weak MPI_Lookup_name = PMPI_Lookup_name
 #pragma weak gompi_stub_MPI_Lookup_name = PMPI_Lookup_name
-#pragma weak MPI_Mprobe = PMPI_Mprobe
-#pragma weak gompi_stub_MPI_Mprobe = PMPI_Mprobe
-#pragma weak MPI_Mrecv = PMPI_Mrecv
-#pragma weak gompi_stub_MPI_Mrecv = PMPI_Mrecv
-#pragma weak MPI_Mrecv_c = PMPI_Mrecv_c
-#pragma weak gompi_stub_MPI_Mrecv_c = PMPI_Mrecv_c
 #pragma weak MPI_Neighbor_allgather = PMPI_Neighbor_allgather
 #pragma weak gompi_stub_MPI_Neighbor_allgather = PMPI_Neighbor_allgather
 #pragma weak MPI_Neighbor_allgather_c = PMPI_Neighbor_allgather_c
@@ -877,10 +804,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Neighbor_alltoallw_init_c = PMPI_Neighbor_alltoallw_init_c
 #pragma weak MPI_Open_port = PMPI_Open_port
 #pragma weak gompi_stub_MPI_Open_port = PMPI_Open_port
-#pragma weak MPI_Pack = PMPI_Pack
-#pragma weak gompi_stub_MPI_Pack = PMPI_Pack
-#pragma weak MPI_Pack_c = PMPI_Pack_c
-#pragma weak gompi_stub_MPI_Pack_c = PMPI_Pack_c
 #pragma weak MPI_Pack_external = PMPI_Pack_external
 #pragma weak gompi_stub_MPI_Pack_external = PMPI_Pack_external
 #pragma weak MPI_Pack_external_c = PMPI_Pack_external_c
@@ -889,10 +812,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Pack_external_size = PMPI_Pack_external_size
 #pragma weak MPI_Pack_external_size_c = PMPI_Pack_external_size_c
 #pragma weak gompi_stub_MPI_Pack_external_size_c = PMPI_Pack_external_size_c
-#pragma weak MPI_Pack_size = PMPI_Pack_size
-#pragma weak gompi_stub_MPI_Pack_size = PMPI_Pack_size
-#pragma weak MPI_Pack_size_c = PMPI_Pack_size_c
-#pragma weak gompi_stub_MPI_Pack_size_c = PMPI_Pack_size_c
 #pragma weak MPI_Parrived = PMPI_Parrived
 #pragma weak gompi_stub_MPI_Parrived = PMPI_Parrived
 #pragma weak MPI_Pready = PMPI_Pready
@@ -915,10 +834,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Raccumulate = PMPI_Raccumulate
 #pragma weak MPI_Raccumulate_c = PMPI_Raccumulate_c
 #pragma weak gompi_stub_MPI_Raccumulate_c = PMPI_Raccumulate_c
-#pragma weak MPI_Recv_init = PMPI_Recv_init
-#pragma weak gompi_stub_MPI_Recv_init = PMPI_Recv_init
-#pragma weak MPI_Recv_init_c = PMPI_Recv_init_c
-#pragma weak gompi_stub_MPI_Recv_init_c = PMPI_Recv_init_c
 #pragma weak MPI_Reduce_c = PMPI_Reduce_c
 #pragma weak gompi_stub_MPI_Reduce_c = PMPI_Reduce_c
 #pragma weak MPI_Reduce_init = PMPI_Reduce_init
@@ -947,8 +862,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Remove_error_code = PMPI_Remove_error_code
 #pragma weak MPI_Remove_error_string = PMPI_Remove_error_string
 #pragma weak gompi_stub_MPI_Remove_error_string = PMPI_Remove_error_string
-#pragma weak MPI_Request_get_status = PMPI_Request_get_status
-#pragma weak gompi_stub_MPI_Request_get_status = PMPI_Request_get_status
 #pragma weak MPI_Request_get_status_all = PMPI_Request_get_status_all
 #pragma weak gompi_stub_MPI_Request_get_status_all = PMPI_Request_get_status_all
 #pragma weak MPI_Request_get_status_any = PMPI_Request_get_status_any
@@ -967,10 +880,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Rput = PMPI_Rput
 #pragma weak MPI_Rput_c = PMPI_Rput_c
 #pragma weak gompi_stub_MPI_Rput_c = PMPI_Rput_c
-#pragma weak MPI_Rsend_init = PMPI_Rsend_init
-#pragma weak gompi_stub_MPI_Rsend_init = PMPI_Rsend_init
-#pragma weak MPI_Rsend_init_c = PMPI_Rsend_init_c
-#pragma weak gompi_stub_MPI_Rsend_init_c = PMPI_Rsend_init_c
 #pragma weak MPI_Scan_c = PMPI_Scan_c
 #pragma weak gompi_stub_MPI_Scan_c = PMPI_Scan_c
 #pragma weak MPI_Scan_init = PMPI_Scan_init
@@ -989,16 +898,8 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Scatterv_init = PMPI_Scatterv_init
 #pragma weak MPI_Scatterv_init_c = PMPI_Scatterv_init_c
 #pragma weak gompi_stub_MPI_Scatterv_init_c = PMPI_Scatterv_init_c
-#pragma weak MPI_Send_init = PMPI_Send_init
-#pragma weak gompi_stub_MPI_Send_init = PMPI_Send_init
-#pragma weak MPI_Send_init_c = PMPI_Send_init_c
-#pragma weak gompi_stub_MPI_Send_init_c = PMPI_Send_init_c
 #pragma weak MPI_Sendrecv_c = PMPI_Sendrecv_c
 #pragma weak gompi_stub_MPI_Sendrecv_c = PMPI_Sendrecv_c
-#pragma weak MPI_Sendrecv_replace = PMPI_Sendrecv_replace
-#pragma weak gompi_stub_MPI_Sendrecv_replace = PMPI_Sendrecv_replace
-#pragma weak MPI_Sendrecv_replace_c = PMPI_Sendrecv_replace_c
-#pragma weak gompi_stub_MPI_Sendrecv_replace_c = PMPI_Sendrecv_replace_c
 #pragma weak MPI_Session_attach_buffer = PMPI_Session_attach_buffer
 #pragma weak gompi_stub_MPI_Session_attach_buffer = PMPI_Session_attach_buffer
 #pragma weak MPI_Session_attach_buffer_c = PMPI_Session_attach_buffer_c
@@ -1031,14 +932,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Session_init = PMPI_Session_init
 #pragma weak MPI_Session_set_errhandler = PMPI_Session_set_errhandler
 #pragma weak gompi_stub_MPI_Session_set_errhandler = PMPI_Session_set_errhandler
-#pragma weak MPI_Ssend_init = PMPI_Ssend_init
-#pragma weak gompi_stub_MPI_Ssend_init = PMPI_Ssend_init
-#pragma weak MPI_Ssend_init_c = PMPI_Ssend_init_c
-#pragma weak gompi_stub_MPI_Ssend_init_c = PMPI_Ssend_init_c
-#pragma weak MPI_Start = PMPI_Start
-#pragma weak gompi_stub_MPI_Start = PMPI_Start
-#pragma weak MPI_Startall = PMPI_Startall
-#pragma weak gompi_stub_MPI_Startall = PMPI_Startall
 #pragma weak MPI_Status_get_error = PMPI_Status_get_error
 #pragma weak gompi_stub_MPI_Status_get_error = PMPI_Status_get_error
 #pragma weak MPI_Status_get_source = PMPI_Status_get_source
@@ -1167,10 +1060,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Type_create_f90_real = PMPI_Type_create_f90_real
 #pragma weak MPI_Type_get_value_index = PMPI_Type_get_value_index
 #pragma weak gompi_stub_MPI_Type_get_value_index = PMPI_Type_get_value_index
-#pragma weak MPI_Unpack = PMPI_Unpack
-#pragma weak gompi_stub_MPI_Unpack = PMPI_Unpack
-#pragma weak MPI_Unpack_c = PMPI_Unpack_c
-#pragma weak gompi_stub_MPI_Unpack_c = PMPI_Unpack_c
 #pragma weak MPI_Unpack_external = PMPI_Unpack_external
 #pragma weak gompi_stub_MPI_Unpack_external = PMPI_Unpack_external
 #pragma weak MPI_Unpack_external_c = PMPI_Unpack_external_c

@@ -125,6 +125,9 @@ type bsendState struct {
 	attached bool
 	size     int
 	used     int
+	// overhead is what each buffered message costs beyond its bytes
+	// (SetBsendOverhead: MPI_BSEND_OVERHEAD in C).
+	overhead int
 	pending  sync.WaitGroup
 }
 
@@ -142,6 +145,17 @@ func (p *Proc) BufferAttach(size int) error {
 	}
 	b.attached, b.size = true, size
 	return nil
+}
+
+// SetBsendOverhead makes each buffered message take n bytes of the
+// attached buffer beyond its own, the bookkeeping an MPI implementation
+// keeps there: C programs size their buffer with MPI_BSEND_OVERHEAD per
+// message, and gompi's C interface holds them to it. 0 by default.
+func (p *Proc) SetBsendOverhead(n int) {
+	b := p.bsendState()
+	b.mu.Lock()
+	b.overhead = max(0, n)
+	b.mu.Unlock()
 }
 
 // BufferDetach waits until every buffered send has been handed to the
@@ -175,17 +189,18 @@ func (c *Comm) Ibsend(buf []byte, dst, tag int) (*Request, error) {
 	}
 	b := c.p.bsendState()
 	b.mu.Lock()
-	if !b.attached || b.used+len(buf) > b.size {
+	room := len(buf) + b.overhead
+	if !b.attached || b.used+room > b.size {
 		b.mu.Unlock()
-		return nil, fmt.Errorf("mpi: bsend: %w: %d bytes do not fit the attached buffer (%d of %d used)", ErrArg, len(buf), b.used, b.size)
+		return nil, fmt.Errorf("mpi: bsend: %w: %d bytes (and %d of overhead) do not fit the attached buffer (%d of %d used)", ErrArg, len(buf), b.overhead, b.used, b.size)
 	}
-	b.used += len(buf)
+	b.used += room
 	b.pending.Add(1)
 	b.mu.Unlock()
 	cp := append([]byte(nil), buf...)
 	r, err := c.Isend(cp, dst, tag)
 	if err != nil {
-		b.release(len(buf))
+		b.release(room)
 		return nil, err
 	}
 	// The copy's room is freed once the transport took it; the goroutine
@@ -194,7 +209,7 @@ func (c *Comm) Ibsend(buf []byte, dst, tag int) (*Request, error) {
 		if _, err := r.Wait(); err != nil {
 			c.p.log.Debug("buffered send failed", "to", dst, "tag", tag, "err", err)
 		}
-		b.release(len(buf))
+		b.release(room)
 	}()
 	done := newRequest(c.p, reqSend)
 	done.complete(Status{}, nil)

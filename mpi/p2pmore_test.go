@@ -275,3 +275,114 @@ func TestTestsome(t *testing.T) {
 		return nil
 	})
 }
+
+// TestBufModes sends a strided column in the synchronous, ready and
+// buffered modes, blocking-started and persistent, and receives one
+// through Mprobe into a strided column; buffered sends pay the overhead
+// SetBsendOverhead sets.
+func TestBufModes(t *testing.T) {
+	mpitest.Run(t, 2, "tcp", func(p *mpi.Proc) error {
+		w := p.World()
+		col, err := mpi.TypeVector(3, 1, 2, mpi.TypeInt32)
+		if err != nil {
+			return err
+		}
+		mat := make([]int32, 6)
+		buf := mpi.Buf{Mem: bytesOfInts(mat), Count: 1, Type: col}
+		if w.Rank() == 1 {
+			return bufModesReceiver(w, buf, mat)
+		}
+		for i := range mat {
+			mat[i] = int32(i)
+		}
+		p.SetBsendOverhead(4)
+		if err := p.BufferAttach(12 + 3); err != nil {
+			return err
+		}
+		if _, err := w.IbsendBuf(buf, 1, 3); !errors.Is(err, mpi.ErrArg) {
+			return fmt.Errorf("12 bytes and 4 of overhead fit 15: %v", err)
+		}
+		if _, err := p.BufferDetach(); err != nil {
+			return err
+		}
+		if err := p.BufferAttach(16); err != nil {
+			return err
+		}
+		if err := w.Barrier(); err != nil { // the receiver has posted its receives
+			return err
+		}
+		starts := []func() (*mpi.Request, error){
+			func() (*mpi.Request, error) { return w.IssendBuf(buf, 1, 0) },
+			func() (*mpi.Request, error) { return w.IrsendBuf(buf, 1, 1) },
+			func() (*mpi.Request, error) { return w.IbsendBuf(buf, 1, 2) },
+		}
+		for i, start := range starts {
+			r, err := start()
+			if err == nil {
+				_, err = r.Wait()
+			}
+			if err != nil {
+				return fmt.Errorf("mode %d: %w", i, err)
+			}
+		}
+		if _, err := p.BufferDetach(); err != nil {
+			return err
+		}
+		for _, init := range []func(mpi.Buf, int, int) (*mpi.Prequest, error){w.SsendBufInit, w.RsendBufInit} {
+			q, err := init(buf, 1, 4)
+			if err != nil {
+				return err
+			}
+			if err := w.Barrier(); err != nil {
+				return err
+			}
+			if err := q.Start(); err != nil {
+				return err
+			}
+			if _, err := q.Wait(); err != nil {
+				return err
+			}
+		}
+		return w.SendBuf(buf, 1, 5)
+	})
+}
+
+func bufModesReceiver(w *mpi.Comm, buf mpi.Buf, mat []int32) error {
+	reqs := make([]*mpi.Request, 3)
+	for i := range reqs {
+		var err error
+		if reqs[i], err = w.IrecvBuf(mpi.Buf{Mem: make([]byte, 12), Count: 3, Type: mpi.TypeInt32}, 0, i); err != nil {
+			return err
+		}
+	}
+	if err := w.Barrier(); err != nil {
+		return err
+	}
+	if _, err := mpi.Waitall(reqs); err != nil {
+		return err
+	}
+	for range 2 {
+		r, err := w.IrecvBuf(buf, 0, 4)
+		if err != nil {
+			return err
+		}
+		if err := w.Barrier(); err != nil {
+			return err
+		}
+		if _, err := r.Wait(); err != nil {
+			return err
+		}
+		if fmt.Sprint(mat) != "[0 0 2 0 4 0]" {
+			return fmt.Errorf("persistent: %v", mat)
+		}
+		clear(mat)
+	}
+	msg, _, err := w.Mprobe(0, 5)
+	if err != nil {
+		return err
+	}
+	if st, err := msg.RecvBuf(buf); err != nil || st.Count != 12 || fmt.Sprint(mat) != "[0 0 2 0 4 0]" {
+		return fmt.Errorf("mrecv into a column: %v %+v %v", mat, st, err)
+	}
+	return nil
+}

@@ -153,6 +153,30 @@ func (c *Comm) IsendBuf(b Buf, dst, tag int) (*Request, error) {
 	return c.Isend(data, dst, tag)
 }
 
+// IssendBuf, IrsendBuf and IbsendBuf are IsendBuf in the synchronous,
+// ready and buffered modes (Issend, Irsend, Ibsend of b's packed bytes).
+func (c *Comm) IssendBuf(b Buf, dst, tag int) (*Request, error) {
+	return sendPacked(b, dst, tag, c.Issend)
+}
+
+// IrsendBuf is IsendBuf in ready mode.
+func (c *Comm) IrsendBuf(b Buf, dst, tag int) (*Request, error) {
+	return sendPacked(b, dst, tag, c.Irsend)
+}
+
+// IbsendBuf is IsendBuf in buffered mode.
+func (c *Comm) IbsendBuf(b Buf, dst, tag int) (*Request, error) {
+	return sendPacked(b, dst, tag, c.Ibsend)
+}
+
+func sendPacked(b Buf, dst, tag int, send func([]byte, int, int) (*Request, error)) (*Request, error) {
+	data, err := b.Packed()
+	if err != nil {
+		return nil, err
+	}
+	return send(data, dst, tag)
+}
+
 // RecvBuf receives into b's elements; Status.CountOf(b.Type) is how
 // many arrived.
 func (c *Comm) RecvBuf(b Buf, src, tag int) (Status, error) {
@@ -188,4 +212,32 @@ func (c *Comm) IrecvBuf(b Buf, src, tag int) (*Request, error) {
 		out.complete(st, err)
 	}()
 	return out, nil
+}
+
+// RecvBuf receives the matched message into b's elements (MPI_Mrecv with
+// a datatype): ErrTruncate when it is longer than b packs into.
+func (msg *Message) RecvBuf(b Buf) (Status, error) {
+	buf, direct, err := b.recvTarget()
+	if err != nil {
+		return Status{}, err
+	}
+	st, err := msg.Recv(buf)
+	if !direct {
+		b.unpack(buf[:min(st.Count, len(buf))])
+	}
+	return st, err
+}
+
+// IrecvBuf is RecvBuf as a request, complete at once (as Irecv).
+func (msg *Message) IrecvBuf(b Buf) (*Request, error) {
+	buf, direct, err := b.recvTarget()
+	if err != nil {
+		return nil, err
+	}
+	r, err := msg.Irecv(buf)
+	if !direct && r != nil {
+		st, _ := r.Wait() // complete already
+		b.unpack(buf[:min(st.Count, len(buf))])
+	}
+	return r, err
 }

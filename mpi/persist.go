@@ -54,6 +54,22 @@ func (c *Comm) SendBufInit(b Buf, dst, tag int) (*Prequest, error) {
 	return c.persistent(func() (*Request, error) { return c.IsendBuf(b, dst, tag) })
 }
 
+// SsendBufInit, RsendBufInit and BsendBufInit are SsendInit, RsendInit
+// and BsendInit of a Buf: b is packed at each start.
+func (c *Comm) SsendBufInit(b Buf, dst, tag int) (*Prequest, error) {
+	return c.persistent(func() (*Request, error) { return c.IssendBuf(b, dst, tag) })
+}
+
+// RsendBufInit is RsendInit of a Buf.
+func (c *Comm) RsendBufInit(b Buf, dst, tag int) (*Prequest, error) {
+	return c.persistent(func() (*Request, error) { return c.IrsendBuf(b, dst, tag) })
+}
+
+// BsendBufInit is BsendInit of a Buf.
+func (c *Comm) BsendBufInit(b Buf, dst, tag int) (*Prequest, error) {
+	return c.persistent(func() (*Request, error) { return c.IbsendBuf(b, dst, tag) })
+}
+
 // RecvBufInit is RecvInit of a Buf.
 func (c *Comm) RecvBufInit(b Buf, src, tag int) (*Prequest, error) {
 	return c.persistent(func() (*Request, error) { return c.IrecvBuf(b, src, tag) })
