@@ -139,3 +139,21 @@ func TestUnsupportedIsFatal(t *testing.T) {
 		}
 	}
 }
+
+// A predefined op on a derived datatype with holes combines its base
+// elements and leaves the holes alone (coll.go stages such buffers).
+func TestDerivedReduction(t *testing.T) {
+	for _, np := range []int{0, 3} {
+		t.Run(fmt.Sprintf("np%d", np), func(t *testing.T) {
+			out, err := run(t, "derived_red.c", np)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for r := range max(np, 1) {
+				if line := fmt.Sprintf("rank %d: ok\n", r); !strings.Contains(out, line) {
+					t.Errorf("no %q in the output:\n%s", line, out)
+				}
+			}
+		})
+	}
+}

@@ -162,14 +162,7 @@ func gompi_go_reduce(kind C.int, ch C.uintptr_t, sp, rp unsafe.Pointer, count C.
 	if rc != 0 {
 		return rc
 	}
-	raw := userOpOf(oh) != nil
-	rdt := dt // what the op combines: a staged type's packed base elements
-	if !raw && !dt.Dense() && !predef(dt) {
-		if rdt = mpi.TypeOf(dt.BaseKind()); rdt == nil {
-			return errOp
-		}
-	}
-	red, rc := reduction(oh, dh, rdt)
+	red, raw, rc := opFor(oh, dh, dt)
 	if rc != 0 {
 		return rc
 	}
@@ -188,11 +181,11 @@ func gompi_go_reduce(kind C.int, ch C.uintptr_t, sp, rp unsafe.Pointer, count C.
 			m = 0
 		}
 	}
-	return reduceRun(kind, ch, req, red, rdt, sp, n, rp, m, cs, dt, raw, int(root))
+	return reduceRun(kind, ch, req, red, sp, n, rp, m, cs, dt, raw, int(root))
 }
 
 // reduceRun lends or stages the buffers and runs reduction kind.
-func reduceRun(kind C.int, ch C.uintptr_t, req *C.uintptr_t, red mpi.Reduction, rdt *mpi.Datatype, sp unsafe.Pointer, n int,
+func reduceRun(kind C.int, ch C.uintptr_t, req *C.uintptr_t, red mpi.Reduction, sp unsafe.Pointer, n int,
 	rp unsafe.Pointer, m int, cs []int, dt *mpi.Datatype, raw bool, root int) C.int {
 	s, err := newSide(sp, n, dt, raw)
 	if err != nil {

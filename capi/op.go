@@ -147,6 +147,22 @@ func ldReduction(oh C.uintptr_t, pair C.int) (mpi.Reduction, C.int) {
 	return mpi.Reduction{Fn: fn, Elem: elem, Float: true}, 0
 }
 
+// opFor returns op oh on elements of dt (handle dh) as the collectives
+// run it, and whether the memory is combined as laid out (raw: a user op,
+// which sees the datatype's layout) rather than staged: a predefined op on
+// a derived type with holes combines its packed base elements.
+func opFor(oh, dh C.uintptr_t, dt *mpi.Datatype) (mpi.Reduction, bool, C.int) {
+	raw := userOpOf(oh) != nil
+	rdt := dt
+	if !raw && !dt.Dense() && !predef(dt) {
+		if rdt = mpi.TypeOf(dt.BaseKind()); rdt == nil {
+			return mpi.Reduction{}, false, errOp
+		}
+	}
+	red, rc := reduction(oh, dh, rdt)
+	return red, raw, rc
+}
+
 // gompi_go_reduce_local combines count elements of in into inout
 // (inout = in op inout).
 //
@@ -156,22 +172,28 @@ func gompi_go_reduce_local(in, inout unsafe.Pointer, count C.int64_t, dh, oh C.u
 	if rc != 0 {
 		return rc
 	}
-	if count == 0 {
-		return 0
-	}
 	if u := userOpOf(oh); u != nil { // its own operand order, whether it commutes or not
 		big := C.int(0)
 		if u.big {
 			big = 1
 		}
-		C.gompi_op_call(u.fn, big, in, inout, count, dh)
+		if count > 0 {
+			C.gompi_op_call(u.fn, big, in, inout, count, dh)
+		}
 		return 0
 	}
-	red, rc := reduction(oh, dh, dt)
-	if rc != 0 {
+	red, _, rc := opFor(oh, dh, dt)
+	if rc != 0 || count == 0 {
 		return rc
 	}
-	n := C.int64_t(int(count) * dt.Extent())
-	red.Fn(bytes(inout, n), bytes(in, n))
-	return 0
+	s, err := newSide(in, int(count), dt, false)
+	if err != nil {
+		return code(err)
+	}
+	r, err := newSide(inout, int(count), dt, false)
+	if err != nil {
+		return code(err)
+	}
+	red.Fn(r.b, s.b)
+	return code(r.unpack(nil, nil))
 }
