@@ -92,6 +92,9 @@ func (c *Comm) async(f func() error) *Request {
 
 // Barrier returns once every rank of c has entered it.
 func (c *Comm) Barrier() error {
+	if c != nil && c.inter != nil {
+		return c.interBarrier()
+	}
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -100,6 +103,9 @@ func (c *Comm) Barrier() error {
 
 // Ibarrier starts a barrier.
 func (c *Comm) Ibarrier() (*Request, error) {
+	if c != nil && c.inter != nil {
+		return c.interIbarrier()
+	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -107,8 +113,13 @@ func (c *Comm) Ibarrier() (*Request, error) {
 	return c.async(func() error { return c.barrier(tag) }), nil
 }
 
-// Bcast copies root's buf into every rank's buf.
+// Bcast copies root's buf into every rank's buf. On an intercommunicator
+// the root passes Root, the rest of its group ProcNull, and the other
+// group the root's rank in it.
 func (c *Comm) Bcast(buf []byte, root int) error {
+	if c != nil && c.inter != nil {
+		return c.interBcast(buf, root)
+	}
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -120,6 +131,9 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 
 // Ibcast starts a broadcast; buf belongs to the library until it completes.
 func (c *Comm) Ibcast(buf []byte, root int) (*Request, error) {
+	if c != nil && c.inter != nil {
+		return c.interIbcast(buf, root)
+	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}

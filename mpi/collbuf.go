@@ -72,7 +72,9 @@ func (c *Comm) BcastBuf(b Buf, root int) error {
 	if err != nil {
 		return err
 	}
-	if c.rank == root {
+	// On an intercommunicator the root passes Root and its group ProcNull.
+	sends := root == Root || (c.inter == nil && c.rank == root)
+	if sends {
 		if buf, err = b.Packed(); err != nil {
 			return err
 		}
@@ -80,7 +82,7 @@ func (c *Comm) BcastBuf(b Buf, root int) error {
 	if err := c.Bcast(buf, root); err != nil {
 		return err
 	}
-	if c.rank != root {
+	if !sends && root != ProcNull {
 		finish()
 	}
 	return nil

@@ -41,6 +41,10 @@ type Comm struct {
 	// topo is the virtual topology the communicator was made with
 	// (topo.go), nil for none.
 	topo atomic.Pointer[Topology]
+	// inter is the remote group of an intercommunicator (intercomm.go),
+	// nil on an intracommunicator. Then members, rank and size are the
+	// local group's, and point-to-point ranks name the remote group.
+	inter *remoteGroup
 }
 
 // newComm builds the local object of a communicator whose members (world
@@ -89,15 +93,36 @@ func (c *Comm) Proc() *Proc { return c.p }
 func (c *Comm) WorldRank(r int) int { return c.members[r] }
 
 func (c *Comm) commRank(world int) int {
+	if c.inter != nil {
+		return int(c.inter.toRemote[world])
+	}
 	if c.toComm == nil {
 		return world
 	}
 	return int(c.toComm[world])
 }
 
-func (c *Comm) hasWorld(world int) bool { return c.toComm == nil || c.toComm[world] >= 0 }
+func (c *Comm) hasWorld(world int) bool {
+	if c.inter != nil && c.inter.toRemote[world] >= 0 {
+		return true
+	}
+	return c.toComm == nil || c.toComm[world] >= 0
+}
 
+// check starts every call on a communicator but point-to-point ones and
+// those an intercommunicator has (intercomm.go): those start with live.
 func (c *Comm) check() error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	if c.inter != nil {
+		return fmt.Errorf("mpi: communicator %d: %w (gompi has point-to-point, Barrier, Bcast, Merge, Dup, Free and Compare on one)", c.handle, ErrInter)
+	}
+	return nil
+}
+
+// live checks that c can be used at all.
+func (c *Comm) live() error {
 	if c == nil {
 		return fmt.Errorf("mpi: %w: nil communicator", ErrArg)
 	}
@@ -109,19 +134,25 @@ func (c *Comm) check() error {
 	return c.p.pass()
 }
 
+// peerRank checks a point-to-point peer rank and returns its world rank:
+// on an intercommunicator, a rank of the remote group.
 func (c *Comm) peerRank(r int, what string) (int, error) {
-	if err := c.check(); err != nil {
+	if err := c.live(); err != nil {
 		return 0, err
 	}
-	if r < 0 || r >= c.size {
-		return 0, fmt.Errorf("mpi: %w: %s rank %d outside communicator of size %d", ErrArg, what, r, c.size)
+	peers := c.members
+	if c.inter != nil {
+		peers = c.inter.members
 	}
-	return c.members[r], nil
+	if r < 0 || r >= len(peers) {
+		return 0, fmt.Errorf("mpi: %w: %s rank %d outside communicator of size %d", ErrArg, what, r, len(peers))
+	}
+	return peers[r], nil
 }
 
 func (c *Comm) srcRank(src int) (int, error) {
 	if src == AnySource {
-		return AnySource, c.check()
+		return AnySource, c.live()
 	}
 	return c.peerRank(src, "source")
 }
@@ -157,7 +188,7 @@ func (c *Comm) nextTag() int {
 // Send sends buf to rank dst with tag. It returns once buf may be reused.
 func (c *Comm) Send(buf []byte, dst, tag int) error {
 	if dst == ProcNull {
-		return c.check()
+		return c.live()
 	}
 	w, err := c.peerRank(dst, "destination")
 	if err != nil {
@@ -196,7 +227,7 @@ func (c *Comm) Recv(buf []byte, src, tag int) (Status, error) {
 // withdrawn (unless a message already matched it, which is then returned).
 func (c *Comm) RecvCtx(ctx context.Context, buf []byte, src, tag int) (Status, error) {
 	if src == ProcNull {
-		return nullStatus, c.check()
+		return nullStatus, c.live()
 	}
 	w, err := c.srcRank(src)
 	if err != nil {
@@ -313,7 +344,7 @@ func (c *Comm) probe(ctx context.Context, src, tag int, block bool) (Status, boo
 // leaves the unexpected queue (it is matched) and is returned.
 func (c *Comm) probeTake(ctx context.Context, src, tag int, block, take bool) (Status, *message, bool, error) {
 	if src == ProcNull {
-		return nullStatus, nil, true, c.check()
+		return nullStatus, nil, true, c.live()
 	}
 	w, err := c.srcRank(src)
 	if err != nil {
@@ -391,6 +422,10 @@ func (o LogOp) String() string {
 		return "free"
 	case OpShrink:
 		return "shrink"
+	case OpInter:
+		return "intercomm_create"
+	case OpMerge:
+		return "intercomm_merge"
 	}
 	return fmt.Sprintf("LogOp(%d)", uint8(o))
 }
@@ -405,8 +440,12 @@ type LogEntry struct {
 	Color  int    // Split only
 	Key    int    // Split only
 	Handle uint64 // the new communicator's handle; 0 when Split gave none
-	// Members are the new communicator's world ranks in rank order.
+	// Members are the new communicator's world ranks in rank order (of
+	// an intercommunicator: its local group's).
 	Members []int
+	// Remote is an intercommunicator's remote group (world ranks in rank
+	// order); nil for an intracommunicator.
+	Remote []int
 	// NextCtx is the process's next free context id after the call.
 	NextCtx uint64
 }
@@ -418,6 +457,7 @@ func (p *Proc) CreationLog() []LogEntry {
 	out := make([]LogEntry, len(p.clog))
 	for i, e := range p.clog {
 		e.Members = slices.Clone(e.Members)
+		e.Remote = slices.Clone(e.Remote)
 		out[i] = e
 	}
 	return out
@@ -440,27 +480,38 @@ func (p *Proc) beginCreate(op string) (uint64, error) {
 	return p.nextCtx, nil
 }
 
-// Dup returns a new communicator with the same members and ranks, whose
-// messages never match c's. Collective over c.
-func (c *Comm) Dup() (*Comm, error) {
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	p := c.p
-	if nc, ok, err := p.replayCreate(LogEntry{Op: OpDup, Parent: c.handle}); ok || err != nil {
+// create runs a communicator creation: while a restart replays, the
+// result the log holds for want; else make's, given this process's next
+// free context id, with no other creation running in the process.
+func (p *Proc) create(want LogEntry, op string, make func(next uint64) (*Comm, error)) (*Comm, error) {
+	if nc, ok, err := p.replayCreate(want); ok || err != nil {
 		return nc, err
 	}
-	next, err := p.beginCreate("dup")
+	next, err := p.beginCreate(op)
 	if err != nil {
 		return nil, err
 	}
 	defer p.creating.Store(false)
-	agreed := []uint64{next}
-	if err := Allreduce(c, agreed, agreed, Max); err != nil {
-		return nil, fmt.Errorf("mpi: dup: agree on a context: %w", err)
+	return make(next)
+}
+
+// Dup returns a new communicator with the same members and ranks, whose
+// messages never match c's. Collective over c.
+func (c *Comm) Dup() (*Comm, error) {
+	if c != nil && c.inter != nil {
+		return c.interDup()
 	}
-	e := LogEntry{Op: OpDup, Parent: c.handle, Handle: agreed[0], Members: slices.Clone(c.members)}
-	return p.applyCreate(e), nil
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c.p.create(LogEntry{Op: OpDup, Parent: c.handle}, "dup", func(next uint64) (*Comm, error) {
+		agreed := []uint64{next}
+		if err := Allreduce(c, agreed, agreed, Max); err != nil {
+			return nil, fmt.Errorf("mpi: dup: agree on a context: %w", err)
+		}
+		e := LogEntry{Op: OpDup, Parent: c.handle, Handle: agreed[0], Members: slices.Clone(c.members)}
+		return c.p.applyCreate(e), nil
+	})
 }
 
 // Split partitions c: ranks giving the same color get a communicator
@@ -524,7 +575,10 @@ func (p *Proc) applyCreate(e LogEntry) *Comm {
 		e.NextCtx = e.Handle + 2
 	}
 	var nc *Comm
-	if e.Handle != 0 {
+	switch {
+	case e.Handle != 0 && e.Remote != nil:
+		nc = p.newInter(e.Handle, e.Members, e.Remote)
+	case e.Handle != 0:
 		nc = p.newComm(e.Handle, e.Members)
 	}
 	p.commMu.Lock()
@@ -540,7 +594,7 @@ func (p *Proc) applyCreate(e LogEntry) *Comm {
 // Free releases the communicator; its handle is never reused. Messages
 // still pending on it are dropped with it. The world cannot be freed.
 func (c *Comm) Free() error {
-	if err := c.check(); err != nil {
+	if err := c.live(); err != nil {
 		return err
 	}
 	if c.handle == ctxWorld {

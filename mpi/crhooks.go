@@ -273,7 +273,7 @@ func (p *Proc) replayCreate(want LogEntry) (*Comm, bool, error) {
 		return nil, false, nil
 	}
 	e := r.entries[r.next]
-	if e.Op != want.Op || e.Parent != want.Parent || (e.Op == OpSplit && (e.Color != want.Color || e.Key != want.Key)) {
+	if e.Op != want.Op || e.Parent != want.Parent || ((e.Op == OpSplit || e.Op == OpMerge) && (e.Color != want.Color || e.Key != want.Key)) {
 		return nil, false, p.replayMismatch(want)
 	}
 	c := r.comms[r.next]

@@ -219,13 +219,7 @@ func TestRestartReplaysCreations(t *testing.T) {
 		if err := cs[1].Send([]byte("in flight"), 1-cs[1].Rank(), 3); err != nil {
 			return err
 		}
-		ch := p.Channels()
-		sentTo, _ := p.Counts()
-		got, err := ch.Exchange(context.Background(), sentTo)
-		if err != nil {
-			return err
-		}
-		if err := ch.Drain(context.Background(), 1-r, got[1-r]); err != nil {
+		if err := quiesce(p); err != nil {
 			return err
 		}
 		if states[r], err = p.SaveState(); err != nil {

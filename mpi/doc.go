@@ -37,7 +37,10 @@
 // node, Comm.Compare compares communicators. CartCreate, GraphCreate and
 // DistGraphCreateAdjacent make communicators carrying a virtual topology
 // (Comm.Topology, TopoTest; Cart's Coords, Rank, Shift and CartSub,
-// Graph.Neighbors, DimsCreate), without reordering ranks. A receive matches
+// Graph.Neighbors, DimsCreate), without reordering ranks. Comm.IntercommCreate
+// makes an intercommunicator between two disjoint groups (point-to-point
+// naming the remote group, Barrier, Bcast with Root, RemoteGroup, Merge,
+// Dup, Free; other collectives fail with ErrInter: intercomm.go). A receive matches
 // the first message, in arrival order, from its source (or AnySource) with
 // its tag (or AnyTag) on its communicator; messages between two ranks on
 // one communicator never overtake each other. Collectives run on a context
@@ -109,7 +112,8 @@
 // Everything the application holds is a virtual handle owned by the
 // library. Communicator handles (Comm.Handle) are context ids agreed by the
 // members from a per-process counter, so the same creation sequence gives
-// the same handles; every Dup, Split and Free is recorded with its result
+// the same handles; every Dup, Split, Free, IntercommCreate and Merge is
+// recorded with its result
 // in the creation log (Proc.CreationLog), Create, SplitShared and the
 // topology constructors as the Splits they are. Every message sent and every
 // message taken off a transport passes through one function each, where

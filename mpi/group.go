@@ -187,6 +187,9 @@ func (c *Comm) Compare(d *Comm) int {
 	if c == d || (c != nil && d != nil && c.p == d.p && c.handle == d.handle) {
 		return Ident
 	}
+	if c.inter != nil || d.inter != nil {
+		return compareInter(c, d)
+	}
 	if r := c.Group().Compare(d.Group()); r != Ident {
 		return r
 	}

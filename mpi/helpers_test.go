@@ -3,6 +3,8 @@ package mpi_test
 import (
 	"context"
 	"sync"
+
+	"gompi/mpi"
 )
 
 func contextCanceled() (context.Context, context.CancelFunc) {
@@ -28,4 +30,23 @@ func holdAll(n int) func() {
 		mu.Unlock()
 		<-ch
 	}
+}
+
+// quiesce is the bookmark exchange and drain a coordination protocol does
+// at a checkpoint: afterwards every message sent to p is in its library.
+func quiesce(p *mpi.Proc) error {
+	ch := p.Channels()
+	sentTo, _ := p.Counts()
+	got, err := ch.Exchange(context.Background(), sentTo)
+	if err != nil {
+		return err
+	}
+	for r := range got {
+		if r != p.Rank() {
+			if err := ch.Drain(context.Background(), r, got[r]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ var nullStatus = Status{Source: ProcNull, Tag: AnyTag}
 
 // nullRequest is a request to or from ProcNull: complete at once.
 func (c *Comm) nullRequest() (*Request, error) {
-	if err := c.check(); err != nil {
+	if err := c.live(); err != nil {
 		return nil, err
 	}
 	r := newRequest(c.p, reqSend)

@@ -18,7 +18,7 @@ type Prequest struct {
 }
 
 func (c *Comm) persistent(start func() (*Request, error)) (*Prequest, error) {
-	if err := c.check(); err != nil {
+	if err := c.live(); err != nil {
 		return nil, err
 	}
 	return &Prequest{start: start}, nil

@@ -14,15 +14,16 @@ import (
 // Connections, transports and goroutines are never saved; they are made
 // afresh, possibly over another transport.
 //
-// Encoding (version 1): the magic line, then uvarints (varints for signed
+// Encoding (version 2): the magic line, then uvarints (varints for signed
 // values) in this order: version, rank, size, next context id; the
-// creation log; each communicator's collective count; the per-context
+// creation log (each entry's remote group after its members: new in
+// version 2); each communicator's collective count; the per-context
 // sequence numbers (non-zero ones only); per-peer message totals; the
 // unexpected messages in arrival order per context; a CRC-32C of all that.
 
 const stateMagic = "gompi mpi state\n"
 
-const stateVersion = 1
+const stateVersion = 2
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -156,9 +157,11 @@ func (st *savedState) encode() []byte {
 		s(int64(e.Key))
 		u(e.Handle)
 		u(e.NextCtx)
-		u(uint64(len(e.Members)))
-		for _, m := range e.Members {
-			u(uint64(m))
+		for _, list := range [][]int{e.Members, e.Remote} {
+			u(uint64(len(list)))
+			for _, m := range list {
+				u(uint64(m))
+			}
 		}
 	}
 	u(uint64(len(st.collSeq)))
@@ -251,6 +254,16 @@ func (d *decoder) rank(what string, size int) int {
 	return int(v)
 }
 
+// ranks reads a list of ranks below size; nil when empty.
+func (d *decoder) ranks(what string, size int) []int {
+	var out []int
+	m := d.count(what + "s")
+	for j := 0; j < m && d.err == nil; j++ {
+		out = append(out, d.rank(what, size))
+	}
+	return out
+}
+
 func (d *decoder) int(what string) int {
 	v := d.s()
 	if v < -1<<31 || v > 1<<31-1 {
@@ -286,13 +299,11 @@ func decodeState(b []byte) (*savedState, error) {
 	n := d.count("creation log")
 	for i := 0; i < n && d.err == nil; i++ {
 		e := LogEntry{Op: LogOp(d.u()), Parent: d.u(), Color: d.int("color"), Key: d.int("key"), Handle: d.u(), NextCtx: d.u()}
-		if e.Op < OpDup || e.Op > OpShrink {
+		if e.Op < OpDup || e.Op > OpInter {
 			d.fail("creation log entry %d: unknown operation %d", i, e.Op)
 		}
-		m := d.count("members")
-		for j := 0; j < m && d.err == nil; j++ {
-			e.Members = append(e.Members, d.rank("member", st.size))
-		}
+		e.Members = d.ranks("member", st.size)
+		e.Remote = d.ranks("remote member", st.size)
 		st.log = append(st.log, e)
 	}
 	n = d.count("collective counts")
@@ -370,12 +381,12 @@ func (p *Proc) restoreState(b []byte, replay bool) error {
 	live := map[uint64]*Comm{}
 	for i, e := range st.log {
 		switch e.Op {
-		case OpDup, OpSplit, OpShrink:
+		case OpDup, OpSplit, OpShrink, OpMerge, OpInter:
 			if e.Handle == 0 {
 				p.applyCreate(e)
 				continue
 			}
-			if e.Handle < firstUserCtx || e.Handle%2 != 0 || !slices.Contains(e.Members, p.rank) || hasDup(e.Members) {
+			if e.Handle < firstUserCtx || e.Handle%2 != 0 || !slices.Contains(e.Members, p.rank) || hasDup(slices.Concat(e.Members, e.Remote)) {
 				return fmt.Errorf("%w: creation log entry %d: handle %d with members %v cannot be this rank's", ErrState, i, e.Handle, e.Members)
 			}
 			if _, taken := p.comms[e.Handle]; taken {

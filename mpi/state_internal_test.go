@@ -28,12 +28,13 @@ func (b fakeBoot) Abort(int, string) {}
 
 func sampleState() []byte {
 	st := savedState{
-		rank: 1, size: 3, nextCtx: 10,
+		rank: 1, size: 3, nextCtx: 12,
 		log: []LogEntry{
 			{Op: OpDup, Parent: 0, Handle: 4, Members: []int{0, 1, 2}, NextCtx: 6},
 			{Op: OpSplit, Parent: 4, Color: 1, Key: -3, Handle: 6, Members: []int{2, 1}, NextCtx: 8},
 			{Op: OpSplit, Parent: 0, Color: Undefined, NextCtx: 10},
 			{Op: OpFree, Parent: 4, NextCtx: 10},
+			{Op: OpInter, Parent: 0, Handle: 10, Members: []int{1}, Remote: []int{2, 0}, NextCtx: 12},
 		},
 		collSeq: []handleSeq{{0, 3}, {2, 1}, {6, 2}},
 		seqs:    []ctxSeqs{{ctx: 0, send: []peerSeq{{0, 2}}, recv: []peerSeq{{2, 5}}}},
@@ -64,8 +65,11 @@ func TestStateEncodeDecode(t *testing.T) {
 	if !ok || c.Rank() != 1 || c.Size() != 2 || c.WorldRank(0) != 2 || c.collSeq != 2 || p.world.collSeq != 3 {
 		t.Fatalf("restored communicator 6: %+v", c)
 	}
-	if _, ok := p.Comm(4); ok || p.nextCtx != 10 || len(p.CreationLog()) != 4 {
+	if _, ok := p.Comm(4); ok || p.nextCtx != 12 || len(p.CreationLog()) != 5 {
 		t.Fatalf("freed communicator or next context wrong")
+	}
+	if ic, ok := p.Comm(10); !ok || !ic.IsInter() || ic.Rank() != 0 || ic.Size() != 1 || ic.RemoteSize() != 2 || ic.commRank(0) != 1 {
+		t.Fatalf("restored intercommunicator 10: %+v", ic)
 	}
 	if cs := p.ctxs[0]; len(cs.unexp) != 1 || string(cs.unexp[0].data) != "hello" || cs.recvSeq[2] != 5 || cs.sendSeq[0] != 2 {
 		t.Fatalf("restored matching state of context 0 wrong")
