@@ -68,7 +68,6 @@
 #pragma weak MPI_Comm_get_name = PMPI_Comm_get_name
 #pragma weak MPI_Comm_set_name = PMPI_Comm_set_name
 #pragma weak MPI_Comm_split = PMPI_Comm_split
-#pragma weak MPI_Comm_test_inter = PMPI_Comm_test_inter
 #pragma weak MPI_Finalize = PMPI_Finalize
 #pragma weak MPI_Init = PMPI_Init
 #pragma weak MPI_Init_thread = PMPI_Init_thread
@@ -220,6 +219,14 @@
 #pragma weak MPI_Info_get_string = PMPI_Info_get_string
 #pragma weak MPI_Info_get_valuelen = PMPI_Info_get_valuelen
 #pragma weak MPI_Info_set = PMPI_Info_set
+#endif
+
+#ifdef GOMPI_FILE_inter
+#pragma weak MPI_Comm_remote_group = PMPI_Comm_remote_group
+#pragma weak MPI_Comm_remote_size = PMPI_Comm_remote_size
+#pragma weak MPI_Comm_test_inter = PMPI_Comm_test_inter
+#pragma weak MPI_Intercomm_create = PMPI_Intercomm_create
+#pragma weak MPI_Intercomm_merge = PMPI_Intercomm_merge
 #endif
 
 #ifdef GOMPI_FILE_op

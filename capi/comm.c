@@ -124,11 +124,5 @@ int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen) {
 	return gompi_error(comm, gompi_go_comm_get_name((uintptr_t)comm, comm_name, resultlen), "MPI_Comm_get_name");
 }
 
-int PMPI_Comm_test_inter(MPI_Comm comm, int *flag) {
-	CHECK_COMM(comm, "MPI_Comm_test_inter");
-	*flag = 0; /* gompi has intra-communicators only */
-	return MPI_SUCCESS;
-}
-
 #define GOMPI_FILE_comm
 #include "aliases_gen.h"

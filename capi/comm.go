@@ -19,6 +19,9 @@ func addComm(c *mpi.Comm, parent C.uintptr_t) C.uintptr_t {
 	lib.comms[h] = c
 	lib.mu.Unlock()
 	C.gompi_comm_put(C.uintptr_t(h), C.int(c.Rank()), C.int(c.Size()), parent)
+	if c.IsInter() {
+		C.gompi_comm_set_remote(C.uintptr_t(h), C.int(c.RemoteSize()))
+	}
 	return C.uintptr_t(h)
 }
 
@@ -74,9 +77,10 @@ func gompi_go_comm_free(ch C.uintptr_t) C.int {
 	return 0
 }
 
-// gompi_go_comm_compare compares two communicators: the same one is
-// MPI_IDENT, the same members in the same order MPI_CONGRUENT, the same
-// members in another order MPI_SIMILAR.
+// gompi_go_comm_compare compares two communicators as package mpi does:
+// the same one is MPI_IDENT, the same members in the same order
+// MPI_CONGRUENT, the same members in another order MPI_SIMILAR (of an
+// intercommunicator: its local and remote groups both).
 //
 //export gompi_go_comm_compare
 func gompi_go_comm_compare(h1, h2 C.uintptr_t, result *C.int) C.int {
@@ -88,30 +92,7 @@ func gompi_go_comm_compare(h1, h2 C.uintptr_t, result *C.int) C.int {
 	if err != nil {
 		return errComm
 	}
-	switch {
-	case a == b:
-		*result = C.MPI_IDENT
-	case a.Size() != b.Size():
-		*result = C.MPI_UNEQUAL
-	default:
-		same, set := true, map[int]bool{}
-		for r := range a.Size() {
-			same = same && a.WorldRank(r) == b.WorldRank(r)
-			set[a.WorldRank(r)] = true
-		}
-		inB := true
-		for r := range b.Size() {
-			inB = inB && set[b.WorldRank(r)]
-		}
-		switch {
-		case same:
-			*result = C.MPI_CONGRUENT
-		case inB:
-			*result = C.MPI_SIMILAR
-		default:
-			*result = C.MPI_UNEQUAL
-		}
-	}
+	*result = map[int]C.int{mpi.Ident: C.MPI_IDENT, mpi.Congruent: C.MPI_CONGRUENT, mpi.Similar: C.MPI_SIMILAR, mpi.Unequal: C.MPI_UNEQUAL}[a.Compare(b)]
 	return 0
 }
 

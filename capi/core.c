@@ -24,6 +24,7 @@ typedef struct {
 	uintptr_t h; /* 0: free */
 	int rank, size;
 	MPI_Errhandler eh;
+	int remote; /* an intercommunicator's remote size; 0: an intracommunicator */
 } comm_slot;
 
 enum { COMM_SLOTS = 4096 };
@@ -59,6 +60,7 @@ void gompi_comm_put(uintptr_t h, int rank, int size, uintptr_t parent) {
 	s->h = h;
 	s->rank = rank;
 	s->size = size;
+	s->remote = 0;
 	s->eh = eh;
 	pthread_mutex_unlock(&comms_mu);
 }
@@ -76,6 +78,21 @@ int gompi_comm_known(MPI_Comm c) {
 	int ok = find((uintptr_t)c) != NULL;
 	pthread_mutex_unlock(&comms_mu);
 	return ok;
+}
+
+void gompi_comm_set_remote(uintptr_t h, int remote) {
+	pthread_mutex_lock(&comms_mu);
+	comm_slot *s = find(h);
+	if (s != NULL) s->remote = remote;
+	pthread_mutex_unlock(&comms_mu);
+}
+
+int gompi_comm_remote_size(MPI_Comm c) {
+	pthread_mutex_lock(&comms_mu);
+	comm_slot *s = find((uintptr_t)c);
+	int remote = s ? s->remote : -1;
+	pthread_mutex_unlock(&comms_mu);
+	return remote;
 }
 
 int PMPI_Comm_rank(MPI_Comm comm, int *rank) {

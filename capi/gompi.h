@@ -59,6 +59,11 @@ int gompi_comm_known(MPI_Comm c);
 /* gompi_comm_dup duplicates a communicator with its attributes and hints
  * (comm.c); an MPI error code. */
 int gompi_comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+/* An intercommunicator's remote group size, cached beside its rank and
+ * size (the local group's): set after gompi_comm_put; 0 for an
+ * intracommunicator, -1 for an unknown handle. */
+void gompi_comm_set_remote(uintptr_t h, int remote);
+int gompi_comm_remote_size(MPI_Comm c);
 
 /* CHECK_COMM starts a function taking a communicator: the library must be
  * running and the handle one it gave out (or a predefined one). */

@@ -15,9 +15,10 @@ static int check_buf(MPI_Count count, MPI_Datatype t) {
 /* check_peer checks a destination or source rank of comm: a rank of comm,
  * MPI_PROC_NULL, or (when wild) MPI_ANY_SOURCE. */
 static int check_peer(MPI_Comm comm, int rank, int wild) {
-	int size;
-	if (!gompi_comm_known(comm) || comm == MPI_COMM_NULL) return MPI_ERR_COMM;
+	int size, remote = gompi_comm_remote_size(comm);
+	if (remote < 0 || comm == MPI_COMM_NULL) return MPI_ERR_COMM;
 	PMPI_Comm_size(comm, &size);
+	if (remote > 0) size = remote; /* an intercommunicator's peers are remote */
 	if (rank == MPI_PROC_NULL || (wild && rank == MPI_ANY_SOURCE)) return MPI_SUCCESS;
 	return rank >= 0 && rank < size ? MPI_SUCCESS : MPI_ERR_RANK;
 }

@@ -49,8 +49,6 @@ GOMPI_STUB int PMPI_Comm_flush_buffer(MPI_Comm comm) { return gompi_unsupported(
 GOMPI_STUB int PMPI_Comm_get_parent(MPI_Comm *parent) { return gompi_unsupported("MPI_Comm_get_parent"); }
 GOMPI_STUB int PMPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Comm_iflush_buffer"); }
 GOMPI_STUB int PMPI_Comm_join(int fd, MPI_Comm *intercomm) { return gompi_unsupported("MPI_Comm_join"); }
-GOMPI_STUB int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) { return gompi_unsupported("MPI_Comm_remote_group"); }
-GOMPI_STUB int PMPI_Comm_remote_size(MPI_Comm comm, int *size) { return gompi_unsupported("MPI_Comm_remote_size"); }
 GOMPI_STUB int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn"); }
 GOMPI_STUB int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn_multiple"); }
 GOMPI_STUB int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) { return gompi_unsupported("MPI_Compare_and_swap"); }
@@ -183,9 +181,7 @@ GOMPI_STUB int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcount
 GOMPI_STUB int PMPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_alltoallv_c"); }
 GOMPI_STUB int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_alltoallw"); }
 GOMPI_STUB int PMPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_alltoallw_c"); }
-GOMPI_STUB int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag, MPI_Comm *newintercomm) { return gompi_unsupported("MPI_Intercomm_create"); }
 GOMPI_STUB int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) { return gompi_unsupported("MPI_Intercomm_create_from_groups"); }
-GOMPI_STUB int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) { return gompi_unsupported("MPI_Intercomm_merge"); }
 GOMPI_STUB int PMPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_c"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_block_c"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_c"); }
@@ -466,10 +462,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Comm_iflush_buffer = PMPI_Comm_iflush_buffer
 #pragma weak MPI_Comm_join = PMPI_Comm_join
 #pragma weak gompi_stub_MPI_Comm_join = PMPI_Comm_join
-#pragma weak MPI_Comm_remote_group = PMPI_Comm_remote_group
-#pragma weak gompi_stub_MPI_Comm_remote_group = PMPI_Comm_remote_group
-#pragma weak MPI_Comm_remote_size = PMPI_Comm_remote_size
-#pragma weak gompi_stub_MPI_Comm_remote_size = PMPI_Comm_remote_size
 #pragma weak MPI_Comm_spawn = PMPI_Comm_spawn
 #pragma weak gompi_stub_MPI_Comm_spawn = PMPI_Comm_spawn
 #pragma weak MPI_Comm_spawn_multiple = PMPI_Comm_spawn_multiple
@@ -734,12 +726,8 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Ineighbor_alltoallw = PMPI_Ineighbor_alltoallw
 #pragma weak MPI_Ineighbor_alltoallw_c = PMPI_Ineighbor_alltoallw_c
 #pragma weak gompi_stub_MPI_Ineighbor_alltoallw_c = PMPI_Ineighbor_alltoallw_c
-#pragma weak MPI_Intercomm_create = PMPI_Intercomm_create
-#pragma weak gompi_stub_MPI_Intercomm_create = PMPI_Intercomm_create
 #pragma weak MPI_Intercomm_create_from_groups = PMPI_Intercomm_create_from_groups
 #pragma weak gompi_stub_MPI_Intercomm_create_from_groups = PMPI_Intercomm_create_from_groups
-#pragma weak MPI_Intercomm_merge = PMPI_Intercomm_merge
-#pragma weak gompi_stub_MPI_Intercomm_merge = PMPI_Intercomm_merge
 #pragma weak MPI_Ireduce_c = PMPI_Ireduce_c
 #pragma weak gompi_stub_MPI_Ireduce_c = PMPI_Ireduce_c
 #pragma weak MPI_Ireduce_scatter_block_c = PMPI_Ireduce_scatter_block_c
