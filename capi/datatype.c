@@ -380,10 +380,10 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype) {
 		    : size == 8 ? MPI_INTEGER8 : t;
 		break;
 	case MPI_TYPECLASS_REAL:
-		t = size == 4 ? MPI_REAL4 : size == 8 ? MPI_REAL8 : size == 16 ? MPI_LONG_DOUBLE : t;
+		t = size == 4 ? MPI_REAL4 : size == 8 ? MPI_REAL8 : size == 16 ? MPI_REAL16 : t;
 		break;
 	case MPI_TYPECLASS_COMPLEX:
-		t = size == 8 ? MPI_COMPLEX8 : size == 16 ? MPI_COMPLEX16 : size == 32 ? MPI_C_LONG_DOUBLE_COMPLEX : t;
+		t = size == 8 ? MPI_COMPLEX8 : size == 16 ? MPI_COMPLEX16 : size == 32 ? MPI_COMPLEX32 : t;
 		break;
 	}
 	if (t == MPI_DATATYPE_NULL) return gompi_error(MPI_COMM_SELF, MPI_ERR_ARG, "MPI_Type_match_size");

@@ -105,7 +105,7 @@ func gompi_go_send(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uin
 		return code(c.SendBuf(b, peerIn(dest), int(tag)))
 	case modeBuffered:
 		_, err := c.IbsendBuf(b, peerIn(dest), int(tag)) // complete at once
-		return code(err)
+		return bsendCode(err)
 	}
 	r, err := isendMode(c, b, peerIn(dest), int(tag), mode)
 	if err == nil {
@@ -175,9 +175,22 @@ func gompi_go_isend(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.ui
 	if rc != 0 {
 		return rc
 	}
-	return start(ch, 0, req, func(c *mpi.Comm) (*mpi.Request, error) {
+	rc = start(ch, 0, req, func(c *mpi.Comm) (*mpi.Request, error) {
 		return isendMode(c, b, peerIn(dest), int(tag), mode)
 	})
+	if mode == modeBuffered && rc == errArg {
+		return errBuffer
+	}
+	return rc
+}
+
+// bsendCode is a buffered send's error code: no room in the attached
+// buffer (package mpi's ErrArg) is MPI_ERR_BUFFER.
+func bsendCode(err error) C.int {
+	if rc := code(err); rc != errArg {
+		return rc
+	}
+	return errBuffer
 }
 
 //export gompi_go_irecv

@@ -175,6 +175,90 @@ static void special(void)
 	}
 }
 
+/* Derived datatypes through every kind of call: a column of a 4x3 matrix
+ * sent non-blocking and received into a strided layout completed by Test,
+ * Sendrecv_replace on a vector, persistent synchronous/buffered sends,
+ * Request_get_status, a type freed while its receive is pending, and
+ * MPI_MESSAGE_NO_PROC. */
+static void buffers(void)
+{
+	int m[12], got[12], i, flag = 0, count, elems, bsize, *bbuf;
+	MPI_Datatype col, col2;
+	MPI_Request rq[2];
+	MPI_Status st;
+	MPI_Message msg;
+	void *detached;
+	for (i = 0; i < 12; i++)
+		m[i] = r * 100 + i, got[i] = -1;
+	MPI_Type_vector(4, 1, 3, MPI_INT, &col);
+	MPI_Type_commit(&col);
+	MPI_Irecv(got, 1, col, prev, 50, MPI_COMM_WORLD, &rq[0]);
+	MPI_Isend(m + 1, 1, col, next, 50, MPI_COMM_WORLD, &rq[1]);
+	while (!flag)
+		MPI_Test(&rq[0], &flag, &st);
+	MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+	MPI_Get_count(&st, col, &count);
+	MPI_Get_elements(&st, col, &elems);
+	ct_out("column got %d %d %d %d %d %d count %d elements %d", got[0], got[1], got[3], got[6], got[9], got[10],
+	       count, elems);
+	/* three ints into a column: a partial element */
+	MPI_Irecv(got, 2, col, prev, 51, MPI_COMM_WORLD, &rq[0]);
+	MPI_Send(m, 3, MPI_INT, next, 51, MPI_COMM_WORLD);
+	MPI_Wait(&rq[0], &st);
+	MPI_Get_count(&st, col, &count);
+	MPI_Get_elements(&st, col, &elems);
+	ct_out("partial got %d %d %d undefined %d elements %d", got[0], got[3], got[6], count == MPI_UNDEFINED, elems);
+	for (i = 0; i < 12; i++)
+		got[i] = m[i];
+	MPI_Sendrecv_replace(got + 2, 1, col, next, 52, prev, 52, MPI_COMM_WORLD, &st);
+	ct_out("replace %d %d %d %d keeps %d %d", got[2], got[5], got[8], got[11], got[0], got[1]);
+	/* a type freed while a receive through it is pending still works */
+	MPI_Type_dup(col, &col2);
+	MPI_Irecv(got, 1, col2, prev, 53, MPI_COMM_WORLD, &rq[0]);
+	MPI_Type_free(&col2);
+	MPI_Request_get_status(rq[0], &flag, MPI_STATUS_IGNORE);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Send(m + 2, 1, col, next, 53, MPI_COMM_WORLD);
+	for (flag = 0; !flag;)
+		MPI_Request_get_status(rq[0], &flag, &st);
+	ct_check(rq[0] != MPI_REQUEST_NULL, "Request_get_status freed the request");
+	MPI_Wait(&rq[0], &st);
+	ct_out("freed type got %d %d %d %d source %d", got[0], got[3], got[6], got[9], st.MPI_SOURCE);
+	/* persistent synchronous and buffered sends of the column */
+	MPI_Pack_size(1, col, MPI_COMM_WORLD, &bsize);
+	bsize = 2 * (bsize + MPI_BSEND_OVERHEAD); /* a received message's room may not be free yet */
+	bbuf = malloc(bsize);
+	MPI_Buffer_attach(bbuf, bsize);
+	MPI_Ssend_init(m, 1, col, next, 54, MPI_COMM_WORLD, &rq[0]);
+	MPI_Bsend_init(m + 1, 1, col, next, 55, MPI_COMM_WORLD, &rq[1]);
+	for (i = 0; i < 2; i++) {
+		int in[8];
+		m[0] = r * 100 + 10 * i, m[1] = m[0] + 1;
+		MPI_Startall(2, rq);
+		MPI_Recv(in, 4, MPI_INT, prev, 54, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Recv(in + 4, 4, MPI_INT, prev, 55, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+		ct_out("persistent modes %d: %d %d %d %d / %d %d %d %d", i, in[0], in[1], in[2], in[3], in[4], in[5], in[6],
+		       in[7]);
+	}
+	MPI_Request_free(&rq[0]);
+	MPI_Request_free(&rq[1]);
+	MPI_Ibsend(m + 2, 1, col, next, 56, MPI_COMM_WORLD, &rq[0]);
+	MPI_Recv(got, 4, MPI_INT, prev, 56, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+	ct_out("ibsend got %d %d %d %d", got[0], got[1], got[2], got[3]);
+	MPI_Buffer_detach(&detached, &bsize);
+	ct_check(detached == bbuf, "Buffer_detach returned another buffer");
+	free(bbuf);
+	MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &msg, &st);
+	ct_out("mprobe proc_null no_proc %d source_is_proc_null %d", msg == MPI_MESSAGE_NO_PROC,
+	       st.MPI_SOURCE == MPI_PROC_NULL);
+	MPI_Mrecv(got, 1, MPI_INT, &msg, &st);
+	MPI_Get_count(&st, MPI_INT, &count);
+	ct_out("mrecv no_proc null %d count %d", msg == MPI_MESSAGE_NULL, count);
+	MPI_Type_free(&col);
+}
+
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
@@ -185,5 +269,6 @@ int main(int argc, char **argv)
 	probes();
 	completions();
 	special();
+	buffers();
 	return ct_end();
 }
