@@ -6,8 +6,9 @@
  * A keyval is a number given in creation order (GOMPI_KEYVAL_BASE + n),
  * never an address, so a program run again the same way sees the same
  * numbers. Its record is never reused: a keyval the program frees stays
- * valid for the attributes still set with it (their copy and delete
- * callbacks still run), while the program can no longer use it.
+ * valid while attributes are set with it (their copy and delete callbacks
+ * run, and the program may still get or delete them, as MPICH's fkeyval
+ * tests do), and is invalid once the last is gone.
  *
  * Each object's attributes are kept in the order they were set: an
  * object's free (Comm_free, Type_free, Win_free and MPI_Finalize on
@@ -31,6 +32,7 @@ typedef int(delete_fn)(void *obj, int keyval, void *val, void *extra);
 typedef struct {
 	int kind;     /* GOMPI_ATTR_COMM, _TYPE or _WIN */
 	int freed;    /* the program freed it */
+	int refs;     /* attributes set with it */
 	copy_fn *copy;   /* NULL: never copied; (copy_fn *)1: the DUP_FN */
 	delete_fn *del;  /* NULL: nothing to do */
 	void *extra;
@@ -58,7 +60,7 @@ static int nobjects, capobjects;
  * may still use, else NULL. Called with attr_mu held. */
 static keyval *lookup(int kind, int k) {
 	int i = k - GOMPI_KEYVAL_BASE;
-	if (i < 0 || i >= nkeyvals || keyvals[i].kind != kind || keyvals[i].freed) return NULL;
+	if (i < 0 || i >= nkeyvals || keyvals[i].kind != kind || (keyvals[i].freed && keyvals[i].refs == 0)) return NULL;
 	return &keyvals[i];
 }
 
@@ -101,6 +103,7 @@ static int append(int kind, uintptr_t h, int k, void *val) {
 	}
 	*a = (attr){k, val, NULL};
 	*slot(o, -1) = a; /* the end of the list: no keyval is -1 */
+	keyvals[k - GOMPI_KEYVAL_BASE].refs++;
 	return MPI_SUCCESS;
 }
 
@@ -114,16 +117,20 @@ int gompi_keyval_create(int kind, void *copy, void *del, void *extra, int *out) 
 		ok = k != NULL;
 	}
 	if (ok) {
-		keyvals[nkeyvals] = (keyval){kind, 0, (copy_fn *)copy, (delete_fn *)del, extra};
+		keyvals[nkeyvals] = (keyval){kind, 0, 0, (copy_fn *)copy, (delete_fn *)del, extra};
 		*out = GOMPI_KEYVAL_BASE + nkeyvals++;
 	}
 	pthread_mutex_unlock(&attr_mu);
 	return ok ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
+/* gompi_keyval_free frees a keyval of kind. Freeing one again succeeds
+ * (MPICH's keyval_double_free tests free from delete callbacks, then
+ * again): the record is never reused, so nothing can go wrong. */
 int gompi_keyval_free(int kind, int *k) {
 	pthread_mutex_lock(&attr_mu);
-	keyval *kv = lookup(kind, *k);
+	int i = *k - GOMPI_KEYVAL_BASE;
+	keyval *kv = i >= 0 && i < nkeyvals && keyvals[i].kind == kind ? &keyvals[i] : NULL;
 	if (kv != NULL) kv->freed = 1;
 	pthread_mutex_unlock(&attr_mu);
 	if (kv == NULL) return MPI_ERR_KEYVAL;
@@ -154,6 +161,7 @@ static int unlink_attr(int kind, uintptr_t h, int k, void **val) {
 	*p = a->next;
 	*val = a->val;
 	free(a);
+	keyvals[k - GOMPI_KEYVAL_BASE].refs--;
 	drop_if_empty(kind, h);
 	return 1;
 }
@@ -168,6 +176,7 @@ static void relink(int kind, uintptr_t h, int k, void *val) {
 	}
 	*a = (attr){k, val, o->first};
 	o->first = a;
+	keyvals[k - GOMPI_KEYVAL_BASE].refs++;
 }
 
 int gompi_attr_set(int kind, uintptr_t h, int k, void *val) {

@@ -225,10 +225,13 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) {
 	if (rc != MPI_SUCCESS) return rc;
 	rc = gompi_attr_copy(GOMPI_ATTR_TYPE, (uintptr_t)oldtype, (uintptr_t)t);
 	if (rc != MPI_SUCCESS) {
+		/* raised on MPI_COMM_WORLD, as the type attribute calls do
+		 * (MPICH's attrerrtype sets ERRORS_RETURN there) */
 		uintptr_t h = (uintptr_t)t;
 		gompi_attr_free(GOMPI_ATTR_TYPE, h);
 		gompi_go_type_free(&h);
-		return gompi_error(MPI_COMM_SELF, rc, "MPI_Type_dup");
+		*newtype = MPI_DATATYPE_NULL;
+		return gompi_error(MPI_COMM_WORLD, rc, "MPI_Type_dup");
 	}
 	*newtype = t;
 	return MPI_SUCCESS;

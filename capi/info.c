@@ -6,7 +6,9 @@
  * Handles are GOMPI_HANDLE(GOMPI_KIND_INFO, n), n the creation number of
  * the object in this process, never an address. Keys keep the order in
  * which they were first set; setting a key again replaces its value in
- * place (MPI_Info_get_nthkey's order, as in Open MPI).
+ * place (MPI_Info_get_nthkey's order, as in Open MPI). The Info calls
+ * need no initialized MPI (MPI-4 allows them before MPI_Init and after
+ * MPI_Finalize).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -80,27 +82,24 @@ static int copy_into(info *dst, const info *src) {
 	return MPI_SUCCESS;
 }
 
-/* make_env fills MPI_INFO_ENV with what the standard suggests and gompi
- * knows: the command, its arguments, the job's size, this host, the
- * working directory and the thread level. Called with info_mu held. */
-static void make_env(void) {
-	if (env_made) return;
-	env_made = 1;
+/* fill_env puts in what the standard suggests for MPI_INFO_ENV that gompi
+ * knows the same before and after MPI_Init (MPI_Info_create_env may come
+ * at any time and must give the same): the command, this host and the
+ * working directory. */
+static void fill_env(info *in) {
 	char buf[4096];
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-	if (n > 0) buf[n] = 0, put(&env, "command", buf);
-	int size = 1;
-	PMPI_Comm_size(MPI_COMM_WORLD, &size);
-	snprintf(buf, sizeof buf, "%d", size);
-	put(&env, "maxprocs", buf);
+	if (n > 0) buf[n] = 0, put(in, "command", buf);
 	int len;
-	if (PMPI_Get_processor_name(buf, &len) == MPI_SUCCESS) put(&env, "host", buf);
-	if (getcwd(buf, sizeof buf) != NULL) put(&env, "wdir", buf);
-	static const char *levels[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED",
-				       "MPI_THREAD_MULTIPLE"};
-	int l = gompi_thread_level;
-	int i = l == MPI_THREAD_MULTIPLE ? 3 : l == MPI_THREAD_SERIALIZED ? 2 : l == MPI_THREAD_FUNNELED ? 1 : 0;
-	put(&env, "thread_level", levels[i]);
+	if (PMPI_Get_processor_name(buf, &len) == MPI_SUCCESS) put(in, "host", buf);
+	if (getcwd(buf, sizeof buf) != NULL) put(in, "wdir", buf);
+}
+
+/* make_env fills MPI_INFO_ENV once MPI is initialized (info_mu held). */
+static void make_env(void) {
+	if (env_made || gompi_state != 1) return;
+	env_made = 1;
+	fill_env(&env);
 }
 
 /* get returns the object behind a handle, or NULL; info_mu held. */
@@ -154,7 +153,6 @@ static int check_key(const char *key) {
 }
 
 int PMPI_Info_create(MPI_Info *out) {
-	gompi_check_init("MPI_Info_create");
 	pthread_mutex_lock(&info_mu);
 	int rc = new_copy(NULL, out);
 	pthread_mutex_unlock(&info_mu);
@@ -162,7 +160,6 @@ int PMPI_Info_create(MPI_Info *out) {
 }
 
 int PMPI_Info_dup(MPI_Info h, MPI_Info *out) {
-	gompi_check_init("MPI_Info_dup");
 	pthread_mutex_lock(&info_mu);
 	info *in = get(h);
 	int rc = in == NULL ? MPI_ERR_INFO : new_copy(in, out);
@@ -170,16 +167,17 @@ int PMPI_Info_dup(MPI_Info h, MPI_Info *out) {
 	return fail_info(rc, "MPI_Info_dup");
 }
 
+/* MPI_Info_create_env may come before MPI_Init (MPI-4). */
 int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *out) {
 	(void)argc, (void)argv; /* the values come from the job, as MPI_INFO_ENV's */
 	pthread_mutex_lock(&info_mu);
-	int rc = new_copy(get(MPI_INFO_ENV), out);
+	int rc = new_copy(NULL, out);
+	if (rc == MPI_SUCCESS) fill_env(get(*out));
 	pthread_mutex_unlock(&info_mu);
 	return fail_info(rc, "MPI_Info_create_env");
 }
 
 int PMPI_Info_free(MPI_Info *h) {
-	gompi_check_init("MPI_Info_free");
 	pthread_mutex_lock(&info_mu);
 	info *in = *h == MPI_INFO_ENV ? NULL : get(*h);
 	if (in != NULL) {
@@ -194,7 +192,6 @@ int PMPI_Info_free(MPI_Info *h) {
 }
 
 int PMPI_Info_set(MPI_Info h, const char *key, const char *value) {
-	gompi_check_init("MPI_Info_set");
 	int rc = check_key(key);
 	if (rc == MPI_SUCCESS && (value == NULL || strnlen(value, MPI_MAX_INFO_VAL) >= MPI_MAX_INFO_VAL))
 		rc = MPI_ERR_INFO_VALUE;
@@ -207,7 +204,6 @@ int PMPI_Info_set(MPI_Info h, const char *key, const char *value) {
 }
 
 int PMPI_Info_delete(MPI_Info h, const char *key) {
-	gompi_check_init("MPI_Info_delete");
 	int rc = check_key(key);
 	pthread_mutex_lock(&info_mu);
 	info *in = get(h);
@@ -241,7 +237,6 @@ static int lookup_value(MPI_Info h, const char *key, char **val, int *flag) {
 }
 
 int PMPI_Info_get(MPI_Info h, const char *key, int valuelen, char *value, int *flag) {
-	gompi_check_init("MPI_Info_get");
 	if (valuelen < 0) return fail_info(MPI_ERR_ARG, "MPI_Info_get");
 	char *v;
 	int rc = lookup_value(h, key, &v, flag);
@@ -256,7 +251,6 @@ int PMPI_Info_get(MPI_Info h, const char *key, int valuelen, char *value, int *f
 }
 
 int PMPI_Info_get_valuelen(MPI_Info h, const char *key, int *valuelen, int *flag) {
-	gompi_check_init("MPI_Info_get_valuelen");
 	char *v;
 	int rc = lookup_value(h, key, &v, flag);
 	if (v != NULL) *valuelen = (int)strlen(v);
@@ -267,7 +261,6 @@ int PMPI_Info_get_valuelen(MPI_Info h, const char *key, int *valuelen, int *flag
 /* MPI_Info_get_string (MPI-4): *buflen in is the buffer's size (0: just
  * ask), out the value's length with its NUL. */
 int PMPI_Info_get_string(MPI_Info h, const char *key, int *buflen, char *value, int *flag) {
-	gompi_check_init("MPI_Info_get_string");
 	if (*buflen < 0) return fail_info(MPI_ERR_ARG, "MPI_Info_get_string");
 	char *v;
 	int rc = lookup_value(h, key, &v, flag);
@@ -285,7 +278,6 @@ int PMPI_Info_get_string(MPI_Info h, const char *key, int *buflen, char *value, 
 }
 
 int PMPI_Info_get_nkeys(MPI_Info h, int *nkeys) {
-	gompi_check_init("MPI_Info_get_nkeys");
 	pthread_mutex_lock(&info_mu);
 	info *in = get(h);
 	if (in != NULL) *nkeys = in->n;
@@ -294,7 +286,6 @@ int PMPI_Info_get_nkeys(MPI_Info h, int *nkeys) {
 }
 
 int PMPI_Info_get_nthkey(MPI_Info h, int n, char *key) {
-	gompi_check_init("MPI_Info_get_nthkey");
 	pthread_mutex_lock(&info_mu);
 	info *in = get(h);
 	int rc = in == NULL ? MPI_ERR_INFO : n < 0 || n >= in->n ? MPI_ERR_ARG : MPI_SUCCESS;
@@ -353,8 +344,10 @@ int gompi_info_comm_copy(uintptr_t old, uintptr_t new) {
 	return rc;
 }
 
+/* MPI_Comm_set_info with MPI_INFO_NULL changes nothing, as in MPICH. */
 int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info h) {
 	CHECK_COMM(comm, "MPI_Comm_set_info");
+	if (h == MPI_INFO_NULL) return MPI_SUCCESS;
 	pthread_mutex_lock(&info_mu);
 	info *in = get(h);
 	int rc = in == NULL ? MPI_ERR_INFO : set_hints((uintptr_t)comm, in);
@@ -370,10 +363,12 @@ int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *out) {
 	return gompi_error(comm, rc, "MPI_Comm_get_info");
 }
 
+/* MPI_Comm_dup_with_info: MPI_INFO_NULL gives the new communicator no
+ * hints. */
 int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info h, MPI_Comm *newcomm) {
 	CHECK_COMM(comm, "MPI_Comm_dup_with_info");
 	pthread_mutex_lock(&info_mu);
-	int ok = get(h) != NULL;
+	int ok = h == MPI_INFO_NULL || get(h) != NULL;
 	pthread_mutex_unlock(&info_mu);
 	if (!ok) return gompi_error(comm, MPI_ERR_INFO, "MPI_Comm_dup_with_info");
 	MPI_Comm nc;
