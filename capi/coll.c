@@ -294,5 +294,116 @@ int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdisp
 			 "MPI_Ialltoallw");
 }
 
+
+/* The MPI-4 large-count forms (MPI_Count counts) of the collectives that
+ * take no per-rank arrays: the same calls, whose counts are MPI_Count
+ * already. */
+int PMPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+	return bcast(buffer, count, datatype, root, comm, NULL, "MPI_Bcast_c");
+}
+
+int PMPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) {
+	return bcast(buffer, count, datatype, root, comm, request, "MPI_Ibcast_c");
+}
+
+int PMPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root,
+		MPI_Comm comm) {
+	return reduce(RED_REDUCE, sendbuf, recvbuf, count, NULL, datatype, op, root, comm, NULL, "MPI_Reduce_c");
+}
+
+int PMPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+		int root, MPI_Comm comm, MPI_Request *request) {
+	return reduce(RED_REDUCE, sendbuf, recvbuf, count, NULL, datatype, op, root, comm, request, "MPI_Ireduce_c");
+}
+
+int PMPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+		MPI_Comm comm) {
+	return reduce(RED_ALLREDUCE, sendbuf, recvbuf, count, NULL, datatype, op, 0, comm, NULL, "MPI_Allreduce_c");
+}
+
+int PMPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+		MPI_Comm comm, MPI_Request *request) {
+	return reduce(RED_ALLREDUCE, sendbuf, recvbuf, count, NULL, datatype, op, 0, comm, request, "MPI_Iallreduce_c");
+}
+
+int PMPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+	return reduce(RED_SCAN, sendbuf, recvbuf, count, NULL, datatype, op, 0, comm, NULL, "MPI_Scan_c");
+}
+
+int PMPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+		MPI_Comm comm, MPI_Request *request) {
+	return reduce(RED_SCAN, sendbuf, recvbuf, count, NULL, datatype, op, 0, comm, request, "MPI_Iscan_c");
+}
+
+int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+		MPI_Comm comm) {
+	return reduce(RED_EXSCAN, sendbuf, recvbuf, count, NULL, datatype, op, 0, comm, NULL, "MPI_Exscan_c");
+}
+
+int PMPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+		MPI_Comm comm, MPI_Request *request) {
+	return reduce(RED_EXSCAN, sendbuf, recvbuf, count, NULL, datatype, op, 0, comm, request, "MPI_Iexscan_c");
+}
+
+int PMPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype,
+		MPI_Op op, MPI_Comm comm) {
+	return reduce(RED_SCATTER_BLOCK, sendbuf, recvbuf, recvcount, NULL, datatype, op, 0, comm, NULL,
+			"MPI_Reduce_scatter_block_c");
+}
+
+int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype,
+		MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+	return reduce(RED_SCATTER_BLOCK, sendbuf, recvbuf, recvcount, NULL, datatype, op, 0, comm, request,
+			"MPI_Ireduce_scatter_block_c");
+}
+
+int PMPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+		MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+	return vcoll(GATHER, ONE(sendbuf, sendcount, sendtype), ONE(recvbuf, recvcount, recvtype), root, comm, NULL,
+			"MPI_Gather_c");
+}
+
+int PMPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+		MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
+	return vcoll(GATHER, ONE(sendbuf, sendcount, sendtype), ONE(recvbuf, recvcount, recvtype), root, comm, request,
+			"MPI_Igather_c");
+}
+
+int PMPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+		MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+	return vcoll(SCATTER, ONE(sendbuf, sendcount, sendtype), ONE(recvbuf, recvcount, recvtype), root, comm, NULL,
+			"MPI_Scatter_c");
+}
+
+int PMPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+		MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
+	return vcoll(SCATTER, ONE(sendbuf, sendcount, sendtype), ONE(recvbuf, recvcount, recvtype), root, comm, request,
+			"MPI_Iscatter_c");
+}
+
+int PMPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+		MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+	return vcoll(ALLGATHER, ONE(sendbuf, sendcount, sendtype), ONE(recvbuf, recvcount, recvtype), 0, comm, NULL,
+			"MPI_Allgather_c");
+}
+
+int PMPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+		MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+	return vcoll(ALLGATHER, ONE(sendbuf, sendcount, sendtype), ONE(recvbuf, recvcount, recvtype), 0, comm, request,
+			"MPI_Iallgather_c");
+}
+
+int PMPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+		MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+	return vcoll(ALLTOALL, ONE(sendbuf, sendcount, sendtype), ONE(recvbuf, recvcount, recvtype), 0, comm, NULL,
+			"MPI_Alltoall_c");
+}
+
+int PMPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+		MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+	return vcoll(ALLTOALL, ONE(sendbuf, sendcount, sendtype), ONE(recvbuf, recvcount, recvtype), 0, comm, request,
+			"MPI_Ialltoall_c");
+}
+
 #define GOMPI_FILE_coll
 #include "aliases_gen.h"

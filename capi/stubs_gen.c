@@ -11,16 +11,13 @@ GOMPI_STUB int PMPI_Abi_set_fortran_booleans(int logical_size, void *logical_tru
 GOMPI_STUB int PMPI_Abi_set_fortran_info(MPI_Info info) { return gompi_unsupported("MPI_Abi_set_fortran_info"); }
 GOMPI_STUB int PMPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) { return gompi_unsupported("MPI_Accumulate"); }
 GOMPI_STUB int PMPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) { return gompi_unsupported("MPI_Accumulate_c"); }
-GOMPI_STUB int PMPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Allgather_c"); }
 GOMPI_STUB int PMPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgather_init"); }
 GOMPI_STUB int PMPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgather_init_c"); }
 GOMPI_STUB int PMPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Allgatherv_c"); }
 GOMPI_STUB int PMPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgatherv_init"); }
 GOMPI_STUB int PMPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allgatherv_init_c"); }
-GOMPI_STUB int PMPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Allreduce_c"); }
 GOMPI_STUB int PMPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allreduce_init"); }
 GOMPI_STUB int PMPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Allreduce_init_c"); }
-GOMPI_STUB int PMPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Alltoall_c"); }
 GOMPI_STUB int PMPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoall_init"); }
 GOMPI_STUB int PMPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoall_init_c"); }
 GOMPI_STUB int PMPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) { return gompi_unsupported("MPI_Alltoallv_c"); }
@@ -30,7 +27,6 @@ GOMPI_STUB int PMPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[
 GOMPI_STUB int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallw_init"); }
 GOMPI_STUB int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Alltoallw_init_c"); }
 GOMPI_STUB int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Barrier_init"); }
-GOMPI_STUB int PMPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Bcast_c"); }
 GOMPI_STUB int PMPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Bcast_init"); }
 GOMPI_STUB int PMPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Bcast_init_c"); }
 GOMPI_STUB int PMPI_Buffer_flush(void) { return gompi_unsupported("MPI_Buffer_flush"); }
@@ -53,7 +49,6 @@ GOMPI_STUB int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, 
 GOMPI_STUB int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[], int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]) { return gompi_unsupported("MPI_Comm_spawn_multiple"); }
 GOMPI_STUB int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) { return gompi_unsupported("MPI_Compare_and_swap"); }
 GOMPI_STUB int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[], const int destinations[], const int *weights, MPI_Info info, int reorder, MPI_Comm *comm_dist_graph) { return gompi_unsupported("MPI_Dist_graph_create"); }
-GOMPI_STUB int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Exscan_c"); }
 GOMPI_STUB int PMPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Exscan_init"); }
 GOMPI_STUB int PMPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Exscan_init_c"); }
 GOMPI_STUB int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) { return gompi_unsupported("MPI_Fetch_and_op"); }
@@ -145,7 +140,6 @@ GOMPI_STUB int PMPI_File_write_ordered_c(MPI_File fh, const void *buf, MPI_Count
 GOMPI_STUB int PMPI_File_write_ordered_end(MPI_File fh, const void *buf, MPI_Status *status) { return gompi_unsupported("MPI_File_write_ordered_end"); }
 GOMPI_STUB int PMPI_File_write_shared(MPI_File fh, const void *buf, int count, MPI_Datatype datatype, MPI_Status *status) { return gompi_unsupported("MPI_File_write_shared"); }
 GOMPI_STUB int PMPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Status *status) { return gompi_unsupported("MPI_File_write_shared_c"); }
-GOMPI_STUB int PMPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Gather_c"); }
 GOMPI_STUB int PMPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Gather_init"); }
 GOMPI_STUB int PMPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Gather_init_c"); }
 GOMPI_STUB int PMPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Gatherv_c"); }
@@ -161,15 +155,9 @@ GOMPI_STUB int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const
 GOMPI_STUB int PMPI_Grequest_complete(MPI_Request request) { return gompi_unsupported("MPI_Grequest_complete"); }
 GOMPI_STUB int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn, MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request) { return gompi_unsupported("MPI_Grequest_start"); }
 GOMPI_STUB int PMPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup) { return gompi_unsupported("MPI_Group_from_session_pset"); }
-GOMPI_STUB int PMPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgather_c"); }
 GOMPI_STUB int PMPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallgatherv_c"); }
-GOMPI_STUB int PMPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iallreduce_c"); }
-GOMPI_STUB int PMPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoall_c"); }
 GOMPI_STUB int PMPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallv_c"); }
 GOMPI_STUB int PMPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ialltoallw_c"); }
-GOMPI_STUB int PMPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ibcast_c"); }
-GOMPI_STUB int PMPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iexscan_c"); }
-GOMPI_STUB int PMPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Igather_c"); }
 GOMPI_STUB int PMPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Igatherv_c"); }
 GOMPI_STUB int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_allgather"); }
 GOMPI_STUB int PMPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_allgather_c"); }
@@ -182,11 +170,7 @@ GOMPI_STUB int PMPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count s
 GOMPI_STUB int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_alltoallw"); }
 GOMPI_STUB int PMPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ineighbor_alltoallw_c"); }
 GOMPI_STUB int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm) { return gompi_unsupported("MPI_Intercomm_create_from_groups"); }
-GOMPI_STUB int PMPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_c"); }
-GOMPI_STUB int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_block_c"); }
 GOMPI_STUB int PMPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Ireduce_scatter_c"); }
-GOMPI_STUB int PMPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscan_c"); }
-GOMPI_STUB int PMPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscatter_c"); }
 GOMPI_STUB int PMPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Iscatterv_c"); }
 GOMPI_STUB int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv"); }
 GOMPI_STUB int PMPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Request *request) { return gompi_unsupported("MPI_Isendrecv_c"); }
@@ -229,10 +213,8 @@ GOMPI_STUB int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype 
 GOMPI_STUB int PMPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win) { return gompi_unsupported("MPI_Put_c"); }
 GOMPI_STUB int PMPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Raccumulate"); }
 GOMPI_STUB int PMPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Raccumulate_c"); }
-GOMPI_STUB int PMPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Reduce_c"); }
 GOMPI_STUB int PMPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_init"); }
 GOMPI_STUB int PMPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_init_c"); }
-GOMPI_STUB int PMPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Reduce_scatter_block_c"); }
 GOMPI_STUB int PMPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_scatter_block_init"); }
 GOMPI_STUB int PMPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Reduce_scatter_block_init_c"); }
 GOMPI_STUB int PMPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Reduce_scatter_c"); }
@@ -252,10 +234,8 @@ GOMPI_STUB int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_
 GOMPI_STUB int PMPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rget_c"); }
 GOMPI_STUB int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rput"); }
 GOMPI_STUB int PMPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) { return gompi_unsupported("MPI_Rput_c"); }
-GOMPI_STUB int PMPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) { return gompi_unsupported("MPI_Scan_c"); }
 GOMPI_STUB int PMPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scan_init"); }
 GOMPI_STUB int PMPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scan_init_c"); }
-GOMPI_STUB int PMPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Scatter_c"); }
 GOMPI_STUB int PMPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scatter_init"); }
 GOMPI_STUB int PMPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) { return gompi_unsupported("MPI_Scatter_init_c"); }
 GOMPI_STUB int PMPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) { return gompi_unsupported("MPI_Scatterv_c"); }
@@ -386,8 +366,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Accumulate = PMPI_Accumulate
 #pragma weak MPI_Accumulate_c = PMPI_Accumulate_c
 #pragma weak gompi_stub_MPI_Accumulate_c = PMPI_Accumulate_c
-#pragma weak MPI_Allgather_c = PMPI_Allgather_c
-#pragma weak gompi_stub_MPI_Allgather_c = PMPI_Allgather_c
 #pragma weak MPI_Allgather_init = PMPI_Allgather_init
 #pragma weak gompi_stub_MPI_Allgather_init = PMPI_Allgather_init
 #pragma weak MPI_Allgather_init_c = PMPI_Allgather_init_c
@@ -398,14 +376,10 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Allgatherv_init = PMPI_Allgatherv_init
 #pragma weak MPI_Allgatherv_init_c = PMPI_Allgatherv_init_c
 #pragma weak gompi_stub_MPI_Allgatherv_init_c = PMPI_Allgatherv_init_c
-#pragma weak MPI_Allreduce_c = PMPI_Allreduce_c
-#pragma weak gompi_stub_MPI_Allreduce_c = PMPI_Allreduce_c
 #pragma weak MPI_Allreduce_init = PMPI_Allreduce_init
 #pragma weak gompi_stub_MPI_Allreduce_init = PMPI_Allreduce_init
 #pragma weak MPI_Allreduce_init_c = PMPI_Allreduce_init_c
 #pragma weak gompi_stub_MPI_Allreduce_init_c = PMPI_Allreduce_init_c
-#pragma weak MPI_Alltoall_c = PMPI_Alltoall_c
-#pragma weak gompi_stub_MPI_Alltoall_c = PMPI_Alltoall_c
 #pragma weak MPI_Alltoall_init = PMPI_Alltoall_init
 #pragma weak gompi_stub_MPI_Alltoall_init = PMPI_Alltoall_init
 #pragma weak MPI_Alltoall_init_c = PMPI_Alltoall_init_c
@@ -424,8 +398,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Alltoallw_init_c = PMPI_Alltoallw_init_c
 #pragma weak MPI_Barrier_init = PMPI_Barrier_init
 #pragma weak gompi_stub_MPI_Barrier_init = PMPI_Barrier_init
-#pragma weak MPI_Bcast_c = PMPI_Bcast_c
-#pragma weak gompi_stub_MPI_Bcast_c = PMPI_Bcast_c
 #pragma weak MPI_Bcast_init = PMPI_Bcast_init
 #pragma weak gompi_stub_MPI_Bcast_init = PMPI_Bcast_init
 #pragma weak MPI_Bcast_init_c = PMPI_Bcast_init_c
@@ -470,8 +442,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Compare_and_swap = PMPI_Compare_and_swap
 #pragma weak MPI_Dist_graph_create = PMPI_Dist_graph_create
 #pragma weak gompi_stub_MPI_Dist_graph_create = PMPI_Dist_graph_create
-#pragma weak MPI_Exscan_c = PMPI_Exscan_c
-#pragma weak gompi_stub_MPI_Exscan_c = PMPI_Exscan_c
 #pragma weak MPI_Exscan_init = PMPI_Exscan_init
 #pragma weak gompi_stub_MPI_Exscan_init = PMPI_Exscan_init
 #pragma weak MPI_Exscan_init_c = PMPI_Exscan_init_c
@@ -654,8 +624,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_File_write_shared = PMPI_File_write_shared
 #pragma weak MPI_File_write_shared_c = PMPI_File_write_shared_c
 #pragma weak gompi_stub_MPI_File_write_shared_c = PMPI_File_write_shared_c
-#pragma weak MPI_Gather_c = PMPI_Gather_c
-#pragma weak gompi_stub_MPI_Gather_c = PMPI_Gather_c
 #pragma weak MPI_Gather_init = PMPI_Gather_init
 #pragma weak gompi_stub_MPI_Gather_init = PMPI_Gather_init
 #pragma weak MPI_Gather_init_c = PMPI_Gather_init_c
@@ -686,24 +654,12 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Grequest_start = PMPI_Grequest_start
 #pragma weak MPI_Group_from_session_pset = PMPI_Group_from_session_pset
 #pragma weak gompi_stub_MPI_Group_from_session_pset = PMPI_Group_from_session_pset
-#pragma weak MPI_Iallgather_c = PMPI_Iallgather_c
-#pragma weak gompi_stub_MPI_Iallgather_c = PMPI_Iallgather_c
 #pragma weak MPI_Iallgatherv_c = PMPI_Iallgatherv_c
 #pragma weak gompi_stub_MPI_Iallgatherv_c = PMPI_Iallgatherv_c
-#pragma weak MPI_Iallreduce_c = PMPI_Iallreduce_c
-#pragma weak gompi_stub_MPI_Iallreduce_c = PMPI_Iallreduce_c
-#pragma weak MPI_Ialltoall_c = PMPI_Ialltoall_c
-#pragma weak gompi_stub_MPI_Ialltoall_c = PMPI_Ialltoall_c
 #pragma weak MPI_Ialltoallv_c = PMPI_Ialltoallv_c
 #pragma weak gompi_stub_MPI_Ialltoallv_c = PMPI_Ialltoallv_c
 #pragma weak MPI_Ialltoallw_c = PMPI_Ialltoallw_c
 #pragma weak gompi_stub_MPI_Ialltoallw_c = PMPI_Ialltoallw_c
-#pragma weak MPI_Ibcast_c = PMPI_Ibcast_c
-#pragma weak gompi_stub_MPI_Ibcast_c = PMPI_Ibcast_c
-#pragma weak MPI_Iexscan_c = PMPI_Iexscan_c
-#pragma weak gompi_stub_MPI_Iexscan_c = PMPI_Iexscan_c
-#pragma weak MPI_Igather_c = PMPI_Igather_c
-#pragma weak gompi_stub_MPI_Igather_c = PMPI_Igather_c
 #pragma weak MPI_Igatherv_c = PMPI_Igatherv_c
 #pragma weak gompi_stub_MPI_Igatherv_c = PMPI_Igatherv_c
 #pragma weak MPI_Ineighbor_allgather = PMPI_Ineighbor_allgather
@@ -728,16 +684,8 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Ineighbor_alltoallw_c = PMPI_Ineighbor_alltoallw_c
 #pragma weak MPI_Intercomm_create_from_groups = PMPI_Intercomm_create_from_groups
 #pragma weak gompi_stub_MPI_Intercomm_create_from_groups = PMPI_Intercomm_create_from_groups
-#pragma weak MPI_Ireduce_c = PMPI_Ireduce_c
-#pragma weak gompi_stub_MPI_Ireduce_c = PMPI_Ireduce_c
-#pragma weak MPI_Ireduce_scatter_block_c = PMPI_Ireduce_scatter_block_c
-#pragma weak gompi_stub_MPI_Ireduce_scatter_block_c = PMPI_Ireduce_scatter_block_c
 #pragma weak MPI_Ireduce_scatter_c = PMPI_Ireduce_scatter_c
 #pragma weak gompi_stub_MPI_Ireduce_scatter_c = PMPI_Ireduce_scatter_c
-#pragma weak MPI_Iscan_c = PMPI_Iscan_c
-#pragma weak gompi_stub_MPI_Iscan_c = PMPI_Iscan_c
-#pragma weak MPI_Iscatter_c = PMPI_Iscatter_c
-#pragma weak gompi_stub_MPI_Iscatter_c = PMPI_Iscatter_c
 #pragma weak MPI_Iscatterv_c = PMPI_Iscatterv_c
 #pragma weak gompi_stub_MPI_Iscatterv_c = PMPI_Iscatterv_c
 #pragma weak MPI_Isendrecv = PMPI_Isendrecv
@@ -822,14 +770,10 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Raccumulate = PMPI_Raccumulate
 #pragma weak MPI_Raccumulate_c = PMPI_Raccumulate_c
 #pragma weak gompi_stub_MPI_Raccumulate_c = PMPI_Raccumulate_c
-#pragma weak MPI_Reduce_c = PMPI_Reduce_c
-#pragma weak gompi_stub_MPI_Reduce_c = PMPI_Reduce_c
 #pragma weak MPI_Reduce_init = PMPI_Reduce_init
 #pragma weak gompi_stub_MPI_Reduce_init = PMPI_Reduce_init
 #pragma weak MPI_Reduce_init_c = PMPI_Reduce_init_c
 #pragma weak gompi_stub_MPI_Reduce_init_c = PMPI_Reduce_init_c
-#pragma weak MPI_Reduce_scatter_block_c = PMPI_Reduce_scatter_block_c
-#pragma weak gompi_stub_MPI_Reduce_scatter_block_c = PMPI_Reduce_scatter_block_c
 #pragma weak MPI_Reduce_scatter_block_init = PMPI_Reduce_scatter_block_init
 #pragma weak gompi_stub_MPI_Reduce_scatter_block_init = PMPI_Reduce_scatter_block_init
 #pragma weak MPI_Reduce_scatter_block_init_c = PMPI_Reduce_scatter_block_init_c
@@ -868,14 +812,10 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Rput = PMPI_Rput
 #pragma weak MPI_Rput_c = PMPI_Rput_c
 #pragma weak gompi_stub_MPI_Rput_c = PMPI_Rput_c
-#pragma weak MPI_Scan_c = PMPI_Scan_c
-#pragma weak gompi_stub_MPI_Scan_c = PMPI_Scan_c
 #pragma weak MPI_Scan_init = PMPI_Scan_init
 #pragma weak gompi_stub_MPI_Scan_init = PMPI_Scan_init
 #pragma weak MPI_Scan_init_c = PMPI_Scan_init_c
 #pragma weak gompi_stub_MPI_Scan_init_c = PMPI_Scan_init_c
-#pragma weak MPI_Scatter_c = PMPI_Scatter_c
-#pragma weak gompi_stub_MPI_Scatter_c = PMPI_Scatter_c
 #pragma weak MPI_Scatter_init = PMPI_Scatter_init
 #pragma weak gompi_stub_MPI_Scatter_init = PMPI_Scatter_init
 #pragma weak MPI_Scatter_init_c = PMPI_Scatter_init_c

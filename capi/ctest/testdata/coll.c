@@ -340,6 +340,21 @@ int main(int argc, char **argv)
 		derived(nb);
 	}
 	errors();
+#if MPI_VERSION >= 4
+	{ /* the large-count forms */
+		int v[2] = {r, r + 1}, out[2], *all = malloc(2 * s * sizeof(int));
+		MPI_Request rq;
+		MPI_Allreduce_c(v, out, (MPI_Count)2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+		ct_out("mpi4: allreduce_c %d %d", out[0], out[1]);
+		MPI_Iallgather_c(v, (MPI_Count)2, MPI_INT, all, (MPI_Count)2, MPI_INT, MPI_COMM_WORLD, &rq);
+		MPI_Wait(&rq, MPI_STATUS_IGNORE);
+		ct_out("mpi4: iallgather_c last %d %d", all[2 * s - 2], all[2 * s - 1]);
+		MPI_Exscan_c(v, out, (MPI_Count)1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+		if (r > 0)
+			ct_out("mpi4: exscan_c %d", out[0]);
+		free(all);
+	}
+#endif
 	{
 		int v[2] = {r, r}, root = 0;
 		MPI_Reduce(r == root ? MPI_IN_PLACE : v, v, 2, MPI_INT, MPI_MIN, root, MPI_COMM_WORLD);
