@@ -116,7 +116,7 @@ func (c *Comm) check() error {
 		return err
 	}
 	if c.inter != nil {
-		return fmt.Errorf("mpi: communicator %d: %w (gompi has point-to-point, Barrier, Bcast, Merge, Dup, Free and Compare on one)", c.handle, ErrInter)
+		return fmt.Errorf("mpi: communicator %d: %w (gompi has point-to-point, Barrier, Bcast, Merge, Dup, Split, Free and Compare on one)", c.handle, ErrInter)
 	}
 	return nil
 }
@@ -518,6 +518,9 @@ func (c *Comm) Dup() (*Comm, error) {
 // together, ordered by key and then by their rank in c. A negative color
 // (Undefined) gives nil. Collective over c.
 func (c *Comm) Split(color, key int) (*Comm, error) {
+	if c != nil && c.inter != nil {
+		return c.interSplit(color, key)
+	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@
 // Graph.Neighbors, DimsCreate), without reordering ranks. Comm.IntercommCreate
 // makes an intercommunicator between two disjoint groups (point-to-point
 // naming the remote group, Barrier, Bcast with Root, RemoteGroup, Merge,
-// Dup, Free; other collectives fail with ErrInter: intercomm.go). A receive matches
+// Dup, Split, Free; other collectives fail with ErrInter: intercomm.go). A receive matches
 // the first message, in arrival order, from its source (or AnySource) with
 // its tag (or AnyTag) on its communicator; messages between two ranks on
 // one communicator never overtake each other. Collectives run on a context

@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -18,14 +19,15 @@ import (
 //
 // What an intercommunicator has: point-to-point in every form, Barrier,
 // Ibarrier, Bcast and Ibcast (the root passes Root, the rest of its group
-// ProcNull), RemoteSize, RemoteGroup, IsInter, Merge, Dup, Free and
-// Compare. Every other collective and constructor (Split, Create,
+// ProcNull), RemoteSize, RemoteGroup, IsInter, Merge, Dup, Split, Free
+// and Compare. Every other collective and constructor (Create,
 // topologies, Shrink, the reductions, gathers and scatters) fails with
 // ErrInter: MPI defines them on intercommunicators, gompi does not run
 // them.
 //
-// IntercommCreate, Merge and Dup are recorded in the creation log with
-// their results (OpInter, OpMerge, OpDup with Remote set), so a restart
+// IntercommCreate, Merge, Dup and Split are recorded in the creation log
+// with their results (OpInter, OpMerge, OpDup and OpSplit with Remote
+// set), so a restart
 // rebuilds them as it rebuilds Splits.
 
 // Root is the root's own argument in a Bcast on an intercommunicator.
@@ -428,4 +430,107 @@ func compareInter(c, d *Comm) int {
 		return Similar
 	}
 	return Unequal
+}
+
+// interAllgather gives every member of both groups every member's w-byte
+// contribution, in rank order: its own group's and the remote group's.
+// The three steps of interAgree, carrying whole lists.
+func (c *Comm) interAllgather(tag int, mine []byte) (local, remote []byte, err error) {
+	w, lw, rw := len(mine), c.members[0], c.inter.members[0]
+	local, remote = make([]byte, w*c.size), make([]byte, w*len(c.inter.members))
+	if c.rank != 0 {
+		if err := c.wsend(lw, tag, mine); err != nil {
+			return nil, nil, err
+		}
+		both := make([]byte, len(local)+len(remote))
+		if err := c.wrecv(lw, tag, both); err != nil {
+			return nil, nil, err
+		}
+		return both[:len(local)], both[len(local):], nil
+	}
+	copy(local, mine)
+	for r := 1; r < c.size; r++ {
+		if err := c.wrecv(c.members[r], tag, local[r*w:(r+1)*w]); err != nil {
+			return nil, nil, err
+		}
+	}
+	sr, err := c.cisendWorld(rw, tag, local)
+	if err != nil {
+		return nil, nil, err
+	}
+	rerr := c.wrecv(rw, tag, remote)
+	if _, err := sr.Wait(); err != nil {
+		return nil, nil, err
+	}
+	if rerr != nil {
+		return nil, nil, rerr
+	}
+	both := slices.Concat(local, remote)
+	for r := 1; r < c.size; r++ {
+		if err := c.wsend(c.members[r], tag, both); err != nil {
+			return nil, nil, err
+		}
+	}
+	return local, remote, nil
+}
+
+// interSplit is Split of an intercommunicator: the members of each group
+// giving the same color, ordered by key and then rank, make a new
+// intercommunicator with those of the other group giving that color; nil
+// for Undefined or when the other group has no member of the color.
+func (c *Comm) interSplit(color, key int) (*Comm, error) {
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	if color < 0 {
+		color = Undefined
+	}
+	want := LogEntry{Op: OpSplit, Parent: c.handle, Color: color, Key: key}
+	return c.p.create(want, "split", func(next uint64) (*Comm, error) {
+		mine := u64Bytes([]uint64{uint64(int64(color)), uint64(int64(key)), next})
+		lb, rb, err := c.interAllgather(c.nextTag(), mine)
+		if err != nil {
+			return nil, fmt.Errorf("mpi: split: exchange colors: %w", err)
+		}
+		l, r := bytesU64(lb), bytesU64(rb)
+		ctx := uint64(0)
+		for i := 2; i < len(l); i += 3 {
+			ctx = max(ctx, l[i])
+		}
+		for i := 2; i < len(r); i += 3 {
+			ctx = max(ctx, r[i])
+		}
+		e := want
+		e.Members, e.Remote = colored(l, c.members, color), colored(r, c.inter.members, color)
+		if color == Undefined || len(e.Remote) == 0 {
+			e.Members, e.Remote, e.NextCtx = nil, nil, ctx+2
+		} else {
+			e.Handle = ctx
+		}
+		return c.p.applyCreate(e), nil
+	})
+}
+
+// colored returns the world ranks of the members whose [color, key, next]
+// triples (in all) give color, ordered by key and then rank; nil for
+// Undefined.
+func colored(all []uint64, members []int, color int) []int {
+	if color == Undefined {
+		return nil
+	}
+	type member struct{ key, rank int }
+	var g []member
+	for r := range members {
+		if int(int64(all[3*r])) == color {
+			g = append(g, member{int(int64(all[3*r+1])), r})
+		}
+	}
+	slices.SortStableFunc(g, func(a, b member) int {
+		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.rank, b.rank))
+	})
+	out := make([]int, len(g))
+	for i, m := range g {
+		out[i] = members[m.rank]
+	}
+	return out
 }

@@ -93,6 +93,9 @@ func checkIntercomm(p *mpi.Proc, n int) error {
 	if err := intercommP2P(d, theirs); err != nil {
 		return fmt.Errorf("on the dup: %w", err)
 	}
+	if err := intercommSplit(ic, mine, theirs); err != nil {
+		return err
+	}
 	if err := intercommRefusals(ic); err != nil {
 		return err
 	}
@@ -204,7 +207,6 @@ func intercommRefusals(ic *mpi.Comm) error {
 	calls := map[string]func() error{
 		"allreduce": func() error { return mpi.Allreduce(ic, x, x, mpi.Sum) },
 		"gather":    func() error { return ic.Gather(make([]byte, 1), make([]byte, 8), 0) },
-		"split":     func() error { _, err := ic.Split(0, 0); return err },
 		"create":    func() error { _, err := ic.Create(ic.Group()); return err },
 		"cart":      func() error { _, err := ic.CartCreate([]int{ic.Size()}, []bool{false}); return err },
 		"scan":      func() error { return ic.Scan(make([]byte, 4), make([]byte, 4), mustRed(mpi.Sum, mpi.TypeInt32)) },
@@ -252,8 +254,8 @@ func TestIntercommRanks(t *testing.T) {
 	})
 }
 
-// TestIntercommRestart: intercommunicators made by IntercommCreate, Dup
-// and Merge come back with their handles at a restart, without any
+// TestIntercommRestart: communicators made by IntercommCreate, Dup, Merge
+// and Split of an intercommunicator come back with their handles at a restart, without any
 // communication, and carry a message sent before the checkpoint.
 func TestIntercommRestart(t *testing.T) {
 	const n = 4
@@ -270,7 +272,11 @@ func TestIntercommRestart(t *testing.T) {
 			return nil, err
 		}
 		m, err := ic.Merge(!low)
-		return []*mpi.Comm{ic, d, m}, err
+		if err != nil {
+			return nil, err
+		}
+		s, err := d.Split(0, -p.Rank())
+		return []*mpi.Comm{ic, d, m, s}, err
 	}
 	mpitest.Run(t, n, "tcp", func(p *mpi.Proc) error {
 		cs, err := create(p)
@@ -318,7 +324,7 @@ func TestIntercommRestart(t *testing.T) {
 		for _, c := range cs {
 			hs = append(hs, c.Handle())
 		}
-		if !slices.Equal(hs, handles[p.Rank()]) || !cs[0].IsInter() || !cs[1].IsInter() || cs[2].IsInter() {
+		if !slices.Equal(hs, handles[p.Rank()]) || !cs[0].IsInter() || !cs[1].IsInter() || cs[2].IsInter() || !cs[3].IsInter() {
 			return fmt.Errorf("replayed handles %v, saved %v", hs, handles[p.Rank()])
 		}
 		p.EndReplay()
@@ -331,7 +337,45 @@ func TestIntercommRestart(t *testing.T) {
 		if err := cs[0].Barrier(); err != nil {
 			return err
 		}
+		if err := cs[3].Barrier(); err != nil {
+			return err
+		}
 		x := []int32{1}
 		return mpi.Allreduce(cs[2], x, x, mpi.Sum)
 	})
+}
+
+// intercommSplit splits by local rank parity, keys reversing the order:
+// each part joins the other group's part of the same parity, or gets nil
+// when that part is empty; messages then go both ways.
+func intercommSplit(ic *mpi.Comm, mine, theirs []int) error {
+	color := ic.Rank() % 2
+	s, err := ic.Split(color, -ic.Rank())
+	if err != nil {
+		return fmt.Errorf("split: %w", err)
+	}
+	part := func(g []int) []int {
+		var out []int
+		for i := len(g) - 1; i >= 0; i-- {
+			if i%2 == color {
+				out = append(out, g[i])
+			}
+		}
+		return out
+	}
+	wantL, wantR := part(mine), part(theirs)
+	if len(wantR) == 0 {
+		if s != nil {
+			return fmt.Errorf("split: got a communicator with no remote part")
+		}
+		return nil
+	}
+	rg, err := s.RemoteGroup()
+	if err != nil || !s.IsInter() || !slices.Equal(s.Group().Members(), wantL) || !slices.Equal(rg.Members(), wantR) {
+		return fmt.Errorf("split: local %v remote %v, want %v %v (%v)", s.Group().Members(), rg.Members(), wantL, wantR, err)
+	}
+	if err := intercommP2P(s, wantR); err != nil {
+		return fmt.Errorf("on the split: %w", err)
+	}
+	return s.Free()
 }
