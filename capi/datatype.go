@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -141,11 +142,16 @@ var predefinedNames = map[uintptr]string{
 // datatype's name set by MPI_Type_set_name. A freed handle leaves the
 // table; what still uses its type (a pending request, a type built on
 // it) holds the *mpi.Datatype itself.
+//
+// A freed handle's number is given again, the smallest first, as MPICH
+// and Open MPI give a freed type's handle to the next type made (MPICH's
+// tests rely on it): handles stay a function of the calls made.
 var types = struct {
 	mu    sync.Mutex
 	m     map[uintptr]*ctype
 	names map[uintptr]string
 	next  uint64
+	freed []uint64
 }{m: map[uintptr]*ctype{}, names: map[uintptr]string{}}
 
 // ctypeOf returns the C datatype behind a handle, nil if there is none.
@@ -196,8 +202,16 @@ func cbufOf(p unsafe.Pointer, count C.int64_t, h C.uintptr_t) (mpi.Buf, C.int) {
 func newType(t *ctype) C.uintptr_t {
 	types.mu.Lock()
 	defer types.mu.Unlock()
-	types.next++
-	t.handle = handleOf(kindType, types.next)
+	id := types.next + 1
+	if n := len(types.freed); n > 0 {
+		i := slices.Index(types.freed, slices.Min(types.freed))
+		id = types.freed[i]
+		types.freed[i] = types.freed[n-1]
+		types.freed = types.freed[:n-1]
+	} else {
+		types.next = id
+	}
+	t.handle = handleOf(kindType, id)
 	types.m[t.handle] = t
 	return C.uintptr_t(t.handle)
 }
@@ -342,6 +356,7 @@ func gompi_go_type_free(h *C.uintptr_t) C.int {
 	}
 	delete(types.m, uintptr(*h))
 	delete(types.names, uintptr(*h))
+	types.freed = append(types.freed, uint64((uintptr(*h)-handleBase)>>4))
 	*h = datatypeNull
 	return 0
 }
@@ -588,3 +603,6 @@ func product(v []int) int {
 	}
 	return p
 }
+
+// cUintptr converts a handle for tests, which cannot name C types.
+type cUintptr = C.uintptr_t

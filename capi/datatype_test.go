@@ -160,3 +160,25 @@ func TestElements(t *testing.T) {
 		}
 	}
 }
+
+// A freed derived type's handle is given to the next type made, the
+// smallest freed first.
+func TestHandleReuse(t *testing.T) {
+	mk := func() uintptr { return uintptr(newType(&ctype{t: mpi.TypeInt32})) }
+	a, b, c := mk(), mk(), mk()
+	for _, h := range []uintptr{c, a} {
+		x := cUintptr(h)
+		if rc := gompi_go_type_free(&x); rc != 0 {
+			t.Fatalf("free %#x: %d", h, rc)
+		}
+	}
+	if got := mk(); got != a {
+		t.Errorf("after freeing %#x and %#x got %#x, want %#x", c, a, got, a)
+	}
+	if got := mk(); got != c {
+		t.Errorf("then %#x, want %#x", got, c)
+	}
+	if got := mk(); got <= c || got == b {
+		t.Errorf("then %#x, want a new handle", got)
+	}
+}
