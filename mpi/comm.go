@@ -116,7 +116,7 @@ func (c *Comm) check() error {
 		return err
 	}
 	if c.inter != nil {
-		return fmt.Errorf("mpi: communicator %d: %w (gompi has point-to-point, Barrier, Bcast, Merge, Dup, Split, Free and Compare on one)", c.handle, ErrInter)
+		return fmt.Errorf("mpi: communicator %d: %w (gompi has point-to-point, Barrier, Bcast, Merge, Dup, Split, Create, Free and Compare on one)", c.handle, ErrInter)
 	}
 	return nil
 }

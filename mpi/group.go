@@ -201,12 +201,15 @@ func (c *Comm) Compare(d *Comm) int {
 // collective over c. It is made as a Split (color: membership, key: rank
 // in g), so the creation log records it, and a restart rebuilds it, as a
 // Split.
+//
+// On an intercommunicator each group passes a subgroup of its own, and the
+// result joins the two (nil where either is empty), as a Split of it.
 func (c *Comm) Create(g Group) (*Comm, error) {
-	if err := c.check(); err != nil {
+	if err := c.live(); err != nil {
 		return nil, err
 	}
 	for _, w := range g.members {
-		if !c.hasWorld(w) {
+		if c.toComm != nil && c.toComm[w] < 0 {
 			return nil, fmt.Errorf("mpi: create: %w: world rank %d of the group is no member of communicator %d", ErrArg, w, c.handle)
 		}
 	}

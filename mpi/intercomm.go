@@ -19,9 +19,9 @@ import (
 //
 // What an intercommunicator has: point-to-point in every form, Barrier,
 // Ibarrier, Bcast and Ibcast (the root passes Root, the rest of its group
-// ProcNull), RemoteSize, RemoteGroup, IsInter, Merge, Dup, Split, Free
-// and Compare. Every other collective and constructor (Create,
-// topologies, Shrink, the reductions, gathers and scatters) fails with
+// ProcNull), RemoteSize, RemoteGroup, IsInter, Merge, Dup, Split, Create
+// (a Split), Free and Compare. Every other collective and constructor
+// (topologies, Shrink, the reductions, gathers and scatters) fails with
 // ErrInter: MPI defines them on intercommunicators, gompi does not run
 // them.
 //
