@@ -15,7 +15,10 @@ static int check(MPI_Comm comm, const char *fn) {
 }
 
 static int check_root(MPI_Comm comm, int root) {
-	int size;
+	int size, remote = gompi_comm_remote_size(comm);
+	if (remote > 0) /* an intercommunicator: the root names the remote group */
+		return root == MPI_ROOT || root == MPI_PROC_NULL || (root >= 0 && root < remote) ? MPI_SUCCESS
+												   : MPI_ERR_ROOT;
 	PMPI_Comm_size(comm, &size);
 	return root >= 0 && root < size ? MPI_SUCCESS : MPI_ERR_ROOT;
 }

@@ -132,9 +132,23 @@ func gompi_go_bcast(ch C.uintptr_t, p unsafe.Pointer, count C.int64_t, dh C.uint
 	if s.staged {
 		after = func() error { return s.unpack(nil, nil) }
 	}
-	return run(ch, req, func(c *mpi.Comm) error { return c.Bcast(s.b, int(root)) },
-		func(c *mpi.Comm) (*mpi.Request, error) { return c.Ibcast(s.b, int(root)) }, after)
+	at := rootIn(root)
+	return run(ch, req, func(c *mpi.Comm) error { return c.Bcast(s.b, at) },
+		func(c *mpi.Comm) (*mpi.Request, error) { return c.Ibcast(s.b, at) }, after)
 }
+
+// rootIn maps a C root argument to package mpi's: on an
+// intercommunicator MPI_ROOT and MPI_PROC_NULL differ (mpi.Root,
+// mpi.ProcNull).
+func rootIn(root C.int) int {
+	if root == rootABI {
+		return mpi.Root
+	}
+	return peerIn(root)
+}
+
+// rootABI is MPI_ROOT's value in the standard ABI.
+const rootABI = -4
 
 // The reductions gompi_go_reduce runs (coll.c's names).
 const (

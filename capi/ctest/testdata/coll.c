@@ -340,6 +340,24 @@ int main(int argc, char **argv)
 		derived(nb);
 	}
 	errors();
+	if (s >= 2) { /* Bcast on an intercommunicator: MPI_ROOT, MPI_PROC_NULL, a remote root */
+		MPI_Comm half, ic;
+		MPI_Request rq;
+		int low = r < s / 2, lr, v = -1;
+		MPI_Comm_split(MPI_COMM_WORLD, low, r, &half);
+		MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? s / 2 : 0, 7, &ic);
+		MPI_Comm_rank(half, &lr);
+		if (low)
+			v = lr == 0 ? 4242 : -1;
+		MPI_Bcast(&v, 1, MPI_INT, low ? (lr == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0, ic);
+		ct_out("intercomm bcast %d", v);
+		v = low ? -1 : 77 + (lr == 0);
+		MPI_Ibcast(&v, 1, MPI_INT, low ? 0 : (lr == 0 ? MPI_ROOT : MPI_PROC_NULL), ic, &rq);
+		MPI_Wait(&rq, MPI_STATUS_IGNORE);
+		ct_out("intercomm ibcast %d", v);
+		MPI_Comm_free(&ic);
+		MPI_Comm_free(&half);
+	}
 #if MPI_VERSION >= 4
 	{ /* the large-count forms */
 		int v[2] = {r, r + 1}, out[2], *all = malloc(2 * s * sizeof(int));
