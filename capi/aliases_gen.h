@@ -139,6 +139,7 @@
 #pragma weak MPI_Status_set_cancelled = PMPI_Status_set_cancelled
 #pragma weak MPI_Status_set_elements = PMPI_Status_set_elements
 #pragma weak MPI_Status_set_elements_c = PMPI_Status_set_elements_c
+#pragma weak MPI_Status_set_elements_x = PMPI_Status_set_elements_x
 #pragma weak MPI_Test_cancelled = PMPI_Test_cancelled
 #pragma weak MPI_Type_fromint = PMPI_Type_fromint
 #pragma weak MPI_Type_toint = PMPI_Type_toint

@@ -494,6 +494,11 @@ int PMPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Co
 	return MPI_SUCCESS;
 }
 
+/* The MPI-3 name of the large-count form. */
+int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) {
+	return PMPI_Status_set_elements_c(status, datatype, count);
+}
+
 /* ---- Address arithmetic and handle conversion ----------------------------------- */
 
 MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp) { return base + disp; }

@@ -261,7 +261,6 @@ GOMPI_STUB int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler e
 GOMPI_STUB int PMPI_Status_get_error(const MPI_Status *status, int *error) { return gompi_unsupported("MPI_Status_get_error"); }
 GOMPI_STUB int PMPI_Status_get_source(const MPI_Status *status, int *source) { return gompi_unsupported("MPI_Status_get_source"); }
 GOMPI_STUB int PMPI_Status_get_tag(const MPI_Status *status, int *tag) { return gompi_unsupported("MPI_Status_get_tag"); }
-GOMPI_STUB int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count) { return gompi_unsupported("MPI_Status_set_elements_x"); }
 GOMPI_STUB int PMPI_Status_set_error(MPI_Status *status, int error) { return gompi_unsupported("MPI_Status_set_error"); }
 GOMPI_STUB int PMPI_Status_set_source(MPI_Status *status, int source) { return gompi_unsupported("MPI_Status_set_source"); }
 GOMPI_STUB int PMPI_Status_set_tag(MPI_Status *status, int tag) { return gompi_unsupported("MPI_Status_set_tag"); }
@@ -866,8 +865,6 @@ GOMPI_STUB int PMPI_Win_wait(MPI_Win win) { return gompi_unsupported("MPI_Win_wa
 #pragma weak gompi_stub_MPI_Status_get_source = PMPI_Status_get_source
 #pragma weak MPI_Status_get_tag = PMPI_Status_get_tag
 #pragma weak gompi_stub_MPI_Status_get_tag = PMPI_Status_get_tag
-#pragma weak MPI_Status_set_elements_x = PMPI_Status_set_elements_x
-#pragma weak gompi_stub_MPI_Status_set_elements_x = PMPI_Status_set_elements_x
 #pragma weak MPI_Status_set_error = PMPI_Status_set_error
 #pragma weak gompi_stub_MPI_Status_set_error = PMPI_Status_set_error
 #pragma weak MPI_Status_set_source = PMPI_Status_set_source

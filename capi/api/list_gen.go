@@ -908,6 +908,7 @@ var implemented = []string{
 	"MPI_Status_set_cancelled",
 	"MPI_Status_set_elements",
 	"MPI_Status_set_elements_c",
+	"MPI_Status_set_elements_x",
 	"MPI_Test",
 	"MPI_Test_cancelled",
 	"MPI_Testall",
