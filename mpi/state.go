@@ -141,11 +141,14 @@ func sortedHandles[V any](m map[uint64]V) []uint64 {
 	return out
 }
 
-func (st *savedState) encode() []byte {
+func (st *savedState) encode() []byte { return st.encodeAs(stateVersion) }
+
+// encodeAs writes version's encoding (tests write version 1 with it).
+func (st *savedState) encodeAs(version uint64) []byte {
 	b := []byte(stateMagic)
 	u := func(v uint64) { b = binary.AppendUvarint(b, v) }
 	s := func(v int64) { b = binary.AppendVarint(b, v) }
-	u(stateVersion)
+	u(version)
 	u(uint64(st.rank))
 	u(uint64(st.size))
 	u(st.nextCtx)
@@ -157,7 +160,11 @@ func (st *savedState) encode() []byte {
 		s(int64(e.Key))
 		u(e.Handle)
 		u(e.NextCtx)
-		for _, list := range [][]int{e.Members, e.Remote} {
+		lists := [][]int{e.Members, e.Remote}
+		if version < 2 {
+			lists = lists[:1]
+		}
+		for _, list := range lists {
 			u(uint64(len(list)))
 			for _, m := range list {
 				u(uint64(m))
@@ -286,8 +293,11 @@ func decodeState(b []byte) (*savedState, error) {
 		return nil, fmt.Errorf("%w: checksum mismatch (corrupt or truncated)", ErrState)
 	}
 	d := &decoder{b: body[len(stateMagic):]}
-	if v := d.u(); d.err == nil && v != stateVersion {
-		return nil, fmt.Errorf("%w: version %d, this library reads version %d", ErrState, v, stateVersion)
+	// Version 1 (before intercommunicators) has no remote lists: its
+	// snapshots still restart.
+	version := d.u()
+	if d.err == nil && (version < 1 || version > stateVersion) {
+		return nil, fmt.Errorf("%w: version %d, this library reads versions 1 to %d", ErrState, version, stateVersion)
 	}
 	st := &savedState{}
 	rank, size := d.u(), d.u()
@@ -303,7 +313,9 @@ func decodeState(b []byte) (*savedState, error) {
 			d.fail("creation log entry %d: unknown operation %d", i, e.Op)
 		}
 		e.Members = d.ranks("member", st.size)
-		e.Remote = d.ranks("remote member", st.size)
+		if version >= 2 {
+			e.Remote = d.ranks("remote member", st.size)
+		}
 		st.log = append(st.log, e)
 	}
 	n = d.count("collective counts")

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"log/slog"
+	"reflect"
+	"slices"
 	"testing"
 
 	"gompi/frameworks"
@@ -88,6 +90,24 @@ func TestStateEncodeDecode(t *testing.T) {
 		if _, err := decodeState(tt.mut(bytes.Clone(b))); err == nil {
 			t.Errorf("%s: decoded", tt.name)
 		}
+	}
+}
+
+// TestStateVersion1 reads a snapshot written before intercommunicators
+// (version 1: no remote lists), as one a user kept would be.
+func TestStateVersion1(t *testing.T) {
+	want := &savedState{rank: 1, size: 2, nextCtx: 6,
+		log:  []LogEntry{{Op: OpSplit, Parent: 0, Color: 3, Key: -1, Handle: 4, NextCtx: 6, Members: []int{0, 1}}},
+		sent: []uint64{1, 2}, recvd: []uint64{3, 4}}
+	got, err := decodeState(want.encodeAs(1))
+	if err != nil {
+		t.Fatalf("version 1: %v", err)
+	}
+	if !reflect.DeepEqual(got.log, want.log) || got.nextCtx != 6 || !slices.Equal(got.recvd, want.recvd) {
+		t.Fatalf("version 1 decoded as %+v, want %+v", got, want)
+	}
+	if v2, err := decodeState(want.encode()); err != nil || !reflect.DeepEqual(v2.log, got.log) {
+		t.Fatalf("version 2 of the same state: %+v, %v", v2, err)
 	}
 }
 
