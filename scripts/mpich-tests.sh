@@ -9,7 +9,9 @@
 # errhan attr topo are built (a test that does not compile counts as
 # "nobuild") and run one at a time at <= 4 ranks, each bounded at 60 s.
 # Variants of a test for MPICH's own control variables (env=MPIR_CVAR_...)
-# and tests of non-standard behaviour (strict=false) are left out.
+# and tests of non-standard behaviour (strict=false) are left out, and of
+# the datatype-pool variants (testlist.dtp) one run per test and element
+# type is kept.
 #
 # With gompi a test is applicable only when every MPI_ function its binary
 # leaves undefined (nm -u) is listed by `gompi-info --c-api`; the others
@@ -30,7 +32,7 @@
 #   -p PREFIX  gompi's C prefix (default $GOMPI_C_PREFIX, else
 #              scripts/build-c.sh into .local/gompi-c)
 #   -a         the long run: every test at every rank count it lists, the
-#              MPICH variants left out above included
+#              MPICH variants and datatype-pool runs left out above included
 #   -t         try every test on gompi, whatever gompi-info --c-api lists
 #              (to find what passes before it lists it)
 #   -e FILE    the expected-pass list to enforce
@@ -139,6 +141,13 @@ tests() {
 		/^[ \t]*#/ || NF < 2 { next }
 		$2 !~ /^[0-9]+$/ || $2 > maxnp { next }
 		!all && (/env=MPIR_/ || /strict=false/) { next }
+		# testlist.dtp repeats a test over datatype pools and counts (24
+		# runs of pingping): short of -a, one run per test and element type
+		!all && FILENAME ~ /\.dtp$/ {
+			type = ""
+			for (i = 3; i <= NF; i++) if ($i ~ /^arg=-type=/) type = $i
+			if (seen[$1, $2, type]++) next
+		}
 		{ print }'
 }
 # missing BINARY: the MPI functions BINARY needs that the MPI lacks.
