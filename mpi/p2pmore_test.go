@@ -104,6 +104,49 @@ func TestSsend(t *testing.T) {
 	})
 }
 
+// TestSsendLarge: a synchronous send large enough to be read straight
+// into a receive posted before it arrived (the direct path, 32 KiB and
+// up) completes, and the receive sees the user's tag. The receive is
+// posted before a barrier the sender passes first; another is left to
+// match from the unexpected queue.
+func TestSsendLarge(t *testing.T) {
+	mpitest.Run(t, 2, "tcp", func(p *mpi.Proc) error {
+		w := p.World()
+		const n = 1 << 20
+		if w.Rank() == 0 {
+			if err := w.Barrier(); err != nil {
+				return err
+			}
+			for _, tag := range []int{3, 4} {
+				if err := w.Ssend(bytes.Repeat([]byte{byte(tag)}, n), 1, tag); err != nil {
+					return fmt.Errorf("ssend tag %d: %w", tag, err)
+				}
+			}
+			return nil
+		}
+		buf := make([]byte, n)
+		r, err := w.Irecv(buf, 0, 3)
+		if err != nil {
+			return err
+		}
+		if err := w.Barrier(); err != nil {
+			return err
+		}
+		for _, tag := range []int{3, 4} {
+			var st mpi.Status
+			if tag == 3 {
+				st, err = r.Wait()
+			} else {
+				st, err = w.Recv(buf, 0, 4)
+			}
+			if err != nil || st.Tag != tag || st.Count != n || buf[n-1] != byte(tag) {
+				return fmt.Errorf("receive tag %d: status %+v, last byte %d, %v", tag, st, buf[n-1], err)
+			}
+		}
+		return nil
+	})
+}
+
 func TestBsend(t *testing.T) {
 	mpitest.Run(t, 2, "tcp", func(p *mpi.Proc) error {
 		w := p.World()

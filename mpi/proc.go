@@ -787,10 +787,16 @@ func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
 			return err
 		}
 		p.received(src, h, n)
-		st := Status{Source: r.comm.commRank(src), Tag: int(h.tag), Count: n}
+		// A synchronous send waits for the ack as fillRecv sends it.
+		tag := int(h.tag)
+		if plain := r.cs.plainTag(tag); plain != tag {
+			r.comm.matchedSync(src, tag)
+			tag = plain
+		}
+		st := Status{Source: r.comm.commRank(src), Tag: tag, Count: n}
 		var terr error
 		if k < n {
-			terr = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, h.tag, ErrTruncate, n, len(r.buf))
+			terr = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, tag, ErrTruncate, n, len(r.buf))
 		}
 		r.complete(st, terr)
 		runtime.Gosched()
