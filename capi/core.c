@@ -115,9 +115,15 @@ int PMPI_Comm_size(MPI_Comm comm, int *size) {
 
 /* ---- Error handlers --------------------------------------------------------- */
 
-enum { ERRHANDLERS = 1024 };
-static MPI_Comm_errhandler_function *errhandlers[ERRHANDLERS];
+/* User error handlers by creation number, in chunks that never move (a
+ * handler runs without the lock) and are made as needed: a handle names
+ * one handler for good, and programs create and free thousands (MPICH's
+ * commcall: 2000). */
+enum { EH_CHUNK = 1024, EH_CHUNKS = 4096 };
+static MPI_Comm_errhandler_function **eh_chunks[EH_CHUNKS];
 static int nerrhandlers;
+
+static MPI_Comm_errhandler_function *eh_at(uintptr_t id) { return eh_chunks[id / EH_CHUNK][id % EH_CHUNK]; }
 
 static const char *class_strings[] = {
 	[MPI_SUCCESS] = "no error",
@@ -265,7 +271,7 @@ int gompi_raise(MPI_Errhandler eh, void *obj, int code, const char *fn) {
 	uintptr_t h = (uintptr_t)eh;
 	if (h >= GOMPI_HANDLE_BASE && GOMPI_HANDLE_KIND(h) == GOMPI_KIND_ERRHANDLER &&
 	    GOMPI_HANDLE_ID(h) < (uintptr_t)nerrhandlers) {
-		errhandlers[GOMPI_HANDLE_ID(h)]((MPI_Comm *)obj, &code);
+		eh_at(GOMPI_HANDLE_ID(h))((MPI_Comm *)obj, &code);
 		return code;
 	}
 	char msg[MPI_MAX_ERROR_STRING + 256];
@@ -303,9 +309,14 @@ int gompi_check_init(const char *fn) {
  * object it is called with is the caller's to match). */
 int gompi_errhandler_create(void *fn, MPI_Errhandler *errhandler) {
 	pthread_mutex_lock(&comms_mu);
-	int ok = nerrhandlers < ERRHANDLERS;
+	int chunk = nerrhandlers / EH_CHUNK;
+	int ok = chunk < EH_CHUNKS;
+	if (ok && eh_chunks[chunk] == NULL) {
+		eh_chunks[chunk] = calloc(EH_CHUNK, sizeof *eh_chunks[chunk]);
+		ok = eh_chunks[chunk] != NULL;
+	}
 	if (ok) {
-		errhandlers[nerrhandlers] = (MPI_Comm_errhandler_function *)fn;
+		eh_chunks[chunk][nerrhandlers % EH_CHUNK] = (MPI_Comm_errhandler_function *)fn;
 		*errhandler = (MPI_Errhandler)GOMPI_HANDLE(GOMPI_KIND_ERRHANDLER, nerrhandlers);
 		nerrhandlers++;
 	}
