@@ -26,7 +26,7 @@
 # or the script exits 1: CI runs it so with gompi and
 # capi/ctest/testdata/mpich-expected-pass.
 #
-#   bash scripts/mpich-tests.sh [-m openmpi|gompi] [-p PREFIX] [-a] [-t] [-e FILE] [-o OUT] [-d DIRS]
+#   bash scripts/mpich-tests.sh [-m openmpi|gompi] [-p PREFIX] [-a] [-t] [-j N] [-e FILE] [-o OUT] [-d DIRS]
 #
 #   -m MPI     openmpi (default) or gompi
 #   -p PREFIX  gompi's C prefix (default $GOMPI_C_PREFIX, else
@@ -35,19 +35,23 @@
 #              MPICH variants and datatype-pool runs left out above included
 #   -t         try every test on gompi, whatever gompi-info --c-api lists
 #              (to find what passes before it lists it)
+#   -j N       run N tests at a time (default 1; CI runs 2: most tests
+#              wait more than they compute, and one at a time the nine
+#              folders take about half an hour)
 #   -e FILE    the expected-pass list to enforce
 #   -o OUT     where results.txt goes (default a new folder under /tmp)
 #   -d DIRS    the folders to run (comma-separated; default the nine above)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
-mpi=openmpi prefix=${GOMPI_C_PREFIX:-} all=0 try=0 expected="" out="" dirs="pt2pt,coll,comm,group,datatype,init,errhan,attr,topo"
-while getopts "m:p:ate:o:d:" opt; do
+mpi=openmpi prefix=${GOMPI_C_PREFIX:-} all=0 try=0 jobs=1 expected="" out="" dirs="pt2pt,coll,comm,group,datatype,init,errhan,attr,topo"
+while getopts "m:p:atj:e:o:d:" opt; do
 	case $opt in
 	m) mpi=$OPTARG ;;
 	p) prefix=$OPTARG ;;
 	a) all=1 ;;
 	t) try=1 ;;
+	j) jobs=$OPTARG ;;
 	e) expected=$(realpath "$OPTARG") ;;
 	o) out=$OPTARG ;;
 	d) dirs=$OPTARG ;;
@@ -155,10 +159,11 @@ missing() {
 	[ -n "$api" ] || return 0
 	nm -u -D "$1" 2>/dev/null | awk '{ print $NF }' | sed 's/@.*//; s/^P//' | { grep -E '^MPI_' || true; } | sort -u | comm -23 - "$api"
 }
-# run_one DIR NAME NP OPTS...: prints the result word.
+# run_one LOG DIR NAME NP OPTS...: prints the result word; the job's
+# output goes to LOG.out and LOG.err.
 run_one() {
-	local d=$1 name=$2 np=$3 args=() envs=() result="" o rc=0 bound=$pertest
-	shift 3
+	local log=$1 d=$2 name=$3 np=$4 args=() envs=() result="" o rc=0 bound=$pertest
+	shift 4
 	for o in "$@"; do
 		case $o in
 		arg=*) args+=("${o#arg=}") ;;
@@ -171,16 +176,16 @@ run_one() {
 	[ -x "$build/$d/$name" ] || { echo NOBUILD; return; }
 	if [ -n "$(missing "$build/$d/$name")" ]; then echo N/A; return; fi
 	(cd "$build/$d" && env "${envs[@]}" timeout -k 10 "$bound" "${launch[@]}" "$np" "./$name" "${args[@]}" \
-		>"$out/last.out" 2>"$out/last.err" </dev/null) || rc=$?
-	[ $rc -ne 124 ] || echo "(timed out after ${bound}s)" >>"$out/last.err"
+		>"$log.out" 2>"$log.err" </dev/null) || rc=$?
+	[ $rc -ne 124 ] || echo "(timed out after ${bound}s)" >>"$log.err"
 	# As MPICH's runtests: these tests pass when the job's status is not 0
 	# (an exit status, a fatal error, a time limit passed on to it).
 	case $result in
 	TestErrFatal | TestStatus) [ $rc -ne 0 ] && echo PASS || echo FAIL ;;
-	TestStatusNoErrors) [ $rc -ne 0 ] && grep -qE '^\s*No [Ee]rrors\s*$' "$out/last.out" && echo PASS || echo FAIL ;;
+	TestStatusNoErrors) [ $rc -ne 0 ] && grep -qE '^\s*No [Ee]rrors\s*$' "$log.out" && echo PASS || echo FAIL ;;
 	*)
-		if [ $rc -eq 0 ] && grep -qE '^\s*No [Ee]rrors\s*$' "$out/last.out" &&
-			! grep -vqE '^\s*(No [Ee]rrors|Test Passed)?\s*$' "$out/last.out"; then
+		if [ $rc -eq 0 ] && grep -qE '^\s*No [Ee]rrors\s*$' "$log.out" &&
+			! grep -vqE '^\s*(No [Ee]rrors|Test Passed)?\s*$' "$log.out"; then
 			echo PASS
 		else
 			echo FAIL
@@ -189,21 +194,43 @@ run_one() {
 	esac
 }
 
-: >"$out/results.txt"
+# record N DIR NAME NP OPTS...: runs test N of the lists and writes its
+# result line ("WORD    dir/name np args") to runs/N.res, and on a
+# failure the end of its output to runs/N.fail.
+record() {
+	local n=$1 d=$2 name=$3 np=$4 res key
+	shift 4
+	res=$(run_one "$out/runs/$n" "$d" "$name" "$np" "$@")
+	key="$d/$name $np $(printf '%s\n' "$@" | { grep '^arg=' || true; } | tr '\n' ' ' | sed 's/ $//')"
+	key=${key% }
+	printf '%-7s %s\n' "$res" "$key" >"$out/runs/$n.res"
+	if [ "$res" = FAIL ]; then
+		{
+			echo "== $key"
+			tail -n 5 "$out/runs/$n.out" "$out/runs/$n.err" | sed 's/^/    /'
+		} >"$out/runs/$n.fail"
+	fi
+	cat "$out/runs/$n.res"
+}
+
+# Up to $jobs tests at a time; results are gathered in the lists' order.
+rm -rf "$out/runs"
+mkdir -p "$out/runs"
+n=0
 for d in "${dirlist[@]}"; do
 	while read -r name np opts; do
+		while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+		n=$((n + 1))
 		# shellcheck disable=SC2086 # opts are the list's words
-		res=$(run_one "$d" "$name" "$np" $opts)
-		key="$d/$name $np $(tr ' ' '\n' <<<"$opts" | { grep '^arg=' || true; } | tr '\n' ' ' | sed 's/ $//')"
-		key=${key% }
-		printf '%-7s %s\n' "$res" "$key" | tee -a "$out/results.txt"
-		if [ "$res" = FAIL ]; then
-			{
-				echo "== $key"
-				tail -n 5 "$out/last.out" "$out/last.err" | sed 's/^/    /'
-			} >>"$out/failures.txt"
-		fi
+		record "$n" "$d" "$name" "$np" $opts &
 	done < <(tests "$d")
+done
+wait
+: >"$out/results.txt"
+: >"$out/failures.txt"
+for ((i = 1; i <= n; i++)); do
+	cat "$out/runs/$i.res" >>"$out/results.txt"
+	[ ! -f "$out/runs/$i.fail" ] || cat "$out/runs/$i.fail" >>"$out/failures.txt"
 done
 
 echo
