@@ -141,7 +141,10 @@ done
 # tests DIR: the lines of DIR's test lists to run, "name np opts..."
 tests() {
 	local d=$1
-	cat "$build/$d/testlist" "$build/$d"/testlist.dtp 2>/dev/null | awk -v all="$all" -v maxnp="$maxnp" '
+	local lists=("$build/$d/testlist")
+	[ ! -f "$build/$d/testlist.dtp" ] || lists+=("$build/$d/testlist.dtp")
+	# the files themselves, not a pipe: the pool runs are told by FILENAME
+	awk -v all="$all" -v maxnp="$maxnp" '
 		/^[ \t]*#/ || NF < 2 { next }
 		$2 !~ /^[0-9]+$/ || $2 > maxnp { next }
 		!all && (/env=MPIR_/ || /strict=false/) { next }
@@ -152,7 +155,7 @@ tests() {
 			for (i = 3; i <= NF; i++) if ($i ~ /^arg=-type=/) type = $i
 			if (seen[$1, $2, type]++) next
 		}
-		{ print }'
+		{ print }' "${lists[@]}"
 }
 # missing BINARY: the MPI functions BINARY needs that the MPI lacks.
 missing() {
