@@ -45,6 +45,11 @@ type Comm struct {
 	// nil on an intracommunicator. Then members, rank and size are the
 	// local group's, and point-to-point ranks name the remote group.
 	inter *remoteGroup
+
+	// ackMu guards acked: how many of the failures GetFailed lists the
+	// application acknowledged (AckFailed; ft.go).
+	ackMu sync.Mutex
+	acked int
 }
 
 // newComm builds the local object of a communicator whose members (world

@@ -11,6 +11,18 @@ import (
 // names the rank; RankOf recovers it.
 var ErrProcFailed = errors.New("process failed")
 
+// ErrRevoked is wrapped by operations on a communicator that was revoked
+// (Comm.Revoke, by this process or any other member): every pending and
+// later operation on it fails, except Shrink, Agree and the failure
+// queries, so every member reaches its recovery code.
+var ErrRevoked = errors.New("communicator revoked")
+
+// ErrProcFailedPending is wrapped by Wait and Test of a non-blocking
+// AnySource receive while a member of its communicator has failed and the
+// application has not acknowledged it (Comm.AckFailed): the receive stays
+// active and may still complete (ULFM's MPI_ERR_PROC_FAILED_PENDING).
+var ErrProcFailedPending = errors.New("process failed, receive pending")
+
 // ErrTruncate is wrapped when a message is longer than the receive buffer;
 // the buffer holds the first bytes, Status.Count the message's length.
 var ErrTruncate = errors.New("message truncated")

@@ -75,6 +75,7 @@ type Proc struct {
 	spinOK   atomic.Bool  // waiters poll too: GOMAXPROCS > 1 and a processor for each (see waitSpin)
 	activeNB atomic.Int32 // non-blocking collectives in flight
 	nFailed  atomic.Int32
+	fails    failLog // the failed ranks in the order learned (ft.go)
 
 	drainMu sync.Mutex
 	drains  []*drainWait
@@ -828,6 +829,7 @@ func (p *Proc) failPeer(rank int, cause error) {
 		return
 	}
 	p.nFailed.Add(1)
+	p.fails.add(rank)
 	if !p.finalizing.Load() && !p.isStopped() {
 		p.log.Warn("peer failed", "peer", rank, "err", cause)
 	}
