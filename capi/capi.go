@@ -17,9 +17,11 @@
 // runs again the same way sees the same handles (see gompi.h). A C handle
 // never becomes a Go pointer: Go sees it as a uintptr.
 //
-// Waits entered from C poll their request, yielding, before they park: a
-// Go function called from C that blocks parks a locked OS thread, whose
-// wake-up costs tens of microseconds.
+// Waits entered from C poll their request from C, yielding the processor
+// between looks, before they park in Go (p2p.c's gompi_wait_request): a Go
+// function called from C that blocks parks a locked OS thread, whose
+// wake-up costs tens of microseconds, and a locked goroutine that polls
+// in Go hands its processor off at every yield.
 package capi
 
 /*
@@ -34,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -106,6 +109,16 @@ func gompi_go_init(required C.int, provided *C.int) C.int {
 	if err := mpi.Init(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "gompi: MPI_Init:", err)
 		return code(err)
+	}
+	// A C thread in the library holds a Go processor, and keeps it, idle
+	// and unavailable, while it runs C between calls (as a system call
+	// does until the scheduler retakes it, 20 µs to 10 ms later). The
+	// launcher gives a rank that fills its share of a node one processor
+	// (plm_base_gomaxprocs): in a C program that one would be the C
+	// thread's, and the reader goroutines that take messages off the
+	// transports would wait for it. One more is theirs.
+	if runtime.GOMAXPROCS(0) < 2 {
+		runtime.GOMAXPROCS(2)
 	}
 	w := mpi.World()
 	self, err := w.Split(w.Rank(), 0)

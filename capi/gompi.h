@@ -46,6 +46,9 @@ extern int gompi_lastusedcode;
 int gompi_error(MPI_Comm comm, int code, const char *fn);
 int gompi_unsupported(const char *fn);
 int gompi_check_init(const char *fn);
+/* gompi_wait_request completes the request *h as MPI_Wait does (p2p.c):
+ * polling from C, then parked in Go. */
+int gompi_wait_request(uintptr_t *h, MPI_Status *st);
 /* gompi_raise applies error handler eh (of any object kind) to code; obj
  * points to the object's handle, which a user handler is given. */
 int gompi_raise(MPI_Errhandler eh, void *obj, int code, const char *fn);

@@ -4,6 +4,39 @@
  */
 #include "_cgo_export.h"
 #include "gompi.h"
+#include <sched.h>
+#include <time.h>
+
+/* ---- Waiting --------------------------------------------------------------- */
+
+/* How long a wait entered from C polls before it parks in Go. The reader
+ * goroutines that complete requests run on another thread; a request
+ * tested from C, the thread yielding between looks, is seen complete as
+ * soon as they are done, where a thread parked in Go takes a futex
+ * wake-up and a hand-off of its Go processor (tens of µs) to go on. */
+#define POLL_NS 50000
+
+static int64_t now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* gompi_wait_request completes the request *h: polled for up to POLL_NS, then
+ * waited for in Go. */
+int gompi_wait_request(uintptr_t *h, MPI_Status *st) {
+	int64_t end = 0;
+	for (;;) {
+		int flag, rc = gompi_go_test(h, &flag, st);
+		if (flag) return rc;
+		int64_t t = now_ns();
+		if (end == 0)
+			end = t + POLL_NS;
+		else if (t > end)
+			return gompi_go_wait(h, st);
+		sched_yield();
+	}
+}
 
 /* check_buf checks a (count, datatype) buffer description; the datatype
  * itself is Go's to know (datatype.go). */
@@ -36,7 +69,13 @@ static int send_mode(const void *buf, MPI_Count count, MPI_Datatype t, int dest,
 	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, dest, 0)) || (rc = check_tag(tag, 0)))
 		return gompi_error(comm, rc, fn);
 	if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-	return gompi_error(comm, gompi_go_send((uintptr_t)comm, (void *)buf, count, (uintptr_t)t, dest, tag, mode), fn);
+	if (mode == STANDARD || mode == BUFFERED)
+		return gompi_error(comm, gompi_go_send((uintptr_t)comm, (void *)buf, count, (uintptr_t)t, dest, tag, mode), fn);
+	/* the modes that wait for the receiver: waited for as MPI_Wait does */
+	uintptr_t h;
+	if ((rc = gompi_go_isend((uintptr_t)comm, (void *)buf, count, (uintptr_t)t, dest, tag, mode, &h)) == MPI_SUCCESS)
+		rc = gompi_wait_request(&h, MPI_STATUS_IGNORE);
+	return gompi_error(comm, rc, fn);
 }
 
 static int send(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, const char *fn) {
@@ -83,7 +122,9 @@ static int recv(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MP
 		gompi_status_set(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, 0);
 		return MPI_SUCCESS;
 	}
-	rc = gompi_go_recv((uintptr_t)comm, buf, count, (uintptr_t)t, src, tag, st);
+	uintptr_t h;
+	if ((rc = gompi_go_irecv((uintptr_t)comm, buf, count, (uintptr_t)t, src, tag, &h)) == MPI_SUCCESS)
+		rc = gompi_wait_request(&h, st);
 	if (rc != MPI_SUCCESS && st != MPI_STATUS_IGNORE) st->MPI_ERROR = rc;
 	return gompi_error(comm, rc, fn);
 }
@@ -179,7 +220,7 @@ static int known_request(MPI_Request r) {
 int PMPI_Wait(MPI_Request *request, MPI_Status *status) {
 	if (!known_request(*request)) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Wait");
 	uintptr_t h = (uintptr_t)*request;
-	int rc = gompi_go_wait(&h, status);
+	int rc = gompi_wait_request(&h, status);
 	*request = (MPI_Request)h;
 	if (rc != MPI_SUCCESS && status != MPI_STATUS_IGNORE) status->MPI_ERROR = rc;
 	return gompi_error(MPI_COMM_SELF, rc, "MPI_Wait");
@@ -201,7 +242,7 @@ int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of
 		MPI_Status s, *sp = array_of_statuses == MPI_STATUSES_IGNORE ? &s : &array_of_statuses[i];
 		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Waitall");
 		uintptr_t h = (uintptr_t)array_of_requests[i];
-		int rc = gompi_go_wait(&h, sp);
+		int rc = gompi_wait_request(&h, sp);
 		array_of_requests[i] = (MPI_Request)h;
 		sp->MPI_ERROR = rc;
 		failed |= rc != MPI_SUCCESS;
@@ -228,7 +269,10 @@ int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Stat
 int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status) {
 	for (int i = 0; i < count; i++)
 		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Waitany");
-	int rc = gompi_go_waitany(count, (uintptr_t *)array_of_requests, index, status);
+	int flag, rc;
+	for (int64_t end = now_ns() + POLL_NS; now_ns() < end; sched_yield())
+		if ((rc = PMPI_Testany(count, array_of_requests, index, &flag, status)) != MPI_SUCCESS || flag) return rc;
+	rc = gompi_go_waitany(count, (uintptr_t *)array_of_requests, index, status);
 	return gompi_error(MPI_COMM_SELF, rc, "MPI_Waitany");
 }
 

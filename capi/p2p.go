@@ -6,8 +6,6 @@ package capi
 import "C"
 
 import (
-	"runtime"
-	"time"
 	"unsafe"
 
 	"gompi/mpi"
@@ -29,9 +27,6 @@ func (q *creq) current() *mpi.Request {
 	}
 	return q.r
 }
-
-// pollFor is how long a wait entered from C polls before it parks.
-const pollFor = 50 * time.Microsecond
 
 func tagIn(t C.int) int {
 	if t == anyTagABI {
@@ -91,8 +86,9 @@ func isendMode(c *mpi.Comm, b mpi.Buf, dest, tag int, mode C.int) (*mpi.Request,
 	return c.IsendBuf(b, dest, tag)
 }
 
-// gompi_go_send sends count elements of datatype dt in a mode: standard,
-// synchronous, ready or buffered.
+// gompi_go_send sends count elements of datatype dt in standard or
+// buffered mode (the modes that wait for the receiver start with
+// gompi_go_isend and are waited for from C).
 //
 //export gompi_go_send
 func gompi_go_send(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t, dest, tag, mode C.int) C.int {
@@ -100,35 +96,11 @@ func gompi_go_send(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uin
 	if rc != 0 {
 		return rc
 	}
-	switch mode {
-	case modeStandard:
-		return code(c.SendBuf(b, peerIn(dest), int(tag)))
-	case modeBuffered:
+	if mode == modeBuffered {
 		_, err := c.IbsendBuf(b, peerIn(dest), int(tag)) // complete at once
 		return bsendCode(err)
 	}
-	r, err := isendMode(c, b, peerIn(dest), int(tag), mode)
-	if err == nil {
-		_, err = wait(r)
-	}
-	return code(err)
-}
-
-//export gompi_go_recv
-func gompi_go_recv(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t, src, tag C.int, st *C.MPI_Status) C.int {
-	c, b, rc := commBuf(ch, buf, count, dt)
-	if rc != 0 {
-		return rc
-	}
-	r, err := c.IrecvBuf(b, peerIn(src), tagIn(tag))
-	if err != nil {
-		return code(err)
-	}
-	s, err := wait(r)
-	if err == nil || s.Count > 0 {
-		setStatus(st, s)
-	}
-	return code(err)
+	return code(c.SendBuf(b, peerIn(dest), int(tag)))
 }
 
 // commBuf resolves the communicator and the buffer description most
@@ -140,20 +112,6 @@ func commBuf(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t
 	}
 	b, rc := cbufOf(buf, count, dt)
 	return c, b, rc
-}
-
-// wait polls r, yielding, for up to pollFor, then parks on it.
-func wait(r *mpi.Request) (mpi.Status, error) {
-	deadline := time.Now().Add(pollFor)
-	for {
-		if s, done, err := r.Test(); done {
-			return s, err
-		}
-		if time.Now().After(deadline) {
-			return r.Wait()
-		}
-		runtime.Gosched()
-	}
 }
 
 // newRequest files r and returns its handle: a creation sequence number.
@@ -283,7 +241,7 @@ func gompi_go_wait(req *C.uintptr_t, st *C.MPI_Status) C.int {
 	var s mpi.Status
 	var err error
 	if r != nil {
-		s, err = wait(r)
+		s, err = r.Wait()
 	}
 	return finish(req, q, s, err, st)
 }
@@ -373,27 +331,10 @@ func gompi_go_waitany(n C.int, reqs *C.uintptr_t, index *C.int, st *C.MPI_Status
 		setEmptyStatus(st)
 		return 0
 	}
-	i, s, err := waitany(rs)
+	i, s, err := mpi.Waitany(rs)
 	*index = C.int(i)
 	q, _ := request(hs[i])
 	return finish(&hs[i], q, s, err, st)
-}
-
-// waitany polls rs for up to pollFor, then parks in mpi.Waitany.
-func waitany(rs []*mpi.Request) (int, mpi.Status, error) {
-	deadline := time.Now().Add(pollFor)
-	for time.Now().Before(deadline) {
-		for i, r := range rs {
-			if r == nil {
-				continue
-			}
-			if s, done, err := r.Test(); done {
-				return i, s, err
-			}
-		}
-		runtime.Gosched()
-	}
-	return mpi.Waitany(rs)
 }
 
 // gompi_go_request_free frees a request's handle. The operation goes on;

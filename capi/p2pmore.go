@@ -218,7 +218,7 @@ func gompi_go_sendrecv_replace(ch C.uintptr_t, buf unsafe.Pointer, count C.int64
 	if err := c.Send(out, peerIn(dest), int(stag)); err != nil {
 		return code(err)
 	}
-	s, err := wait(r)
+	s, err := r.Wait()
 	if err == nil || s.Count > 0 {
 		setStatus(st, s)
 	}
