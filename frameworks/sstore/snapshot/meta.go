@@ -587,3 +587,11 @@ func parseChecksum(s string) (uint32, error) {
 	}
 	return uint32(v), nil
 }
+
+// Filters a file's bytes may have passed through before compression (the
+// File record's filter field): a byte shuffle for elements of 4 or 8
+// bytes, in blocks of 1 MiB (package compress implements them).
+const (
+	FilterShuffle4 = "shuffle4"
+	FilterShuffle8 = "shuffle8"
+)
