@@ -137,6 +137,10 @@ func TestHostileLocal(t *testing.T) {
 		{"stored absolute", "# File: a" + sum + " compression=zstd stored=/etc/passwd"},
 		{"stored as the metadata", "# File: a" + sum + " compression=zstd stored=snapshot_meta"},
 		{"negative size", "# File: a size=-1 checksum=crc32c:00000001"},
+		{"unknown filter", "# File: a" + sum + " compression=zstd stored=a.zst filter=rot13"},
+		{"filter of another element size", "# File: a" + sum + " compression=zstd stored=a.zst filter=shuffle16"},
+		{"filter without compression", "# File: a" + sum + " filter=shuffle8"},
+		{"empty-named filter", "# File: a" + sum + " compression=zstd stored=a.zst filter=\"\\x00\""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := ParseLocal(strings.NewReader(head+tt.line+"\n"), "hostile_local")

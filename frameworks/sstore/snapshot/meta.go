@@ -420,12 +420,16 @@ type LocalMeta struct {
 // FileRecord is one file of a local snapshot with its size and checksum.
 // Compression names how the file is stored ("" = as is); Size and Checksum
 // are those of the original bytes, so restart verifies what it hands the CRS.
+// Filter, only with Compression, names the filter (FilterShuffle4 or
+// FilterShuffle8) the bytes passed before compression; metadata written
+// before filters existed has none.
 type FileRecord struct {
 	Name        string
 	Size        int64
 	Checksum    string // "crc32c:<8 hex digits>"
 	Compression string
 	Stored      string // file name as stored, when compressed
+	Filter      string
 }
 
 // Encode writes the local metadata.
@@ -447,6 +451,9 @@ func (l *LocalMeta) Encode(w io.Writer) error {
 		kv := []string{"size", strconv.FormatInt(f.Size, 10), "checksum", f.Checksum}
 		if f.Compression != "" {
 			kv = append(kv, "compression", f.Compression, "stored", f.Stored)
+			if f.Filter != "" {
+				kv = append(kv, "filter", f.Filter)
+			}
 		}
 		writeRecord(b, "File", f.Name, kv...)
 	}
@@ -533,9 +540,15 @@ func (p *localParser) file(rec record) (FileRecord, error) {
 	if _, err := parseChecksum(sum); err != nil {
 		return FileRecord{}, fmt.Errorf("file %s: %v", rec.pos, err)
 	}
-	f := FileRecord{Name: rec.pos, Size: size, Checksum: sum, Compression: rec.fields["compression"], Stored: rec.fields["stored"]}
+	f := FileRecord{Name: rec.pos, Size: size, Checksum: sum, Compression: rec.fields["compression"], Stored: rec.fields["stored"], Filter: rec.fields["filter"]}
 	if f.Compression == "" && f.Stored != "" {
 		return FileRecord{}, fmt.Errorf("file %s: a stored name without compression", rec.pos)
+	}
+	if err := CheckFilter(f.Filter); err != nil {
+		return FileRecord{}, fmt.Errorf("file %s: %w", rec.pos, err)
+	}
+	if f.Compression == "" && f.Filter != "" {
+		return FileRecord{}, fmt.Errorf("file %s: filter %s without compression", rec.pos, f.Filter)
 	}
 	if f.Compression != "" {
 		if checkFileName(f.Stored) != nil || p.seen[f.Stored] {
@@ -595,3 +608,13 @@ const (
 	FilterShuffle4 = "shuffle4"
 	FilterShuffle8 = "shuffle8"
 )
+
+// CheckFilter refuses a filter name this gompi does not know ("" is
+// none): restoring through the wrong filter would yield other bytes.
+func CheckFilter(name string) error {
+	switch name {
+	case "", FilterShuffle4, FilterShuffle8:
+		return nil
+	}
+	return fmt.Errorf("unknown filter %q (this gompi knows %s and %s; written by a newer gompi?)", name, FilterShuffle4, FilterShuffle8)
+}

@@ -61,7 +61,8 @@ func TestLocalRoundTrip(t *testing.T) {
 	l := &LocalMeta{Rank: 3, PID: 99, Node: "n1", CRS: "self", Created: t0,
 		CRSMeta: map[string]string{"restart cmd": "heat -size 64", "x": ""},
 		Files: []FileRecord{{Name: "app.state", Size: 10, Checksum: "crc32c:0000abcd"},
-			{Name: "lib state", Size: 0, Checksum: "crc32c:00000000", Compression: "zstd", Stored: "lib state.zst"}}}
+			{Name: "lib state", Size: 0, Checksum: "crc32c:00000000", Compression: "zstd", Stored: "lib state.zst"},
+			{Name: "field", Size: 8, Checksum: "crc32c:00000001", Compression: "s2", Stored: "field.s2", Filter: FilterShuffle8}}}
 	var buf bytes.Buffer
 	l.Encode(&buf)
 	got, err := ParseLocal(&buf, "m")
@@ -70,6 +71,21 @@ func TestLocalRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, l) {
 		t.Errorf("round trip differs:\n%+v\n%+v", got, l)
+	}
+}
+
+// Metadata written before filters existed (no filter field) still reads:
+// its compressed files had no filter.
+func TestLocalBeforeFilters(t *testing.T) {
+	in := "# Format: 1 kind=\"gompi local snapshot metadata\"\n# Rank: 0 pid=1 node=n\n# CRS Component: self\n" +
+		"# File: a size=1 checksum=crc32c:00000001 compression=zstd stored=a.zst\n"
+	l, err := ParseLocal(strings.NewReader(in), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := FileRecord{Name: "a", Size: 1, Checksum: "crc32c:00000001", Compression: "zstd", Stored: "a.zst"}
+	if len(l.Files) != 1 || l.Files[0] != want {
+		t.Errorf("files %+v, want %+v", l.Files, want)
 	}
 }
 
@@ -315,6 +331,9 @@ func FuzzParseLocal(f *testing.F) {
 		f.Add(head + "# File: " + name + " size=1 checksum=crc32c:00000001\n")
 		f.Add(head + "# File: a size=1 checksum=crc32c:00000001 compression=zstd stored=" + name + "\n")
 	}
+	for _, filter := range []string{FilterShuffle8, FilterShuffle4, "shuffle16", "", "\"x y\""} {
+		f.Add(head + "# File: a size=1 checksum=crc32c:00000001 compression=zstd stored=a.zst filter=" + filter + "\n")
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		l, err := ParseLocal(strings.NewReader(in), "fuzz")
 		if err != nil {
@@ -326,6 +345,9 @@ func FuzzParseLocal(f *testing.F) {
 			}
 			if fr.Compression != "" && checkFileName(fr.Stored) != nil {
 				t.Fatalf("unsafe stored name %q accepted", fr.Stored)
+			}
+			if CheckFilter(fr.Filter) != nil || (fr.Filter != "" && fr.Compression == "") {
+				t.Fatalf("filter %q accepted (compression %q)", fr.Filter, fr.Compression)
 			}
 		}
 		var out bytes.Buffer
