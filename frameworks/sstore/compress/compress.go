@@ -100,14 +100,45 @@ const gzipBlock = 1 << 20
 // Compress reads src to its end and writes it compressed with alg to dst.
 // level 0 is the algorithm's default.
 func Compress(ctx context.Context, dst io.Writer, src io.Reader, alg string, level int) (Stats, error) {
+	return CompressFiltered(ctx, dst, src, alg, level, "")
+}
+
+// CompressFiltered is Compress with src's bytes passed through filter
+// (Shuffle4 or Shuffle8; "" for none) before alg, which must then not be
+// None: a filter only serves a compressor. Stats.In counts src's bytes.
+func CompressFiltered(ctx context.Context, dst io.Writer, src io.Reader, alg string, level int, filter string) (Stats, error) {
 	if err := Check(alg, level); err != nil {
 		return Stats{}, err
+	}
+	k, err := filterElem(filter)
+	if err != nil {
+		return Stats{}, err
+	}
+	if k > 0 && alg == None {
+		return Stats{}, fmt.Errorf("compress: filter %s without compression", filter)
 	}
 	if level == 0 {
 		level = levels[alg].Default
 	}
 	in := &ctxReader{ctx: ctx, r: src, soft: true}
+	var r io.Reader = in
+	if k > 0 {
+		r = newShuffleReader(in, k)
+	}
 	out := &countWriter{w: dst}
+	err = compressWith(out, r, alg, level)
+	if in.err != nil {
+		err = in.err // the input failed: what was written is not the file
+	}
+	st := Stats{In: in.n, Out: out.n}
+	if err != nil {
+		return st, fmt.Errorf("compress: %s: %w", alg, err)
+	}
+	return st, nil
+}
+
+// compressWith writes in compressed with alg at level to out.
+func compressWith(out *countWriter, in io.Reader, alg string, level int) error {
 	var err error
 	switch alg {
 	case None:
@@ -137,14 +168,7 @@ func Compress(ctx context.Context, dst io.Writer, src io.Reader, alg string, lev
 			_, err = io.WriteString(out, s2StreamIdentifier)
 		}
 	}
-	if in.err != nil {
-		err = in.err // the input failed: what was written is not the file
-	}
-	st := Stats{In: in.n, Out: out.n}
-	if err != nil {
-		return st, fmt.Errorf("compress: %s: %w", alg, err)
-	}
-	return st, nil
+	return err
 }
 
 // Decompress reads the alg stream src to its end and writes the original
@@ -152,12 +176,29 @@ func Compress(ctx context.Context, dst io.Writer, src io.Reader, alg string, lev
 // stream cut exactly between two blocks decodes without error, which is
 // why DecompressFile also checks the recorded size and checksum.
 func Decompress(ctx context.Context, dst io.Writer, src io.Reader, alg string) (Stats, error) {
+	return DecompressFiltered(ctx, dst, src, alg, "")
+}
+
+// DecompressFiltered undoes CompressFiltered: it decodes the alg stream
+// src and passes the bytes back through filter's inverse into dst.
+func DecompressFiltered(ctx context.Context, dst io.Writer, src io.Reader, alg, filter string) (Stats, error) {
 	if _, err := LevelsOf(alg); err != nil {
+		return Stats{}, err
+	}
+	k, err := filterElem(filter)
+	if err != nil {
 		return Stats{}, err
 	}
 	in := &ctxReader{ctx: ctx, r: src}
 	out := &countWriter{w: dst}
-	err := decompress(out, in, alg)
+	if k == 0 {
+		err = decompress(out, in, alg)
+	} else {
+		u := newUnshuffleWriter(out, k)
+		if err = decompress(u, in, alg); err == nil {
+			err = u.Close()
+		}
+	}
 	st := Stats{In: in.n, Out: out.n}
 	if err != nil {
 		return st, fmt.Errorf("decompress: %s: %w", alg, err)

@@ -125,7 +125,7 @@ func decodeChecked(ctx context.Context, srcDir string, rec snapshot.FileRecord, 
 	defer in.Close()
 	src := &errReader{r: in}
 	dst := &checkWriter{w: out, sum: snapshot.NewChecksum()}
-	_, err = Decompress(ctx, dst, src, alg)
+	_, err = DecompressFiltered(ctx, dst, src, alg, rec.Filter)
 	switch {
 	case err != nil && (src.err != nil || dst.err != nil || ctx.Err() != nil):
 		return fmt.Errorf("decompress: %s: %w", path, err)

@@ -2,7 +2,15 @@ package compress
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // naiveShuffle is the definition Shuffle's fast paths must match.
@@ -82,4 +90,134 @@ func BenchmarkShuffle(b *testing.B) {
 			}
 		})
 	}
+}
+
+// smoothField is n bytes of float64 values smooth in space with full
+// mantissas and no zeros, as a simulation's temperature field is.
+func smoothField(n int) []byte {
+	return warmGrid(n)
+}
+
+func TestFilteredRoundTrip(t *testing.T) {
+	data := map[string][]byte{
+		"empty":       nil,
+		"odd":         []byte("0123456789abc"),
+		"warm-2.3MiB": smoothField(ShuffleBlock*2 + 300<<10 + 5),
+		"random-1MiB": randomBytes(ShuffleBlock+3, 4),
+	}
+	for _, alg := range []string{Zstd, S2, Gzip} {
+		for _, filter := range []string{Shuffle4, Shuffle8} {
+			for name, src := range data {
+				t.Run(alg+"/"+filter+"/"+name, func(t *testing.T) {
+					var c bytes.Buffer
+					st, err := CompressFiltered(t.Context(), &c, bytes.NewReader(src), alg, 0, filter)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if st.In != int64(len(src)) {
+						t.Errorf("in %d, want %d", st.In, len(src))
+					}
+					var d bytes.Buffer
+					dst, err := DecompressFiltered(t.Context(), &d, &c, alg, filter)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(d.Bytes(), src) || dst.Out != int64(len(src)) {
+						t.Fatalf("round trip changed the data (%d bytes back, %d in)", d.Len(), len(src))
+					}
+				})
+			}
+		}
+	}
+}
+
+// The shuffle is what makes a smooth float64 field compress: zstd alone
+// barely shrinks it.
+func TestShuffleHelpsSmoothField(t *testing.T) {
+	src := smoothField(8 << 20)
+	size := func(filter string) int {
+		var c bytes.Buffer
+		if _, err := CompressFiltered(t.Context(), &c, bytes.NewReader(src), Zstd, 1, filter); err != nil {
+			t.Fatal(err)
+		}
+		return c.Len()
+	}
+	plain, shuffled := size(""), size(Shuffle8)
+	if float64(plain) < 1.2*float64(shuffled) {
+		t.Errorf("zstd alone %d bytes, shuffled %d: want the shuffle at least 1.2x smaller", plain, shuffled)
+	}
+}
+
+func TestFilterRefused(t *testing.T) {
+	for _, tc := range []struct{ alg, filter, want string }{
+		{None, Shuffle8, "without compression"},
+		{Zstd, "shuffle16", "unknown filter"},
+	} {
+		_, err := CompressFiltered(t.Context(), io.Discard, strings.NewReader("x"), tc.alg, 0, tc.filter)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("compress %s %s: %v, want %q", tc.alg, tc.filter, err, tc.want)
+		}
+	}
+	if _, err := DecompressFiltered(t.Context(), io.Discard, strings.NewReader("x"), Zstd, "rot13"); err == nil || !strings.Contains(err.Error(), "unknown filter") {
+		t.Errorf("decompress with an unknown filter: %v", err)
+	}
+}
+
+// The size and checksum check runs on the unshuffled bytes: a file
+// restored through the wrong filter (or none) is corrupt, named.
+func TestFilteredFileChecked(t *testing.T) {
+	src := smoothField(ShuffleBlock + 1000)
+	dir := t.TempDir()
+	sum := snapshot.NewChecksum()
+	sum.Write(src)
+	var c bytes.Buffer
+	if _, err := CompressFiltered(t.Context(), &c, bytes.NewReader(src), S2, 0, Shuffle8); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f.s2"), c.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := snapshot.FileRecord{Name: "f", Size: int64(len(src)), Checksum: snapshot.FormatChecksum(sum.Sum32()), Compression: S2, Stored: "f.s2", Filter: Shuffle8}
+	out := t.TempDir()
+	if err := DecompressFile(t.Context(), dir, rec, out); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(out, "f")); err != nil || !bytes.Equal(got, src) {
+		t.Fatalf("restored file differs (%v)", err)
+	}
+	for _, wrong := range []string{"", Shuffle4} {
+		r := rec
+		r.Filter = wrong
+		err := VerifyFile(t.Context(), dir, r)
+		if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "f.s2") {
+			t.Errorf("filter %q instead of shuffle8: %v, want ErrCorrupt naming f.s2", wrong, err)
+		}
+	}
+}
+
+// FuzzFiltered: any input survives the filtered round trip at any
+// compressor, and any bytes fed to the filtered decoder give an error or
+// output, never a panic.
+func FuzzFiltered(f *testing.F) {
+	f.Add([]byte("0123456789abcdefghij"), uint8(0), false)
+	f.Add(bytes.Repeat([]byte{1, 2, 3}, 1000), uint8(5), true)
+	f.Fuzz(func(t *testing.T, data []byte, which uint8, decodeOnly bool) {
+		algs := []string{Zstd, S2, Gzip}
+		alg := algs[int(which)%len(algs)]
+		filter := []string{Shuffle4, Shuffle8}[int(which/3)%2]
+		if decodeOnly {
+			DecompressFiltered(context.Background(), io.Discard, bytes.NewReader(data), alg, filter)
+			return
+		}
+		var c, d bytes.Buffer
+		if _, err := CompressFiltered(context.Background(), &c, bytes.NewReader(data), alg, 1, filter); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := DecompressFiltered(context.Background(), &d, &c, alg, filter); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(d.Bytes(), data) {
+			t.Fatalf("%s+%s: round trip changed %d bytes", filter, alg, len(data))
+		}
+	})
 }
