@@ -266,17 +266,15 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref snapshot.Re
 		return ref.Global(strconv.Itoa(seq), snapshot.LocalName(p.local.Rank), name)
 	}
 	counted := false // source bytes already counted while compressing
-	worth := m.cfg.alg != compress.None
-	if worth {
-		if worth, err = worthCompressing(ctx, src, rec.Size, m.cfg.alg, m.cfg.level); err != nil {
-			return rec, err
-		}
+	choice, err := m.choose(ctx, src, rec.Size)
+	if err != nil {
+		return rec, err
 	}
-	if worth {
+	if choice.Compress {
 		counted = true
 		stored := p.stored[i]
 		tmp := filepath.Join(p.tmp, stored)
-		in, sum, out, err := compressTo(ctx, src, tmp, m.cfg.alg, m.cfg.level, &prog.bytesDone)
+		in, sum, out, err := compressTo(ctx, src, tmp, m.cfg.alg, m.cfg.level, choice.Filter, &prog.bytesDone)
 		if err != nil {
 			os.Remove(tmp)
 			return rec, err
@@ -297,7 +295,7 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref snapshot.Re
 			}
 			prog.stored.Add(out)
 			prog.fileDone(ctx)
-			rec.Compression, rec.Stored = m.cfg.alg, stored
+			rec.Compression, rec.Stored, rec.Filter = m.cfg.alg, stored, choice.Filter
 			return rec, nil
 		}
 		os.Remove(tmp)
@@ -317,47 +315,17 @@ func (m *module) drainFile(ctx context.Context, fm filem.Module, ref snapshot.Re
 	return rec, nil
 }
 
-// Sampling: a file larger than sampleMin is compressed only when samples
-// of it shrink below sampleRatio. Incompressible state (random, or already
-// compressed) then costs no compression time on the way out and no decode
-// at restart; a file that shrinks a little gains less on the wire than its
-// compression costs on this project's 2-core nodes.
-const (
-	sampleSize  = 128 << 10
-	samples     = 4
-	sampleMin   = 2 * samples * sampleSize
-	sampleRatio = 0.95
-)
-
-// worthCompressing compresses samples spread over the file (of size
-// bytes) with alg and says whether they shrank enough.
-func worthCompressing(ctx context.Context, src string, size int64, alg string, level int) (bool, error) {
-	if size < sampleMin {
-		return true, nil
+// choose samples the file src (of size bytes) to decide how it is stored.
+func (m *module) choose(ctx context.Context, src string, size int64) (compress.Choice, error) {
+	if m.cfg.alg == compress.None {
+		return compress.Choice{}, nil
 	}
 	f, err := os.Open(src)
 	if err != nil {
-		return false, err
+		return compress.Choice{}, err
 	}
 	defer f.Close()
-	buf := make([]byte, sampleSize)
-	var in, out int64
-	for i := range int64(samples) {
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		n, err := f.ReadAt(buf, size*i/samples)
-		if err != nil && err != io.EOF {
-			return false, err
-		}
-		// In memory and quick: not cancelled midway (see compressTo).
-		st, err := compress.Compress(context.WithoutCancel(ctx), io.Discard, bytes.NewReader(buf[:n]), alg, level)
-		if err != nil {
-			return false, err
-		}
-		in, out = in+st.In, out+st.Out
-	}
-	return float64(out) < sampleRatio*float64(in), nil
+	return compress.Choose(ctx, f, size, m.cfg.alg, m.cfg.level, m.cfg.shuffle)
 }
 
 // put moves one file to global storage with the reference's access
@@ -381,7 +349,7 @@ func (m *module) put(ctx context.Context, fm filem.Module, ref snapshot.Ref, src
 // v1.20) returns from Close after a read error while a block may still be
 // being written to dst. So a cancellation or read error ends the source
 // early, as if at its end, and is returned once the compressor is done.
-func compressTo(ctx context.Context, src, dst, alg string, level int, read *atomic.Int64) (in int64, sum string, out int64, err error) {
+func compressTo(ctx context.Context, src, dst, alg string, level int, filter string, read *atomic.Int64) (in int64, sum string, out int64, err error) {
 	f, err := os.Open(src)
 	if err != nil {
 		return 0, "", 0, err
@@ -393,7 +361,7 @@ func compressTo(ctx context.Context, src, dst, alg string, level int, read *atom
 	}
 	h := snapshot.NewChecksum()
 	sr := &sourceReader{r: f, n: read, stop: ctx.Err}
-	st, err := compress.Compress(context.WithoutCancel(ctx), w, io.TeeReader(sr, h), alg, level)
+	st, err := compress.CompressFiltered(context.WithoutCancel(ctx), w, io.TeeReader(sr, h), alg, level, filter)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = cerr
 	}

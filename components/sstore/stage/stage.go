@@ -54,6 +54,7 @@ const (
 	ParamMaxInflight   = prefix + "max_inflight"
 	ParamCompress      = prefix + "compress"
 	ParamCompressLevel = prefix + "compress_level"
+	ParamShuffle       = prefix + "compress_shuffle"
 	ParamCache         = prefix + "cache"
 )
 
@@ -70,6 +71,8 @@ func newComponent(hooks bool) mca.Component[sstore.Module] {
 			Help: "Compression of snapshot files on their way to global storage: " + strings.Join(compress.Algorithms, ", ") + "; restart decompresses and verifies them"},
 		{Name: ParamCompressLevel, Type: mca.Int, Default: "0", Level: mca.LevelTuner,
 			Help: "Compression level (0 = the algorithm's default; zstd 1-22, s2 1-3, gzip 1-9)"},
+		{Name: ParamShuffle, Type: mca.String, Default: compress.ShuffleAuto, Choices: compress.ShuffleModes, Level: mca.LevelTuner,
+			Help: "Byte shuffle before compression, which makes floating-point state compress: auto (samples each file with and without a shuffle for 8- and 4-byte elements and keeps what is smaller by 3 %), on (every compressed file, 8-byte elements), off"},
 		{Name: ParamCache, Type: mca.Int, Default: "2", Level: mca.LevelUser,
 			Help: "Sequences of a snapshot reference each node keeps locally once drained, so a restart on the same node reads them instead of global storage (0 = none)"},
 	}
@@ -91,6 +94,7 @@ type config struct {
 	maxInflight int
 	alg         string
 	level       int
+	shuffle     string // compress.ShuffleModes
 	cache       int
 	groupRead   bool       // sstore_base_group_readable
 	hold        *fetchHold // ParamHoldFetch, in a build with the test hooks
@@ -108,6 +112,7 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 		maxInflight: v.Int(ParamMaxInflight),
 		alg:         v.String(ParamCompress),
 		level:       v.Int(ParamCompressLevel),
+		shuffle:     v.String(ParamShuffle),
 		cache:       v.Int(ParamCache),
 		groupRead:   sstore.GroupReadable(v),
 	}

@@ -3,8 +3,10 @@ package compress
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,4 +222,16 @@ func FuzzFiltered(f *testing.F) {
 			t.Fatalf("%s+%s: round trip changed %d bytes", filter, alg, len(data))
 		}
 	})
+}
+
+// float32Field is n bytes of a smooth float32 field.
+func float32Field(n int) []byte {
+	side := int(math.Sqrt(float64(n / 4)))
+	b := make([]byte, n)
+	for i := 0; i+4 <= n; i += 4 {
+		x, y := float64((i/4)%side), float64((i/4)/side)
+		v := float32(20 + 80*math.Exp(-x/float64(side)) + math.Sin(x/17)*math.Cos(y/23))
+		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(v))
+	}
+	return b
 }
