@@ -419,3 +419,69 @@ func TestSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestShuffle: each file's filter is chosen by the shuffle mode and the
+// samples, recorded in the global snapshot_meta, and undone by a restart
+// from global storage before the size and checksum check, which catches
+// damage to the shuffled stream.
+func TestShuffle(t *testing.T) {
+	snap := rankFiles{"field": smoothField(2 << 20), "noise": random(2<<20, 3), "text": compressible(2<<20, 4), "small": smoothField(64 << 10)}
+	for _, tc := range []struct {
+		alg, mode string
+		// file -> its filter when compressed ("" none), "as is", or "*":
+		// compressed, the filter being whichever samples smallest.
+		want map[string]string
+	}{
+		// A small file is not sampled: auto does not shuffle it, and
+		// unshuffled it does not shrink.
+		{compress.Zstd, compress.ShuffleAuto, map[string]string{"field": compress.Shuffle8, "noise": "as is", "text": "*", "small": "as is"}},
+		{compress.S2, compress.ShuffleAuto, map[string]string{"field": compress.Shuffle8, "noise": "as is", "text": "*", "small": "as is"}},
+		{compress.Zstd, compress.ShuffleOn, map[string]string{"field": compress.Shuffle8, "noise": "as is", "text": compress.Shuffle8, "small": compress.Shuffle8}},
+		{compress.Zstd, compress.ShuffleOff, map[string]string{"field": "as is", "noise": "as is", "text": "", "small": "as is"}},
+	} {
+		t.Run(tc.alg+"/"+tc.mode, func(t *testing.T) {
+			f := newFixture(t, nil, ParamCompress+"="+tc.alg, ParamShuffle+"="+tc.mode)
+			ctx := context.Background()
+			l := f.write(t, 0, 0, snap)
+			if err := f.m.Sync(ctx, f.ref, 0, []sstore.Local{l}); err != nil {
+				t.Fatal(err)
+			}
+			meta, err := snapshot.ReadLocal(f.ref.LocalPath(0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range meta.Files {
+				got := rec.Filter
+				if rec.Compression == "" {
+					got = "as is"
+				}
+				if w := tc.want[rec.Name]; got != w && (w != "*" || got == "as is") {
+					t.Errorf("%s stored %q (%+v), want %q", rec.Name, got, rec, tc.want[rec.Name])
+				}
+			}
+			if err := f.m.Remove(ctx, f.ref, 0); err != nil { // no cache: from global storage
+				t.Fatal(err)
+			}
+			dir, err := f.m.Fetch(ctx, f.ref, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameSnapshot(t, dir, 0, snap)
+			if tc.want["field"] == "as is" {
+				return
+			}
+			f.m.Remove(ctx, f.ref, 0)
+			stored := storedName(meta, "field")
+			path := filepath.Join(f.ref.LocalPath(0, 0), stored)
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flipByte(t, path, st.Size()/2)
+			_, err = f.m.Fetch(ctx, f.ref, 0, 0)
+			if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), stored) {
+				t.Errorf("Fetch of a damaged shuffled copy: %v", err)
+			}
+		})
+	}
+}

@@ -3,8 +3,10 @@ package stage
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -300,4 +302,18 @@ func readTree(t testing.TB, dir string) map[string][]byte {
 		out[rel] = b
 	}
 	return out
+}
+
+// smoothField is n bytes of float64 values smooth in space with full
+// mantissas and no zeros, as a simulation's temperature field is:
+// incompressible to zstd alone, compressible once shuffled.
+func smoothField(n int) []byte {
+	side := int(math.Sqrt(float64(n / 8)))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		x, y := float64((i/8)%side), float64((i/8)/side)
+		v := 20 + 80*math.Exp(-x/float64(side)) + math.Sin(x/17)*math.Cos(y/23)
+		binary.LittleEndian.PutUint64(b[i:], math.Float64bits(v))
+	}
+	return b
 }
