@@ -434,9 +434,9 @@ func TestShuffle(t *testing.T) {
 	}{
 		// A small file is not sampled: auto does not shuffle it, and
 		// unshuffled it does not shrink.
-		{compress.Zstd, compress.ShuffleAuto, map[string]string{"field": compress.Shuffle8, "noise": "as is", "text": "*", "small": "as is"}},
-		{compress.S2, compress.ShuffleAuto, map[string]string{"field": compress.Shuffle8, "noise": "as is", "text": "*", "small": "as is"}},
-		{compress.Zstd, compress.ShuffleOn, map[string]string{"field": compress.Shuffle8, "noise": "as is", "text": compress.Shuffle8, "small": compress.Shuffle8}},
+		{compress.Zstd, compress.ShuffleAuto, map[string]string{"field": compress.DeltaShuffle, "noise": "as is", "text": "*", "small": "as is"}},
+		{compress.S2, compress.ShuffleAuto, map[string]string{"field": compress.DeltaShuffle, "noise": "as is", "text": "*", "small": "as is"}},
+		{compress.Zstd, compress.ShuffleOn, map[string]string{"field": compress.DeltaShuffle, "noise": "as is", "text": "*", "small": compress.Shuffle8}},
 		{compress.Zstd, compress.ShuffleOff, map[string]string{"field": "as is", "noise": "as is", "text": "", "small": "as is"}},
 	} {
 		t.Run(tc.alg+"/"+tc.mode, func(t *testing.T) {

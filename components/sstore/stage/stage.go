@@ -72,7 +72,7 @@ func newComponent(hooks bool) mca.Component[sstore.Module] {
 		{Name: ParamCompressLevel, Type: mca.Int, Default: "0", Level: mca.LevelTuner,
 			Help: "Compression level (0 = the algorithm's default; zstd 1-22, s2 1-3, gzip 1-9)"},
 		{Name: ParamShuffle, Type: mca.String, Default: compress.ShuffleAuto, Choices: compress.ShuffleModes, Level: mca.LevelTuner,
-			Help: "Byte shuffle before compression, which makes floating-point state compress: auto (samples each file with and without a shuffle for 8- and 4-byte elements and keeps what is smaller by 3 %), on (every compressed file, 8-byte elements), off"},
+			Help: "Byte shuffle before compression, which makes floating-point state compress: auto (samples each file with no filter, a shuffle for 8- or 4-byte elements, and the differences of 8-byte elements shuffled, and keeps a filter that is smaller by 3 %), on (every compressed file shuffled for 8-byte elements, with or without the differences as samples say), off"},
 		{Name: ParamCache, Type: mca.Int, Default: "2", Level: mca.LevelUser,
 			Help: "Sequences of a snapshot reference each node keeps locally once drained, so a restart on the same node reads them instead of global storage (0 = none)"},
 	}

@@ -8,8 +8,9 @@ import (
 )
 
 // Shuffle modes, as the sstore_stage_compress_shuffle parameter spells
-// them: auto samples each file, on shuffles every compressed file for
-// elements of 8 bytes (float64 state), off never shuffles.
+// them: auto samples each file with and without each filter, on shuffles
+// every compressed file for elements of 8 bytes (float64 state), with or
+// without the delta as samples say, off never filters.
 const (
 	ShuffleAuto = "auto"
 	ShuffleOn   = "on"
@@ -49,15 +50,15 @@ const (
 // level and the shuffle mode: alg None is never compressed; a file smaller
 // than SampleMin is compressed (sampling would cost about as much as
 // compressing), shuffled for 8-byte elements only in mode on. A larger
-// file is sampled in samples spread over it: under mode auto with and
-// without each shuffle.
+// file is sampled in samples spread over it, compressed through each
+// candidate filter of the mode.
 func Choose(ctx context.Context, r io.ReaderAt, size int64, alg string, level int, mode string) (Choice, error) {
 	var cands []string
 	switch mode {
 	case ShuffleAuto:
-		cands = []string{"", Shuffle8, Shuffle4}
+		cands = []string{"", Shuffle8, DeltaShuffle, Shuffle4}
 	case ShuffleOn:
-		cands = []string{Shuffle8}
+		cands = []string{Shuffle8, DeltaShuffle}
 	case ShuffleOff:
 		cands = []string{""}
 	default:

@@ -104,17 +104,17 @@ func Compress(ctx context.Context, dst io.Writer, src io.Reader, alg string, lev
 }
 
 // CompressFiltered is Compress with src's bytes passed through filter
-// (Shuffle4 or Shuffle8; "" for none) before alg, which must then not be
+// (Shuffle4, Shuffle8 or DeltaShuffle; "" for none), block by block, before alg, which must then not be
 // None: a filter only serves a compressor. Stats.In counts src's bytes.
 func CompressFiltered(ctx context.Context, dst io.Writer, src io.Reader, alg string, level int, filter string) (Stats, error) {
 	if err := Check(alg, level); err != nil {
 		return Stats{}, err
 	}
-	k, err := filterElem(filter)
+	fwd, _, err := transforms(filter)
 	if err != nil {
 		return Stats{}, err
 	}
-	if k > 0 && alg == None {
+	if fwd != nil && alg == None {
 		return Stats{}, fmt.Errorf("compress: filter %s without compression", filter)
 	}
 	if level == 0 {
@@ -122,8 +122,8 @@ func CompressFiltered(ctx context.Context, dst io.Writer, src io.Reader, alg str
 	}
 	in := &ctxReader{ctx: ctx, r: src, soft: true}
 	var r io.Reader = in
-	if k > 0 {
-		r = newShuffleReader(in, k)
+	if fwd != nil {
+		r = newShuffleReader(in, fwd)
 	}
 	out := &countWriter{w: dst}
 	err = compressWith(out, r, alg, level)
@@ -185,16 +185,16 @@ func DecompressFiltered(ctx context.Context, dst io.Writer, src io.Reader, alg, 
 	if _, err := LevelsOf(alg); err != nil {
 		return Stats{}, err
 	}
-	k, err := filterElem(filter)
+	_, inv, err := transforms(filter)
 	if err != nil {
 		return Stats{}, err
 	}
 	in := &ctxReader{ctx: ctx, r: src}
 	out := &countWriter{w: dst}
-	if k == 0 {
+	if inv == nil {
 		err = decompress(out, in, alg)
 	} else {
-		u := newUnshuffleWriter(out, k)
+		u := newUnshuffleWriter(out, inv)
 		if err = decompress(u, in, alg); err == nil {
 			err = u.Close()
 		}

@@ -28,6 +28,31 @@ func naiveShuffle(src []byte, k int) []byte {
 	return dst
 }
 
+// naiveDeltaShuffle8 is the definition DeltaShuffle8 must match.
+func naiveDeltaShuffle8(src []byte) []byte {
+	d := append([]byte(nil), src...)
+	var prev uint64
+	for i := 0; i+8 <= len(src); i += 8 {
+		v := binary.LittleEndian.Uint64(src[i:])
+		binary.LittleEndian.PutUint64(d[i:], v-prev)
+		prev = v
+	}
+	return naiveShuffle(d, 8)
+}
+
+func checkDeltaShuffle(t *testing.T, src []byte) {
+	got := make([]byte, len(src))
+	DeltaShuffle8(got, src)
+	if want := naiveDeltaShuffle8(src); !bytes.Equal(got, want) {
+		t.Fatalf("len=%d: DeltaShuffle8 differs from the definition", len(src))
+	}
+	back := make([]byte, len(src))
+	UndoDeltaShuffle8(back, got)
+	if !bytes.Equal(back, src) {
+		t.Fatalf("len=%d: UndoDeltaShuffle8(DeltaShuffle8(x)) != x", len(src))
+	}
+}
+
 func TestShuffleMatchesDefinition(t *testing.T) {
 	for _, k := range []int{1, 2, 3, 4, 5, 8, 16} {
 		for _, n := range []int{0, 1, 7, 8, 9, 63, 64, 65, 1000, 4099} {
@@ -45,6 +70,7 @@ func TestShuffleMatchesDefinition(t *testing.T) {
 			if !bytes.Equal(back, src) {
 				t.Fatalf("k=%d n=%d: Unshuffle(Shuffle(x)) != x", k, n)
 			}
+			checkDeltaShuffle(t, src)
 		}
 	}
 }
@@ -65,6 +91,7 @@ func FuzzShuffle(f *testing.F) {
 		if !bytes.Equal(back, src) {
 			t.Fatalf("k=%d len=%d: Unshuffle(Shuffle(x)) != x", k, len(src))
 		}
+		checkDeltaShuffle(t, src)
 	})
 }
 
@@ -108,7 +135,7 @@ func TestFilteredRoundTrip(t *testing.T) {
 		"random-1MiB": randomBytes(ShuffleBlock+3, 4),
 	}
 	for _, alg := range []string{Zstd, S2, Gzip} {
-		for _, filter := range []string{Shuffle4, Shuffle8} {
+		for _, filter := range []string{Shuffle4, Shuffle8, DeltaShuffle} {
 			for name, src := range data {
 				t.Run(alg+"/"+filter+"/"+name, func(t *testing.T) {
 					var c bytes.Buffer
@@ -144,9 +171,12 @@ func TestShuffleHelpsSmoothField(t *testing.T) {
 		}
 		return c.Len()
 	}
-	plain, shuffled := size(""), size(Shuffle8)
+	plain, shuffled, delta := size(""), size(Shuffle8), size(DeltaShuffle)
 	if float64(plain) < 1.2*float64(shuffled) {
 		t.Errorf("zstd alone %d bytes, shuffled %d: want the shuffle at least 1.2x smaller", plain, shuffled)
+	}
+	if delta >= shuffled {
+		t.Errorf("shuffled %d bytes, differences shuffled %d: want the delta to help on a smooth field", shuffled, delta)
 	}
 }
 
@@ -187,7 +217,7 @@ func TestFilteredFileChecked(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(out, "f")); err != nil || !bytes.Equal(got, src) {
 		t.Fatalf("restored file differs (%v)", err)
 	}
-	for _, wrong := range []string{"", Shuffle4} {
+	for _, wrong := range []string{"", Shuffle4, DeltaShuffle} {
 		r := rec
 		r.Filter = wrong
 		err := VerifyFile(t.Context(), dir, r)
@@ -206,7 +236,7 @@ func FuzzFiltered(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, which uint8, decodeOnly bool) {
 		algs := []string{Zstd, S2, Gzip}
 		alg := algs[int(which)%len(algs)]
-		filter := []string{Shuffle4, Shuffle8}[int(which/3)%2]
+		filter := []string{Shuffle4, Shuffle8, DeltaShuffle}[int(which/3)%3]
 		if decodeOnly {
 			DecompressFiltered(context.Background(), io.Discard, bytes.NewReader(data), alg, filter)
 			return

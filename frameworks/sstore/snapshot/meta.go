@@ -420,8 +420,8 @@ type LocalMeta struct {
 // FileRecord is one file of a local snapshot with its size and checksum.
 // Compression names how the file is stored ("" = as is); Size and Checksum
 // are those of the original bytes, so restart verifies what it hands the CRS.
-// Filter, only with Compression, names the filter (FilterShuffle4 or
-// FilterShuffle8) the bytes passed before compression; metadata written
+// Filter, only with Compression, names the filter (FilterShuffle4,
+// FilterShuffle8 or FilterDeltaShuffle8) the bytes passed before compression; metadata written
 // before filters existed has none.
 type FileRecord struct {
 	Name        string
@@ -603,18 +603,20 @@ func parseChecksum(s string) (uint32, error) {
 
 // Filters a file's bytes may have passed through before compression (the
 // File record's filter field): a byte shuffle for elements of 4 or 8
-// bytes, in blocks of 1 MiB (package compress implements them).
+// bytes, or the differences of 8-byte elements shuffled, in blocks of
+// 1 MiB (package compress implements them).
 const (
-	FilterShuffle4 = "shuffle4"
-	FilterShuffle8 = "shuffle8"
+	FilterShuffle4      = "shuffle4"
+	FilterShuffle8      = "shuffle8"
+	FilterDeltaShuffle8 = "delta-shuffle8"
 )
 
 // CheckFilter refuses a filter name this gompi does not know ("" is
 // none): restoring through the wrong filter would yield other bytes.
 func CheckFilter(name string) error {
 	switch name {
-	case "", FilterShuffle4, FilterShuffle8:
+	case "", FilterShuffle4, FilterShuffle8, FilterDeltaShuffle8:
 		return nil
 	}
-	return fmt.Errorf("unknown filter %q (this gompi knows %s and %s; written by a newer gompi?)", name, FilterShuffle4, FilterShuffle8)
+	return fmt.Errorf("unknown filter %q (this gompi knows %s, %s and %s; written by a newer gompi?)", name, FilterShuffle4, FilterShuffle8, FilterDeltaShuffle8)
 }
