@@ -1,10 +1,13 @@
 package compress
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"sync"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Shuffle modes, as the sstore_stage_compress_shuffle parameter spells
@@ -67,13 +70,17 @@ func Choose(ctx context.Context, r io.ReaderAt, size int64, alg string, level in
 	if alg == None {
 		return Choice{}, nil
 	}
+	if level == 0 {
+		level = levels[alg].Default
+	}
 	if size < SampleMin {
 		if mode == ShuffleOn {
 			return Choice{Compress: true, Filter: Shuffle8}, nil
 		}
 		return Choice{Compress: true}, nil
 	}
-	buf := make([]byte, sampleSize)
+	buf, filtered := make([]byte, sampleSize), make([]byte, sampleSize)
+	var scratch []byte
 	var in int64
 	out := make([]int64, len(cands))
 	for i := range int64(nSamples) {
@@ -86,12 +93,19 @@ func Choose(ctx context.Context, r io.ReaderAt, size int64, alg string, level in
 		}
 		in += int64(n)
 		for c, filter := range cands {
-			// In memory and quick: not cancelled midway.
-			st, err := CompressFiltered(context.WithoutCancel(ctx), io.Discard, bytes.NewReader(buf[:n]), alg, level, filter)
+			fwd, _, err := transforms(filter)
 			if err != nil {
 				return Choice{}, err
 			}
-			out[c] += st.Out
+			sample := buf[:n]
+			if fwd != nil {
+				fwd(filtered[:n], sample)
+				sample = filtered[:n]
+			}
+			if scratch, err = encodeBlock(scratch[:0], sample, alg, level); err != nil {
+				return Choice{}, err
+			}
+			out[c] += int64(len(scratch))
 		}
 		if i == 0 && float64(out[best(out)]) >= giveUp*float64(in) {
 			return Choice{}, nil
@@ -105,6 +119,46 @@ func Choose(ctx context.Context, r io.ReaderAt, size int64, alg string, level in
 		b = 0 // the filter does not win by its margin
 	}
 	return Choice{Compress: true, Filter: cands[b]}, nil
+}
+
+// sampleEncoders keeps one single-threaded zstd encoder per level for the
+// samples: building one allocates its tables, and a sample is too small to
+// share among processors.
+var sampleEncoders sync.Map // int -> *sync.Pool of *zstd.Encoder
+
+// encodeBlock appends src compressed with alg at level (not 0) to dst, in
+// memory: a stream writer per sample would cost more in allocations than
+// compressing it does.
+func encodeBlock(dst, src []byte, alg string, level int) ([]byte, error) {
+	switch alg {
+	case Zstd:
+		p, _ := sampleEncoders.LoadOrStore(level, &sync.Pool{})
+		pool := p.(*sync.Pool)
+		e, _ := pool.Get().(*zstd.Encoder)
+		if e == nil {
+			var err error
+			if e, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)), zstd.WithEncoderConcurrency(1)); err != nil {
+				return nil, err
+			}
+		}
+		dst = e.EncodeAll(src, dst)
+		pool.Put(e)
+		return dst, nil
+	case S2:
+		var b []byte
+		switch level {
+		case 2:
+			b = s2.EncodeBetter(dst[:cap(dst)], src)
+		case 3:
+			b = s2.EncodeBest(dst[:cap(dst)], src)
+		default:
+			b = s2.Encode(dst[:cap(dst)], src)
+		}
+		return b, nil
+	case Gzip:
+		return gzipBlockEncode(dst, src, level)
+	}
+	return nil, unknown(alg)
 }
 
 // best is the index of the smallest of out (the first of equals).

@@ -48,3 +48,23 @@ func TestChoose(t *testing.T) {
 		t.Errorf("bad mode: %v", err)
 	}
 }
+
+// BenchmarkChoose: what sampling costs per file, on random bytes (where
+// it must give up after one sample) and on a smooth field.
+func BenchmarkChoose(b *testing.B) {
+	data := map[string][]byte{"random": randomBytes(64<<20, 3), "field": fieldGrid(64 << 20)}
+	for _, kind := range []string{"random", "field"} {
+		for _, alg := range []string{Zstd, S2} {
+			for _, mode := range []string{ShuffleOff, ShuffleAuto} {
+				b.Run(kind+"/"+alg+"/"+mode, func(b *testing.B) {
+					r := bytes.NewReader(data[kind])
+					for b.Loop() {
+						if _, err := Choose(b.Context(), r, int64(len(data[kind])), alg, 1, mode); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
