@@ -7,6 +7,14 @@
 // stream concurrently; gzip cuts the input into blocks compressed as
 // independent members by parallel workers and written in order, which any
 // gzip decoder reads as one stream.
+//
+// Filters (shuffle.go): before the compressor a file's bytes may pass a
+// byte shuffle for elements of 4 or 8 bytes, or the differences of 8-byte
+// elements shuffled, in blocks of ShuffleBlock; floating-point state that
+// no compressor shrinks as it is shrinks once shuffled. Choose (choose.go)
+// picks, per file, whether to compress and through which filter by
+// compressing samples of it; the snapshot metadata records the filter,
+// and restore undoes it before checking the original size and CRC-32C.
 package compress
 
 import (
