@@ -288,3 +288,14 @@ func TestVerifyErrorsBounded(t *testing.T) {
 		t.Errorf("error names %d ranks: %.300v", strings.Count(fmt.Sprint(err), "no such file"), err)
 	}
 }
+
+// A filter this gompi does not know is refused saying so: restoring the
+// file without undoing it would hand the CRS other bytes.
+func TestUnknownFilter(t *testing.T) {
+	in := "# Format: 1 kind=\"gompi local snapshot metadata\"\n# Rank: 0 pid=1 node=n\n# CRS Component: self\n" +
+		"# File: a size=1 checksum=crc32c:00000001 compression=zstd stored=a.zst filter=bitshuffle\n"
+	_, err := ParseLocal(strings.NewReader(in), "m")
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `unknown filter "bitshuffle"`) || !strings.Contains(err.Error(), "newer gompi") {
+		t.Errorf("unknown filter: %v", err)
+	}
+}
