@@ -223,30 +223,71 @@ func DimsCreate(nnodes int, dims []int) ([]int, error) {
 	if free == 0 {
 		return out, nil
 	}
-	// Deal the prime factors, largest first, to the smallest dimension.
-	rest, fs := nnodes/fixed, []int(nil)
-	for f := 2; f*f <= rest; f++ {
-		for rest%f == 0 {
-			fs, rest = append(fs, f), rest/f
-		}
-	}
-	if rest > 1 {
-		fs = append(fs, rest)
-	}
-	got := make([]int, free)
-	for i := range got {
-		got[i] = 1
-	}
-	for i := len(fs) - 1; i >= 0; i-- {
-		got[len(got)-1] *= fs[i]
-		slices.SortFunc(got, func(a, b int) int { return b - a })
-	}
+	got := balanced(nnodes/fixed, free)
 	for i, j := 0, 0; i < len(out); i++ {
 		if out[i] == 0 {
 			out[i], j = got[j], j+1
 		}
 	}
 	return out, nil
+}
+
+// balanced returns the k factors of n, in non-increasing order, whose
+// largest and smallest differ least (MPI's "as close to each other as
+// possible"); among those, the one whose largest is smallest. Dealing
+// prime factors greedily misses it: 72 in 2 gives 12 x 6, not 9 x 8. The
+// search runs over the divisors of n, largest factor first, each next
+// factor no larger than the one before and large enough that k of it
+// reach what is left.
+func balanced(n, k int) []int {
+	var divs []int
+	for d := 1; d*d <= n; d++ {
+		if n%d == 0 {
+			divs = append(divs, d)
+			if d*d != n {
+				divs = append(divs, n/d)
+			}
+		}
+	}
+	slices.Sort(divs)
+	var best, acc []int
+	var search func(rest, k, most int)
+	search = func(rest, k, most int) {
+		if k == 1 {
+			if rest <= most {
+				cand := append(acc, rest)
+				if best == nil || cand[0]-rest < best[0]-best[len(best)-1] ||
+					(cand[0]-rest == best[0]-best[len(best)-1] && cand[0] < best[0]) {
+					best = slices.Clone(cand)
+				}
+			}
+			return
+		}
+		for _, f := range divs {
+			if f > most || f > rest {
+				break
+			}
+			if rest%f != 0 || !reaches(f, k, rest) {
+				continue
+			}
+			acc = append(acc, f)
+			search(rest/f, k-1, f)
+			acc = acc[:len(acc)-1]
+		}
+	}
+	search(n, k, n)
+	return best
+}
+
+// reaches reports whether f^k >= n.
+func reaches(f, k, n int) bool {
+	p := 1
+	for range k {
+		if p *= f; p >= n {
+			return true
+		}
+	}
+	return false
 }
 
 // GraphCreate makes a communicator with a graph topology over the first

@@ -19,6 +19,15 @@ func TestDimsCreate(t *testing.T) {
 		{24, []int{0, 3, 0}, []int{4, 3, 2}},
 		{6, []int{2, 3}, []int{2, 3}},
 		{1, []int{0, 0, 0}, []int{1, 1, 1}},
+		// as even as possible, where dealing prime factors is not
+		{72, []int{0, 0}, []int{9, 8}},
+		{420, []int{0, 0}, []int{21, 20}},
+		{140679, []int{0, 0, 0}, []int{77, 63, 29}},
+		{140784, []int{0, 0, 0}, []int{419, 21, 16}},
+		{141120, []int{0, 0, 0}, []int{56, 56, 45}},
+		{1024, []int{0, 0, 0, 0}, []int{8, 8, 4, 4}},
+		{97, []int{0, 0, 0}, []int{97, 1, 1}},
+		{60, []int{0, 5, 0}, []int{4, 5, 3}},
 	}
 	for _, c := range cases {
 		got, err := mpi.DimsCreate(c.n, c.dims)
