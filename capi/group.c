@@ -6,6 +6,7 @@
  */
 #include "_cgo_export.h"
 #include "gompi.h"
+#include <string.h>
 
 #define CHECK_GROUP(g, fn)                                                           \
 	do {                                                                         \
@@ -145,13 +146,28 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *ne
 	return gompi_error(comm, rc, "MPI_Comm_create_group");
 }
 
+/* The split types: MPI_COMM_TYPE_SHARED by node. Of MPI-4's hardware
+ * types gompi knows the node only: MPI_COMM_TYPE_HW_GUIDED with
+ * mpi_hw_resource_type "mpi_shared_memory" is SHARED, any other resource
+ * (or none named) gives MPI_COMM_NULL, as the standard has it for a type
+ * the implementation does not support; MPI_COMM_TYPE_HW_UNGUIDED gives
+ * the node's ranks when that is a proper part of comm, naming the resource
+ * in info, and MPI_COMM_NULL when comm lies on one node. */
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
-	(void)info; /* no hints are understood */
 	gompi_check_init("MPI_Comm_split_type");
 	if (!gompi_comm_known(comm)) return gompi_error(MPI_COMM_SELF, MPI_ERR_COMM, "MPI_Comm_split_type");
+	if (split_type == MPI_COMM_TYPE_HW_GUIDED) {
+		char v[MPI_MAX_INFO_VAL + 1];
+		int flag = 0;
+		if (info != MPI_INFO_NULL) PMPI_Info_get(info, "mpi_hw_resource_type", MPI_MAX_INFO_VAL, v, &flag);
+		split_type = flag && strcmp(v, "mpi_shared_memory") == 0 ? MPI_COMM_TYPE_SHARED : MPI_UNDEFINED;
+	}
 	uintptr_t h;
 	int rc = gompi_go_comm_split_type((uintptr_t)comm, split_type, key, &h);
 	if (rc == MPI_SUCCESS) *newcomm = (MPI_Comm)h;
+	if (rc == MPI_SUCCESS && split_type == MPI_COMM_TYPE_HW_UNGUIDED && h != (uintptr_t)MPI_COMM_NULL &&
+	    info != MPI_INFO_NULL)
+		PMPI_Info_set(info, "mpi_hw_resource_type", "mpi_shared_memory");
 	return gompi_error(comm, rc, "MPI_Comm_split_type");
 }
 

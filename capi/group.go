@@ -15,9 +15,10 @@ import (
 // Group handles: MPI_GROUP_EMPTY is predefined, the others are filed
 // under a per-process creation sequence number (handleOf(kindGroup, n)).
 const (
-	kindGroup  = 2
-	groupEmpty = 0x109
-	splitShare = 221 // MPI_COMM_TYPE_SHARED
+	kindGroup     = 2
+	groupEmpty    = 0x109
+	splitShare    = 221 // MPI_COMM_TYPE_SHARED
+	splitUnguided = 222 // MPI_COMM_TYPE_HW_UNGUIDED
 )
 
 // addGroup files a new group and returns its handle.
@@ -229,9 +230,11 @@ func gompi_go_comm_create_group(ch, gh C.uintptr_t, tag C.int, out *C.uintptr_t)
 	return 0
 }
 
-// gompi_go_comm_split_type splits by node for MPI_COMM_TYPE_SHARED; a
-// rank giving MPI_UNDEFINED takes part in the same collective split and
-// gets MPI_COMM_NULL. The hardware-guided types are not implemented.
+// gompi_go_comm_split_type splits by node for MPI_COMM_TYPE_SHARED, and
+// for MPI_COMM_TYPE_HW_UNGUIDED when that leaves each rank a proper part
+// of c (else every rank gets MPI_COMM_NULL); a rank giving MPI_UNDEFINED
+// takes part in the same collective split and gets MPI_COMM_NULL. C maps
+// MPI_COMM_TYPE_HW_GUIDED onto these (group.c).
 //
 //export gompi_go_comm_split_type
 func gompi_go_comm_split_type(ch C.uintptr_t, kind, key C.int, out *C.uintptr_t) C.int {
@@ -243,6 +246,11 @@ func gompi_go_comm_split_type(ch C.uintptr_t, kind, key C.int, out *C.uintptr_t)
 	switch kind {
 	case splitShare:
 		nc, err = c.SplitShared(int(key))
+	case splitUnguided:
+		if nc, err = c.SplitShared(int(key)); err == nil && nc.Size() == c.Size() {
+			// c lies on one node: same on every member, so all drop it
+			err, nc = nc.Free(), nil
+		}
 	case undefinedABI:
 		nc, err = c.Split(mpi.Undefined, int(key))
 	default:

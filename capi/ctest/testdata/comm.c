@@ -46,6 +46,36 @@ int main(int argc, char **argv)
 	MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
 	MPI_Comm_size(shared, &n);
 	ct_out("split_type shared size %d", n);
+#if MPI_VERSION >= 4
+	{ /* MPI-4's hardware types: the node is the only resource gompi knows */
+		MPI_Comm hw;
+		MPI_Info info;
+		char v[64] = "";
+		int m = -1, flag = 0;
+		MPI_Info_create(&info);
+		MPI_Info_set(info, "mpi_hw_resource_type", "mpi_shared_memory");
+		MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, info, &hw);
+		if (hw != MPI_COMM_NULL)
+			MPI_Comm_size(hw, &m), MPI_Comm_free(&hw);
+		ct_out("mpi4: hw_guided shared_memory size %d", m);
+		ct_check(m == n, "HW_GUIDED mpi_shared_memory gave %d ranks, SHARED %d", m, n);
+		MPI_Info_set(info, "mpi_hw_resource_type", "l3cache");
+		MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, info, &hw);
+		ct_out("mpi4: hw_guided l3cache null %d", hw == MPI_COMM_NULL);
+		MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, MPI_INFO_NULL, &hw);
+		ct_check(hw == MPI_COMM_NULL, "HW_GUIDED without info gave a communicator");
+		MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, 0, info, &hw);
+		if (hw != MPI_COMM_NULL) {
+			MPI_Comm_size(hw, &m);
+			MPI_Info_get(info, "mpi_hw_resource_type", sizeof v - 1, v, &flag);
+			ct_check(m < s && flag, "HW_UNGUIDED gave %d of %d ranks, resource %s", m, s, flag ? v : "unnamed");
+			MPI_Comm_free(&hw);
+		} else {
+			ct_check(n == s, "HW_UNGUIDED gave MPI_COMM_NULL over %d nodes' ranks", s / n);
+		}
+		MPI_Info_free(&info);
+	}
+#endif
 
 	/* create from the group of the even ranks */
 	MPI_Comm_group(MPI_COMM_WORLD, &wg);
