@@ -120,6 +120,7 @@ func gompi_go_init(required C.int, provided *C.int) C.int {
 	if runtime.GOMAXPROCS(0) < 2 {
 		runtime.GOMAXPROCS(2)
 	}
+	mpi.Default().CalledFromC()
 	w := mpi.World()
 	self, err := w.Split(w.Rank(), 0)
 	if err != nil {

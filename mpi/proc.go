@@ -73,6 +73,7 @@ type Proc struct {
 	waiting  atomic.Int32 // goroutines blocked waiting for a message: readers busy-poll
 	pollOK   atomic.Bool  // this node is not oversubscribed: polling may use the processor
 	spinOK   atomic.Bool  // waiters poll too: GOMAXPROCS > 1 and a processor for each (see waitSpin)
+	osYield  atomic.Bool  // waiters are C threads: they poll yielding the thread (CalledFromC)
 	activeNB atomic.Int32 // non-blocking collectives in flight
 	nFailed  atomic.Int32
 	fails    failLog // the failed ranks in the order learned (ft.go)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -94,7 +95,8 @@ const waitSpin = 50 * time.Microsecond
 // request, that consumed the completion signal). It does not poll where
 // p.spinOK says no (see waitSpin).
 func (p *Proc) spin(done <-chan struct{}) bool {
-	if !p.spinOK.Load() {
+	osYield := p.osYield.Load()
+	if !p.spinOK.Load() && !osYield {
 		return false
 	}
 	var deadline time.Time
@@ -113,9 +115,24 @@ func (p *Proc) spin(done <-chan struct{}) bool {
 				return false
 			}
 		}
-		runtime.Gosched()
+		if osYield {
+			syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		} else {
+			runtime.Gosched()
+		}
 	}
 }
+
+// CalledFromC tells the library that its blocking calls come from threads
+// Go did not create (a C program, through package capi). Such a caller
+// runs locked to its thread: a wait that parks it costs a futex wake-up
+// and a hand-off of its Go processor (tens of µs), and one that yields the
+// goroutine hands the processor off at every look. Its waits therefore
+// poll their request yielding the OS thread instead, for waitSpin, before
+// they park, whatever the node's processors (a yield gives the core to any
+// thread that wants it). Measured with 2 C ranks on 2 loaded cores:
+// Allreduce of 8 B from 57-91 µs to 31 µs.
+func (p *Proc) CalledFromC() { p.osYield.Store(true) }
 
 var recvPool = sync.Pool{New: func() any { return &Request{kind: reqRecv, pooled: true, done: make(chan struct{}, 1)} }}
 
