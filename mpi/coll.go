@@ -95,7 +95,7 @@ func (c *Comm) Barrier() error {
 	if c != nil && c.inter != nil {
 		return c.interBarrier()
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	return c.barrier(c.nextTag())
@@ -106,7 +106,7 @@ func (c *Comm) Ibarrier() (*Request, error) {
 	if c != nil && c.inter != nil {
 		return c.interIbarrier()
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	tag := c.nextTag()
@@ -120,7 +120,7 @@ func (c *Comm) Bcast(buf []byte, root int) error {
 	if c != nil && c.inter != nil {
 		return c.interBcast(buf, root)
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -134,7 +134,7 @@ func (c *Comm) Ibcast(buf []byte, root int) (*Request, error) {
 	if c != nil && c.inter != nil {
 		return c.interIbcast(buf, root)
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -147,7 +147,7 @@ func (c *Comm) Ibcast(buf []byte, root int) (*Request, error) {
 // Gather collects every rank's send (all the same length) into root's
 // recv, in rank order.
 func (c *Comm) Gather(send, recv []byte, root int) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -169,7 +169,7 @@ func (c *Comm) Gather(send, recv []byte, root int) error {
 // Gatherv collects counts[i] bytes from rank i into root's recv at
 // displs[i]; counts and displs matter at root only.
 func (c *Comm) Gatherv(send, recv []byte, counts, displs []int, root int) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -220,7 +220,7 @@ func (c *Comm) gatherv(tag int, send, recv []byte, counts, displs []int, root in
 
 // Scatter sends the i-th len(recv)-byte block of root's send to rank i.
 func (c *Comm) Scatter(send, recv []byte, root int) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -241,7 +241,7 @@ func (c *Comm) Scatter(send, recv []byte, root int) error {
 
 // Scatterv sends counts[i] bytes at displs[i] of root's send to rank i.
 func (c *Comm) Scatterv(send []byte, counts, displs []int, recv []byte, root int) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -294,7 +294,7 @@ func (c *Comm) Allgather(send, recv []byte) error {
 }
 
 func (c *Comm) allgatherArgs(send, recv []byte) (counts, displs []int, err error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, nil, err
 	}
 	b, n := len(send), c.size
@@ -333,7 +333,7 @@ func (c *Comm) Alltoall(send, recv []byte) error {
 }
 
 func (c *Comm) alltoallArgs(send, recv []byte) (counts, displs []int, err error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, nil, err
 	}
 	n := c.size

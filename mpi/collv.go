@@ -45,7 +45,7 @@ func (c *Comm) Iallgatherv(send, recv []byte, counts, displs []int) (*Request, e
 }
 
 func (c *Comm) allgathervArgs(send, recv []byte, counts, displs []int) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkV("allgatherv", len(recv), counts, displs); err != nil {
@@ -86,7 +86,7 @@ func (c *Comm) Ialltoallv(send []byte, scounts, sdispls []int, recv []byte, rcou
 }
 
 func (c *Comm) alltoallvArgs(send []byte, scounts, sdispls []int, recv []byte, rcounts, rdispls []int) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkV("alltoallv", len(send), scounts, sdispls); err != nil {
@@ -125,7 +125,7 @@ func (c *Comm) Ialltoallw(send, recv []Buf) (*Request, error) {
 }
 
 func (c *Comm) alltoallwArgs(send, recv []Buf) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if len(send) != c.size || len(recv) != c.size {
@@ -208,7 +208,7 @@ func (c *Comm) Iscatterv(send []byte, counts, displs []int, recv []byte, root in
 // rootedArgs checks a Gather's or Scatter's arguments: blocks of b bytes,
 // every rank's in root's all-ranks buffer of total bytes.
 func (c *Comm) rootedArgs(op string, b, total, root int) (counts, displs []int, err error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, nil, err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -228,7 +228,7 @@ func (c *Comm) rootedArgs(op string, b, total, root int) (counts, displs []int, 
 }
 
 func (c *Comm) vArgs(op string, n int, counts, displs []int, root int) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -285,7 +285,7 @@ func (c *Comm) IreduceScatter(send, recv []byte, counts []int, red Reduction) (*
 // reduceScatterArgs checks the arguments and returns the parts' sizes
 // (block bytes each when counts is nil).
 func (c *Comm) reduceScatterArgs(op string, send []byte, red Reduction, counts []int, block int) ([]int, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	if counts == nil {
@@ -357,7 +357,7 @@ func (c *Comm) Iexscan(send, recv []byte, red Reduction) (*Request, error) {
 }
 
 func (c *Comm) scanArgs(op string, send, recv []byte, red Reduction) error {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := checkRed(op, red, len(send)); err != nil {

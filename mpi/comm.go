@@ -50,6 +50,8 @@ type Comm struct {
 	// application acknowledged (AckFailed; ft.go).
 	ackMu sync.Mutex
 	acked int
+	// revokeSent: this process sent c's revoke notice on (revoke.go).
+	revokeSent atomic.Bool
 }
 
 // newComm builds the local object of a communicator whose members (world
@@ -142,7 +144,7 @@ func (c *Comm) live() error {
 // peerRank checks a point-to-point peer rank and returns its world rank:
 // on an intercommunicator, a rank of the remote group.
 func (c *Comm) peerRank(r int, what string) (int, error) {
-	if err := c.live(); err != nil {
+	if err := c.usable(); err != nil {
 		return 0, err
 	}
 	peers := c.members
@@ -157,7 +159,7 @@ func (c *Comm) peerRank(r int, what string) (int, error) {
 
 func (c *Comm) srcRank(src int) (int, error) {
 	if src == AnySource {
-		return AnySource, c.live()
+		return AnySource, c.usable()
 	}
 	return c.peerRank(src, "source")
 }
@@ -232,7 +234,7 @@ func (c *Comm) Recv(buf []byte, src, tag int) (Status, error) {
 // withdrawn (unless a message already matched it, which is then returned).
 func (c *Comm) RecvCtx(ctx context.Context, buf []byte, src, tag int) (Status, error) {
 	if src == ProcNull {
-		return nullStatus, c.live()
+		return nullStatus, c.usable()
 	}
 	w, err := c.srcRank(src)
 	if err != nil {
@@ -349,7 +351,7 @@ func (c *Comm) probe(ctx context.Context, src, tag int, block bool) (Status, boo
 // leaves the unexpected queue (it is matched) and is returned.
 func (c *Comm) probeTake(ctx context.Context, src, tag int, block, take bool) (Status, *message, bool, error) {
 	if src == ProcNull {
-		return nullStatus, nil, true, c.live()
+		return nullStatus, nil, true, c.usable()
 	}
 	w, err := c.srcRank(src)
 	if err != nil {
@@ -375,7 +377,7 @@ func (c *Comm) probeTake(ctx context.Context, src, tag int, block, take bool) (S
 			}
 			return st, m, true, nil
 		}
-		if err := p.recvFailureLocked(c.pt, c, w); err != nil {
+		if err := p.recvFailureLocked(c.pt, c, w, true); err != nil {
 			p.mu.Unlock()
 			return Status{}, nil, false, err
 		}
@@ -506,7 +508,7 @@ func (c *Comm) Dup() (*Comm, error) {
 	if c != nil && c.inter != nil {
 		return c.interDup()
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	return c.p.create(LogEntry{Op: OpDup, Parent: c.handle}, "dup", func(next uint64) (*Comm, error) {
@@ -526,7 +528,7 @@ func (c *Comm) Split(color, key int) (*Comm, error) {
 	if c != nil && c.inter != nil {
 		return c.interSplit(color, key)
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	if color < 0 {
@@ -590,12 +592,17 @@ func (p *Proc) applyCreate(e LogEntry) *Comm {
 		nc = p.newComm(e.Handle, e.Members)
 	}
 	p.commMu.Lock()
-	defer p.commMu.Unlock()
 	p.nextCtx = max(p.nextCtx, e.NextCtx)
 	if nc != nil {
 		p.comms[e.Handle] = nc
 	}
 	p.clog = append(p.clog, e)
+	p.commMu.Unlock()
+	if nc.IsRevoked() {
+		// A member revoked it before this process had created it: the
+		// notice goes on now (revoke.go).
+		p.forwardRevoke(nc, -1)
+	}
 	return nc
 }
 

@@ -20,7 +20,7 @@ import (
 // the library's control context, tagged with c's handle and tag (see
 // createGroupTag), not on c, so they never match c's traffic.
 func (c *Comm) CreateGroup(ctx context.Context, g Group, tag int) (*Comm, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	if tag < 0 || tag > TagUB {

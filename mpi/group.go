@@ -205,7 +205,7 @@ func (c *Comm) Compare(d *Comm) int {
 // On an intercommunicator each group passes a subgroup of its own, and the
 // result joins the two (nil where either is empty), as a Split of it.
 func (c *Comm) Create(g Group) (*Comm, error) {
-	if err := c.live(); err != nil {
+	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	for _, w := range g.members {
@@ -226,7 +226,7 @@ func (c *Comm) Create(g Group) (*Comm, error) {
 // together, ordered by key and then rank in c. Collective over c; a Split
 // in the creation log.
 func (c *Comm) SplitShared(key int) (*Comm, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	v, mine := c.view(), c.view().Node(c.rank)

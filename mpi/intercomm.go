@@ -97,7 +97,7 @@ func (c *Comm) RemoteGroup() (Group, error) {
 // groups on peer with tag. Collective over c; only the local leader uses
 // peer and remoteLeader.
 func (c *Comm) IntercommCreate(localLeader int, peer *Comm, remoteLeader, tag int) (*Comm, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	if err := c.checkRoot(localLeader); err != nil {

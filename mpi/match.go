@@ -3,6 +3,7 @@ package mpi
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 )
 
 // ctxState is the matching state of one context id: the posted-receive
@@ -22,6 +23,9 @@ type ctxState struct {
 	// coll marks a communicator's collective context: a failed member
 	// fails every receive on it, since the collective cannot finish.
 	coll bool
+	// revoked: the communicator of this context was revoked (revoke.go).
+	// Set under Proc.mu, never cleared; read without it.
+	revoked atomic.Bool
 }
 
 type probeWait struct {
@@ -133,6 +137,15 @@ func (p *Proc) deliver(src int, h *header, data []byte, owned *message, seqCheck
 		}
 	}
 	p.received(src, h, len(data))
+	if cs.revoked.Load() {
+		// ULFM drops what arrives on a revoked communicator; it was
+		// counted above, as its sender counted it.
+		p.mu.Unlock()
+		if owned != nil {
+			putMsg(owned)
+		}
+		return nil
+	}
 	if r := cs.takePosted(src, tag); r != nil {
 		p.mu.Unlock()
 		fillRecv(r, src, tag, data)
@@ -189,7 +202,7 @@ func (p *Proc) postRecv(r *Request) bool {
 		putMsg(m)
 		return true
 	}
-	if err := p.recvFailureLocked(cs, r.comm, r.src); err != nil {
+	if err := p.recvFailureLocked(cs, r.comm, r.src, r.pooled); err != nil {
 		p.mu.Unlock()
 		r.status, r.err = Status{}, err
 		return true
@@ -199,10 +212,15 @@ func (p *Proc) postRecv(r *Request) bool {
 	return false
 }
 
-// recvFailureLocked returns the error a receive gets because a process it
-// waits for failed: its source, any member for AnySource, and any member
-// on a collective context.
-func (p *Proc) recvFailureLocked(cs *ctxState, c *Comm, src int) error {
+// recvFailureLocked returns the error a receive (or probe) gets because
+// its communicator was revoked or a process it waits for failed: its
+// source; on a collective context any member; for a blocking AnySource
+// receive any member whose failure the application has not acknowledged
+// (ULFM's rule; a non-blocking one stays posted, Wait reports it pending).
+func (p *Proc) recvFailureLocked(cs *ctxState, c *Comm, src int, blocking bool) error {
+	if cs.revoked.Load() {
+		return revokedErr(cs.ctx)
+	}
 	if src != AnySource {
 		if err := p.peers[src].goneOrFailed(); err != nil {
 			return err
@@ -210,6 +228,12 @@ func (p *Proc) recvFailureLocked(cs *ctxState, c *Comm, src int) error {
 	}
 	if p.nFailed.Load() == 0 || (src != AnySource && !cs.coll) {
 		return nil
+	}
+	if !cs.coll {
+		if !blocking {
+			return nil
+		}
+		return c.unackedFailure()
 	}
 	for _, pe := range p.peers {
 		if err := pe.failure(); err != nil && c.hasWorld(pe.rank) {
@@ -242,7 +266,10 @@ func (p *Proc) failPostedLocked(rank int, err error) []*Request {
 	for _, cs := range p.ctxs {
 		kept := cs.posted[:0]
 		for _, r := range cs.posted {
-			hit := r.src == rank || ((r.src == AnySource || cs.coll) && r.comm.hasWorld(rank))
+			// A non-blocking AnySource receive stays posted (ULFM): its
+			// Wait reports the failure pending until acknowledged.
+			anySrc := r.src == AnySource && (cs.coll || r.pooled)
+			hit := r.src == rank || ((anySrc || cs.coll) && r.comm.hasWorld(rank))
 			if hit {
 				out = append(out, r)
 			} else {

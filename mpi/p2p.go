@@ -42,7 +42,7 @@ var nullStatus = Status{Source: ProcNull, Tag: AnyTag}
 
 // nullRequest is a request to or from ProcNull: complete at once.
 func (c *Comm) nullRequest() (*Request, error) {
-	if err := c.live(); err != nil {
+	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	r := newRequest(c.p, reqSend)
@@ -103,8 +103,8 @@ func (c *Comm) Issend(buf []byte, dst, tag int) (*Request, error) {
 func (p *Proc) joined(a, b *Request) *Request {
 	out := newRequest(p, reqColl)
 	go func() {
-		st, errA := a.Wait()
-		_, errB := b.Wait()
+		st, errA := a.await()
+		_, errB := b.await()
 		out.complete(st, errors.Join(errA, errB))
 	}()
 	return out
@@ -312,24 +312,34 @@ func (r *Request) Cancel() error {
 }
 
 // Testany reports the first complete request, by index, with its status
-// and error; ok is false when none is. With every request nil it reports
-// ok with index -1 (MPI_UNDEFINED).
+// and error; ok is false when none is (then an AnySource receive whose
+// failure is pending, see Wait, is reported by index with that error).
+// With every request nil it reports ok with index -1 (MPI_UNDEFINED).
 func Testany(reqs []*Request) (int, Status, bool, error) {
 	none := true
+	pending, perr := -1, error(nil)
 	for i, r := range reqs {
 		if r == nil {
 			continue
 		}
 		none = false
-		if st, ok, err := r.Test(); ok {
+		st, ok, err := r.Test()
+		if ok {
 			return i, st, true, err
 		}
+		if err != nil && perr == nil {
+			pending, perr = i, err
+		}
+	}
+	if perr != nil {
+		return pending, Status{}, false, perr
 	}
 	return -1, Status{}, none, nil
 }
 
 // Testsome returns the indices of the complete requests, their statuses
-// and their errors joined; nil indices when every request is nil.
+// and their errors joined, with the pending failures of AnySource
+// receives (see Wait); nil indices when every request is nil.
 func Testsome(reqs []*Request) ([]int, []Status, error) {
 	var idx []int
 	var sts []Status
@@ -340,11 +350,13 @@ func Testsome(reqs []*Request) ([]int, []Status, error) {
 			continue
 		}
 		none = false
-		if st, ok, err := r.Test(); ok {
+		st, ok, err := r.Test()
+		if ok {
 			idx, sts = append(idx, i), append(sts, st)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("request %d: %w", i, err))
-			}
+		}
+		if err != nil {
+			// A complete request's error, or a pending failure's.
+			errs = append(errs, fmt.Errorf("request %d: %w", i, err))
 		}
 	}
 	if !none && idx == nil {

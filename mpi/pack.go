@@ -207,7 +207,7 @@ func (c *Comm) IrecvBuf(b Buf, src, tag int) (*Request, error) {
 	out := newRequest(c.p, reqColl)
 	out.inner = in
 	go func() {
-		st, err := in.Wait()
+		st, err := in.await()
 		b.unpack(buf[:min(st.Count, len(buf))])
 		out.complete(st, err)
 	}()

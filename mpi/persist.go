@@ -18,7 +18,7 @@ type Prequest struct {
 }
 
 func (c *Comm) persistent(start func() (*Request, error)) (*Prequest, error) {
-	if err := c.live(); err != nil {
+	if err := c.usable(); err != nil {
 		return nil, err
 	}
 	return &Prequest{start: start}, nil
@@ -124,7 +124,7 @@ func (q *Prequest) Wait() (Status, error) {
 		return Status{}, nil
 	}
 	st, err := r.Wait()
-	if err == nil || !errors.Is(err, ErrStopped) {
+	if err == nil || !(errors.Is(err, ErrStopped) || errors.Is(err, ErrProcFailedPending)) {
 		q.finish(r)
 	}
 	return st, err

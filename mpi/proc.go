@@ -77,6 +77,7 @@ type Proc struct {
 	activeNB atomic.Int32 // non-blocking collectives in flight
 	nFailed  atomic.Int32
 	fails    failLog // the failed ranks in the order learned (ft.go)
+	failWake wakeup  // woken at every failure: Waits on AnySource receives (revoke.go)
 
 	drainMu sync.Mutex
 	drains  []*drainWait
@@ -496,6 +497,9 @@ func (p *Proc) send(cs *ctxState, dst, tag int, data []byte, req *Request) error
 		}
 		defer p.leave()
 	}
+	if cs.revoked.Load() {
+		return revokedErr(cs.ctx)
+	}
 	pe := p.peers[dst]
 	if err := pe.goneOrFailed(); err != nil {
 		return err
@@ -735,6 +739,8 @@ func (p *Proc) read(c btl.Conn) {
 					p.peerGone(src)
 				case h.kind == kindFlag && pn == 0:
 					p.flagged(src, h.tag)
+				case h.kind == kindRevoke && pn == 0:
+					err = p.revokeNotice(src, h.ctx)
 				default:
 					err = fmt.Errorf("unexpected frame kind %d", h.kind)
 				}
@@ -859,6 +865,7 @@ func (p *Proc) failPeer(rank int, cause error) {
 	}
 	p.failDrains(rank)
 	p.wakeFlags()
+	p.failWake.wake()
 }
 
 var errFinalized = errors.New("it finalized")
@@ -899,7 +906,7 @@ func (p *Proc) Finalize() error {
 	var errs []error
 	if p.isStopped() {
 		errs = append(errs, p.stopErr())
-	} else if err := p.world.Barrier(); errors.Is(err, ErrProcFailed) {
+	} else if err := p.world.Barrier(); errors.Is(err, ErrProcFailed) || errors.Is(err, ErrRevoked) {
 		// Ranks failed and the job ran on (errmgr sustain): finalizing is
 		// still right, the runtime's finalize fence waits for the others.
 		p.log.Debug("finalize: the world barrier met a failed rank", "err", err)

@@ -83,7 +83,7 @@ func (c *Comm) IreduceBytes(send, recv []byte, red Reduction, root int) (*Reques
 }
 
 func (c *Comm) reduceArgs(op string, send, recv []byte, red Reduction, root int) (int, []byte, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return 0, nil, err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -123,7 +123,7 @@ func (c *Comm) IallreduceBytes(send, recv []byte, red Reduction) (*Request, erro
 }
 
 func (c *Comm) allreduceArgs(op string, send, recv []byte, red Reduction) (int, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return 0, err
 	}
 	if err := checkRed(op, red, len(send)); err != nil {

@@ -138,27 +138,12 @@ var recvPool = sync.Pool{New: func() any { return &Request{kind: reqRecv, pooled
 
 // Wait blocks until the request completes and returns its status and
 // error. It returns early with an error wrapping ErrStopped if the Proc
-// stops (see WaitCtx for a caller's deadline).
+// stops (see WaitCtx for a caller's deadline). On an AnySource receive
+// it returns an error wrapping ErrProcFailedPending while a member of
+// the communicator failed unacknowledged (at once, or when the failure
+// happens during the wait); the request stays active (anysource.go).
 func (r *Request) Wait() (Status, error) {
-	if r == nil {
-		return Status{}, nil
-	}
-	select {
-	case <-r.done:
-		return r.status, r.err
-	default:
-	}
-	r.p.waiting.Add(1)
-	defer r.p.waiting.Add(-1)
-	if r.p.spin(r.done) {
-		return r.status, r.err
-	}
-	select {
-	case <-r.done:
-		return r.status, r.err
-	case <-r.p.done:
-		return r.stopped()
-	}
+	return r.WaitCtx(context.Background())
 }
 
 // WaitCtx is Wait bounded by ctx. When ctx ends first it returns ctx's
@@ -167,23 +152,52 @@ func (r *Request) WaitCtx(ctx context.Context) (Status, error) {
 	if r == nil {
 		return Status{}, nil
 	}
+	select {
+	case <-r.done:
+		return r.status, r.err
+	default:
+	}
+	// Watch before looking, so a failure between the look and the wait
+	// still wakes it.
+	failed := r.failWatch()
+	if err := r.pendingFailure(); err != nil {
+		return Status{}, err
+	}
 	r.p.waiting.Add(1)
 	defer r.p.waiting.Add(-1)
 	if r.p.spin(r.done) {
 		return r.status, r.err
 	}
+	for {
+		select {
+		case <-r.done:
+			return r.status, r.err
+		case <-r.p.done:
+			return r.stopped()
+		case <-failed:
+			failed = r.failWatch()
+			if err := r.pendingFailure(); err != nil {
+				return Status{}, err
+			}
+		case <-ctx.Done():
+			select {
+			case <-r.done:
+				return r.status, r.err
+			default:
+			}
+			return Status{}, fmt.Errorf("mpi: wait: %w", ctx.Err())
+		}
+	}
+}
+
+// await is Wait without ULFM's pending rule: the library's own waits for
+// a request to end (a wrapping request's goroutine) wait it out.
+func (r *Request) await() (Status, error) {
 	select {
 	case <-r.done:
 		return r.status, r.err
 	case <-r.p.done:
 		return r.stopped()
-	case <-ctx.Done():
-		select {
-		case <-r.done:
-			return r.status, r.err
-		default:
-		}
-		return Status{}, fmt.Errorf("mpi: wait: %w", ctx.Err())
 	}
 }
 
@@ -197,7 +211,10 @@ func (r *Request) stopped() (Status, error) {
 	return Status{}, r.p.stopErr()
 }
 
-// Test reports whether the request is complete, with its status and error.
+// Test reports whether the request is complete, with its status and
+// error. An incomplete AnySource receive reports an error wrapping
+// ErrProcFailedPending while its communicator has unacknowledged
+// failures (as Wait does), and stays active.
 func (r *Request) Test() (Status, bool, error) {
 	if r == nil {
 		return Status{}, true, nil
@@ -206,7 +223,7 @@ func (r *Request) Test() (Status, bool, error) {
 	case <-r.done:
 		return r.status, true, r.err
 	default:
-		return Status{}, false, nil
+		return Status{}, false, r.pendingFailure()
 	}
 }
 
@@ -227,40 +244,75 @@ func Waitall(reqs []*Request) ([]Status, error) {
 
 // Waitany waits until one of the requests completes and returns its index,
 // status and error. Nil requests are skipped; with none left it returns
-// index -1 at once (MPI_UNDEFINED).
+// index -1 at once (MPI_UNDEFINED). An AnySource receive whose failure is
+// pending (see Wait) is returned, still active, with that error.
 func Waitany(reqs []*Request) (int, Status, error) {
 	var p *Proc
-	for i, r := range reqs {
-		if r == nil {
-			continue
-		}
-		p = r.p
-		select {
-		case <-r.done:
-			return i, r.status, r.err
-		default:
+	watch := false
+	for _, r := range reqs {
+		if r != nil {
+			p = r.p
+			watch = watch || r.anySourceRecv() != nil
 		}
 	}
 	if p == nil {
 		return -1, Status{}, nil
 	}
-	cases := make([]reflect.SelectCase, 0, len(reqs)+1)
-	idx := make([]int, 0, len(reqs))
-	for i, r := range reqs {
-		if r != nil {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.done)})
-			idx = append(idx, i)
+	for {
+		var failed <-chan struct{}
+		if watch {
+			failed = p.failWake.watch()
+		}
+		if i, st, err, ok := anyDone(reqs); ok {
+			return i, st, err
+		}
+		cases := make([]reflect.SelectCase, 0, len(reqs)+2)
+		idx := make([]int, 0, len(reqs))
+		for i, r := range reqs {
+			if r != nil {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.done)})
+				idx = append(idx, i)
+			}
+		}
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.done)})
+		if failed != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(failed)})
+		}
+		p.waiting.Add(1)
+		chosen, _, _ := reflect.Select(cases)
+		p.waiting.Add(-1)
+		switch {
+		case chosen == len(idx):
+			return -1, Status{}, p.stopErr()
+		case chosen < len(idx):
+			r := reqs[idx[chosen]]
+			return idx[chosen], r.status, r.err
 		}
 	}
-	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.done)})
-	p.waiting.Add(1)
-	chosen, _, _ := reflect.Select(cases)
-	p.waiting.Add(-1)
-	if chosen == len(idx) {
-		return -1, Status{}, p.stopErr()
+}
+
+// anyDone returns the first complete request, or the first whose failure
+// is pending (ok set either way).
+func anyDone(reqs []*Request) (int, Status, error, bool) {
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		select {
+		case <-r.done:
+			return i, r.status, r.err, true
+		default:
+		}
 	}
-	r := reqs[idx[chosen]]
-	return idx[chosen], r.status, r.err
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		if err := r.pendingFailure(); err != nil {
+			return i, Status{}, err, true
+		}
+	}
+	return 0, Status{}, nil, false
 }
 
 // Testall reports whether every request is complete.
@@ -282,7 +334,7 @@ func Testall(reqs []*Request) bool {
 func (r *Request) Then(then func() error) *Request {
 	out := newRequest(r.p, reqColl)
 	go func() {
-		st, err := r.Wait()
+		st, err := r.await()
 		if err == nil {
 			err = then()
 		}

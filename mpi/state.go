@@ -81,6 +81,9 @@ func (p *Proc) SaveState() ([]byte, error) {
 	defer p.commMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.revokedLocked(); err != nil {
+		return nil, fmt.Errorf("mpi: save state: %w", err)
+	}
 
 	st := savedState{rank: p.rank, size: p.size, nextCtx: p.nextCtx, log: p.clog}
 	comms := []*Comm{p.world, p.control}

@@ -84,7 +84,7 @@ func (c *Comm) withTopo(n int, t *Topology) (*Comm, error) {
 // CartCreate makes a communicator with a Cartesian topology over the
 // first prod(dims) ranks of c. Collective over c.
 func (c *Comm) CartCreate(dims []int, periods []bool) (*Comm, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	n := 1
@@ -307,7 +307,7 @@ func reaches(f, k, n int) bool {
 // GraphCreate makes a communicator with a graph topology over the first
 // len(index) ranks of c. Collective over c.
 func (c *Comm) GraphCreate(index, edges []int) (*Comm, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	n := len(index)
@@ -338,7 +338,7 @@ func (g *Graph) Neighbors(rank int) ([]int, error) {
 // whose topology, on each member, is the sources it receives from and the
 // destinations it sends to. Collective over c.
 func (c *Comm) DistGraphCreateAdjacent(sources, dests []int) (*Comm, error) {
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	for _, r := range append(slices.Clone(sources), dests...) {

@@ -91,7 +91,7 @@ func Reduce[T Numeric](c *Comm, send, recv []T, op Op, root int) error {
 	if err != nil {
 		return err
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if err := c.checkRoot(root); err != nil {
@@ -115,7 +115,7 @@ func Allreduce[T Numeric](c *Comm, send, recv []T, op Op) error {
 	if err != nil {
 		return err
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return err
 	}
 	if len(recv) < len(send) {
@@ -131,7 +131,7 @@ func Iallreduce[T Numeric](c *Comm, send, recv []T, op Op) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkOp(); err != nil {
 		return nil, err
 	}
 	if len(recv) < len(send) {

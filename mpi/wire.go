@@ -14,6 +14,9 @@ const (
 	// behind everything the sender sent before it (flag.go); its tag is
 	// the suspension's.
 	kindFlag = 6
+	// kindRevoke: a communicator was revoked (revoke.go); its ctx is the
+	// communicator's handle. Handled by the reader, never matched.
+	kindRevoke = 7
 )
 
 // hdrLen is the size of every header mpi sends.
@@ -50,7 +53,7 @@ func parseHeader(b []byte) (header, error) {
 		tag:  int64(binary.LittleEndian.Uint64(b[16:24])),
 		seq:  binary.LittleEndian.Uint64(b[24:32]),
 	}
-	if h.kind < kindData || h.kind > kindFlag {
+	if h.kind < kindData || h.kind > kindRevoke {
 		return header{}, fmt.Errorf("unknown frame kind %d", h.kind)
 	}
 	return h, nil

@@ -1,0 +1,183 @@
+package mpi
+
+import (
+	"fmt"
+)
+
+// Revoking a communicator (ULFM's MPIX_Comm_revoke).
+//
+// Locally, a revocation marks both of the communicator's contexts
+// (point-to-point and collective) revoked, fails every receive posted on
+// them and wakes their probes (an error wrapping ErrRevoked), and drops
+// their unexpected messages. From then on every receive, probe and send
+// on them fails at once, and what arrives on them is dropped (counted as
+// received, as its sender counted it, then discarded). Synchronous sends
+// fail through their ack receive; collectives, blocking and not, through
+// their next receive or send. Shrink and Agree travel on the control
+// context, which is never revoked.
+//
+// Propagation is a flood with one forward per member: the revoking
+// process sends a notice (a kindRevoke frame naming the communicator's
+// handle, which is the same at every member) to every other member; a
+// member that learns of the revocation for the first time sends the
+// notice on to every other member but the one it came from, before it
+// fails its own pending operations. As long as one process that got the
+// notice lives, every live member gets it, whoever fails midway: n-1
+// frames from the origin and at most n-2 from each other member, O(n²)
+// frames in all, but one frame's latency to every member when nobody
+// fails. The reader goroutine handles the notice as it comes off the
+// connection, without any receive posted; the forwards are queued to the
+// peers' writers, so the reader never waits for a connection. The frames
+// are no messages: they have no sequence number, and the C/R protocols
+// (p.sent, p.received) do not see them.
+//
+// A notice may arrive for a communicator this process has not created
+// yet (the others finished creating it first): its contexts are marked
+// revoked all the same (a context's state exists before its communicator,
+// as for early messages), the communicator is born revoked, and it
+// forwards the notice when it is created.
+
+// revokedErr is the error of an operation on a revoked context (either
+// of a communicator's two).
+func revokedErr(ctx uint64) error {
+	return fmt.Errorf("mpi: communicator %d: %w", ctx&^1, ErrRevoked)
+}
+
+// Revoke revokes c at every member (ULFM's MPIX_Comm_revoke): every
+// pending and later operation on c, at this process and, once the notice
+// reaches them, at every other member, fails with an error wrapping
+// ErrRevoked, except Shrink, Agree, GetFailed, AckFailed, IsRevoked,
+// Free and the queries (Rank, Size, Group …). Creating a communicator
+// from c fails too. It is not collective: one member calls it, the
+// others learn of it. Revoking a revoked communicator does nothing.
+// Messages that arrive on c afterwards are dropped. gompi does not revoke
+// intercommunicators (ErrInter).
+//
+//	if _, err := c.Recv(buf, peer, tag); errors.Is(err, mpi.ErrProcFailed) {
+//		c.Revoke() // every member leaves its pending operations on c
+//	}
+func (c *Comm) Revoke() error {
+	if err := c.checkFT("revoke"); err != nil {
+		return err
+	}
+	c.p.revoke(c.handle, -1)
+	return nil
+}
+
+// IsRevoked reports whether c was revoked, by this process or a notice
+// from another member (ULFM's MPIX_Comm_is_revoked).
+//
+//	if c.IsRevoked() {
+//		nc, err := c.Shrink()
+//	}
+func (c *Comm) IsRevoked() bool {
+	return c != nil && c.pt.revoked.Load()
+}
+
+// notRevoked is nil unless c was revoked.
+func (c *Comm) notRevoked() error {
+	if c.pt.revoked.Load() {
+		return revokedErr(c.handle)
+	}
+	return nil
+}
+
+// usable checks that c can carry a new operation: live and not revoked.
+func (c *Comm) usable() error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	return c.notRevoked()
+}
+
+// checkOp starts collectives and communicator creations: check, and c not
+// revoked.
+func (c *Comm) checkOp() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return c.notRevoked()
+}
+
+// revokeNotice handles a notice from src (its reader goroutine calls it).
+func (p *Proc) revokeNotice(src int, handle uint64) error {
+	if handle&1 != 0 || handle == ctxControl {
+		return fmt.Errorf("revoke notice for context %d, which no communicator has", handle)
+	}
+	p.revoke(handle, src)
+	return nil
+}
+
+// revoke revokes the communicator of handle here, the first time: it
+// forwards the notice (all but from, -1 for none) and fails what is
+// pending.
+func (p *Proc) revoke(handle uint64, from int) {
+	p.mu.Lock()
+	pt, co := p.ctxStateLocked(handle), p.ctxStateLocked(handle+1)
+	if pt.revoked.Load() {
+		p.mu.Unlock()
+		return
+	}
+	var reqs []*Request
+	for _, cs := range []*ctxState{pt, co} {
+		cs.revoked.Store(true)
+		reqs = append(reqs, cs.posted...)
+		clear(cs.posted)
+		cs.posted = nil
+		for _, m := range cs.unexp {
+			putMsg(m)
+		}
+		clear(cs.unexp)
+		cs.unexp = nil
+		for _, w := range cs.probes {
+			close(w.ch) // probers look again and see the revocation
+		}
+		cs.probes = nil
+	}
+	p.mu.Unlock()
+	// Registered after its contexts were made: either it is found here,
+	// or its creation sees the contexts revoked (applyCreate).
+	if c, ok := p.Comm(handle); ok {
+		p.forwardRevoke(c, from)
+	}
+	err := revokedErr(handle)
+	for _, r := range reqs {
+		r.complete(Status{}, err)
+	}
+}
+
+// forwardRevoke sends c's revoke notice to every live member but this
+// process and skip, once per communicator. The frames are queued to the
+// peers' writers: it never waits for a connection.
+func (p *Proc) forwardRevoke(c *Comm, skip int) {
+	if c.inter != nil || !c.revokeSent.CompareAndSwap(false, true) {
+		return
+	}
+	for _, w := range c.members {
+		pe := p.peers[w]
+		if w == p.rank || w == skip || pe.failure() != nil {
+			continue
+		}
+		pe.mu.Lock()
+		p.enqueueLocked(pe, &sendOp{kind: kindRevoke, ctx: c.handle})
+	}
+}
+
+// revokedLocked refuses a checkpoint while a communicator is revoked: a
+// restarted job could not hold the revocation (its contexts start afresh,
+// and the members that learnt of it would disagree with the rest), and a
+// revoked communicator is one the application is recovering from. The
+// caller holds p.commMu and p.mu.
+func (p *Proc) revokedLocked() error {
+	for _, h := range sortedHandles(p.comms) {
+		if p.comms[h].IsRevoked() {
+			return fmt.Errorf("communicator %d is %w: shrink it and free it, then checkpoint", h, ErrRevoked)
+		}
+	}
+	for _, ctx := range sortedHandles(p.ctxs) {
+		if ctx >= p.nextCtx && p.ctxs[ctx].revoked.Load() {
+			return fmt.Errorf("communicator %d, which this process is still creating, is %w: shrink it and free it, then checkpoint", ctx&^1, ErrRevoked)
+		}
+	}
+	return nil
+}
