@@ -195,7 +195,7 @@ func (c *Comm) nextTag() int {
 // Send sends buf to rank dst with tag. It returns once buf may be reused.
 func (c *Comm) Send(buf []byte, dst, tag int) error {
 	if dst == ProcNull {
-		return c.live()
+		return c.usable()
 	}
 	w, err := c.peerRank(dst, "destination")
 	if err != nil {

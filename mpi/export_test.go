@@ -136,3 +136,49 @@ func Listening(p *Proc) map[string]string {
 // SetSpin turns the waiters' polling (Proc.spin) on or off, whatever the
 // node's processors would choose.
 func SetSpin(p *Proc, on bool) { p.spinOK.Store(on) }
+
+// Pending is how many receives and probes wait on c's contexts: a test
+// revokes once the ranks it wants interrupted are blocked.
+func Pending(c *Comm) int {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	return len(c.pt.posted) + len(c.co.posted) + len(c.pt.probes)
+}
+
+// Waiting is how many of p's goroutines wait for a message or a request.
+func Waiting(p *Proc) int { return int(p.waiting.Load()) }
+
+// RevokeOnlyTo revokes c here and sends its notice to the comm ranks
+// given alone, as a process that dies midway through its sends would;
+// it returns once those frames were written.
+func RevokeOnlyTo(c *Comm, ranks []int) error {
+	c.revokeSent.Store(true) // the full send is not wanted
+	c.p.revoke(c.handle, -1)
+	for _, r := range ranks {
+		pe := c.p.peers[c.members[r]]
+		op := &sendOp{kind: kindRevoke, ctx: c.handle, wake: make(chan error, 1)}
+		pe.mu.Lock()
+		c.p.enqueueLocked(pe, op)
+		if err := <-op.wake; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NextHandle is the handle p would give the next communicator it creates.
+func NextHandle(p *Proc) uint64 {
+	p.commMu.Lock()
+	defer p.commMu.Unlock()
+	return p.nextCtx
+}
+
+// SendRevokeNotice sends dst a revoke notice for handle, whatever p has
+// of it, and returns once it was written.
+func SendRevokeNotice(p *Proc, dst int, handle uint64) error {
+	pe := p.peers[dst]
+	op := &sendOp{kind: kindRevoke, ctx: handle, wake: make(chan error, 1)}
+	pe.mu.Lock()
+	p.enqueueLocked(pe, op)
+	return <-op.wake
+}

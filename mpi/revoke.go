@@ -163,7 +163,7 @@ func (p *Proc) forwardRevoke(c *Comm, skip int) {
 	}
 }
 
-// revokedLocked refuses a checkpoint while a communicator is revoked: a
+// revokedLocked refuses a checkpoint (SaveState) while a communicator is revoked: a
 // restarted job could not hold the revocation (its contexts start afresh,
 // and the members that learnt of it would disagree with the rest), and a
 // revoked communicator is one the application is recovering from. The
@@ -180,4 +180,15 @@ func (p *Proc) revokedLocked() error {
 		}
 	}
 	return nil
+}
+
+// refuseRevoked is revokedLocked for a transparent checkpoint's
+// suspension: revoke notices are no messages, so its quiescing could not
+// vouch that none is in flight.
+func (p *Proc) refuseRevoked() error {
+	p.commMu.Lock()
+	defer p.commMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.revokedLocked()
 }

@@ -67,6 +67,9 @@ type savedMsg struct {
 // a safe point: with receives posted, sends queued or non-blocking
 // collectives running it fails with ErrBusy, naming them.
 func (p *Proc) SaveState() ([]byte, error) {
+	if err := p.refuseRevoked(); err != nil {
+		return nil, fmt.Errorf("mpi: save state: %w", err)
+	}
 	if n := p.activeNB.Load(); n > 0 {
 		return nil, fmt.Errorf("mpi: save state: %w: %d non-blocking collectives running", ErrBusy, n)
 	}
@@ -81,9 +84,6 @@ func (p *Proc) SaveState() ([]byte, error) {
 	defer p.commMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.revokedLocked(); err != nil {
-		return nil, fmt.Errorf("mpi: save state: %w", err)
-	}
 
 	st := savedState{rank: p.rank, size: p.size, nextCtx: p.nextCtx, log: p.clog}
 	comms := []*Comm{p.world, p.control}

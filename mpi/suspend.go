@@ -233,6 +233,9 @@ func (p *Proc) canSuspend(epoch uint64) (int, crcp.Quiesce, error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("mpi: suspend: %w", err)
 	}
+	if err := p.refuseRevoked(); err != nil {
+		return 0, 0, fmt.Errorf("mpi: suspend epoch %d: %w", epoch, err)
+	}
 	if p.size == 1 {
 		return suspendTagBase + int(epoch), way, nil
 	}
