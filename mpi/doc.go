@@ -205,4 +205,69 @@
 // communicators of the log back, in order and without communicating, until
 // cr reaches the restart point (EndReplay); a call that differs from the
 // log is an error naming both.
+//
+// # Fault tolerance (ULFM)
+//
+// Under errmgr sustain the job runs on past a failed rank, and the
+// library offers ULFM's interface (Open MPI's and MPICH's MPIX_Comm_*)
+// for the program to recover. Operations that involve a failed process
+// fail with an error wrapping ErrProcFailed (RankOf names it).
+//
+// Comm.Revoke (MPIX_Comm_revoke) is how one member tells all the others
+// to stop using a communicator: every pending and later operation on it,
+// at every live member, fails with an error wrapping ErrRevoked (posted
+// receives, probes, Ssend waiting for its match, started persistent
+// requests, blocking and non-blocking collectives), and so does creating
+// a communicator from it; Shrink, Agree, GetFailed, AckFailed, IsRevoked,
+// Free and the queries still work. It is not collective: the revoking
+// process sends a notice to every other member, and each member that
+// learns of it for the first time forwards it to all the others before
+// it fails its own operations, so it reaches every live member even when
+// the revoker dies midway (revoke.go: n² frames at most, one frame's
+// latency). Messages that arrive on a revoked communicator are dropped.
+// Comm.IsRevoked (MPIX_Comm_is_revoked) tells whether it happened.
+//
+//	if _, err := c.Recv(buf, left, tag); errors.Is(err, mpi.ErrProcFailed) {
+//		c.Revoke() // the others leave their pending calls on c too
+//	}
+//	if c.IsRevoked() {
+//		nc, err := c.Shrink() // the survivors, on a new communicator
+//		c.Free()
+//	}
+//
+// Comm.GetFailed (MPIX_Comm_get_failed) is the group of c's members this
+// process knows failed, in the order it learned of them; Comm.AckFailed
+// (MPIX_Comm_ack_failed) acknowledges the first n of them:
+//
+//	failed, _ := c.GetFailed()
+//	acked, _ := c.AckFailed(failed.Size())
+//
+// AnySource receives follow ULFM's rules. While c has failures the
+// application has not acknowledged, a blocking AnySource Recv or Probe
+// (and Iprobe) fails with ErrProcFailed; once AckFailed covers them, they
+// wait normally again. A non-blocking AnySource Irecv stays posted when a
+// member fails: Wait, Test, Waitany, Testany, Testsome and Waitsome
+// report an error wrapping ErrProcFailedPending (at once, or when the
+// failure happens during the wait) and leave it active, so it can still
+// complete with a message, be waited on normally after AckFailed, or be
+// cancelled:
+//
+//	r, _ := c.Irecv(buf, mpi.AnySource, tag)
+//	_, err := r.Wait()
+//	if errors.Is(err, mpi.ErrProcFailedPending) {
+//		failed, _ := c.GetFailed()
+//		c.AckFailed(failed.Size()) // the failure is known: go on waiting
+//		_, err = r.Wait()
+//	}
+//
+// Receives naming a failed source fail with ErrProcFailed, and
+// collectives fail once any member failed, acknowledged or not.
+// Comm.Shrink builds the communicator of the survivors (see its doc and
+// the agreement's).
+//
+// A checkpoint is refused while a communicator is revoked (SaveState, and
+// the suspension of a transparent checkpoint, fail with an error wrapping
+// ErrRevoked naming the communicator): a restarted job could not hold the
+// revocation. Shrink it and free it, then checkpoint. gompi does not
+// revoke intercommunicators (ErrInter).
 package mpi
