@@ -600,8 +600,8 @@ func (p *Proc) applyCreate(e LogEntry) *Comm {
 	p.commMu.Unlock()
 	if nc.IsRevoked() {
 		// A member revoked it before this process had created it: the
-		// notice goes on now (revoke.go).
-		p.forwardRevoke(nc, -1)
+		// notice may have to go on (revoke.go).
+		p.maybeForward(nc)
 	}
 	return nc
 }

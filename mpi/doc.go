@@ -220,11 +220,11 @@
 // requests, blocking and non-blocking collectives), and so does creating
 // a communicator from it; Shrink, Agree, GetFailed, AckFailed, IsRevoked,
 // Free and the queries still work. It is not collective: the revoking
-// process sends a notice to every other member, and each member that
-// learns of it for the first time forwards it to all the others before
-// it fails its own operations, so it reaches every live member even when
-// the revoker dies midway (revoke.go: n² frames at most, one frame's
-// latency). Messages that arrive on a revoked communicator are dropped.
+// process sends a notice to every other member, and a member that got
+// the notice forwards it to all the others once the member it got it
+// from fails, so it reaches every live member even when the revoker dies
+// midway (revoke.go: n-1 frames and one frame's latency without
+// failures). Messages that arrive on a revoked communicator are dropped.
 // Comm.IsRevoked (MPIX_Comm_is_revoked) tells whether it happened.
 //
 //	if _, err := c.Recv(buf, left, tag); errors.Is(err, mpi.ErrProcFailed) {

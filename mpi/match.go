@@ -26,6 +26,9 @@ type ctxState struct {
 	// revoked: the communicator of this context was revoked (revoke.go).
 	// Set under Proc.mu, never cleared; read without it.
 	revoked atomic.Bool
+	// revokeFrom is the world rank whose notice revoked it, -1 when this
+	// process did; written before revoked is set.
+	revokeFrom int
 }
 
 type probeWait struct {

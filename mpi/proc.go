@@ -866,6 +866,7 @@ func (p *Proc) failPeer(rank int, cause error) {
 	p.failDrains(rank)
 	p.wakeFlags()
 	p.failWake.wake()
+	p.forwardRevokes(rank)
 }
 
 var errFinalized = errors.New("it finalized")

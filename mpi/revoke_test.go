@@ -273,22 +273,28 @@ func TestRevokeRefusesCheckpoint(t *testing.T) {
 
 func TestRevokeBeforeCreation(t *testing.T) {
 	// A notice for a communicator a process has not created yet is kept:
-	// the communicator is born revoked, and its creator forwards the
-	// notice. Rank 0 sends rank 1 a notice for the handle the next Dup
-	// gives, then a message on the world, which rank 1 receives before it
-	// calls Dup: frames from one peer arrive in order.
-	mpitest.Run(t, 2, "tcp", func(p *mpi.Proc) error {
+	// the communicator is born revoked, and the forwarding rule applies
+	// to it once created. Rank 0 sends rank 1 alone a notice for the
+	// handle the next Dup gives, then a message on the world, which rank
+	// 1 receives before it calls Dup (frames from one peer arrive in
+	// order); after the Dup rank 0 dies, and rank 1 must forward the
+	// notice to rank 2, blocked on the new communicator.
+	cfg := mpitest.Config{N: 3, BTL: "tcp", AllowFailures: true}
+	errs := mpitest.Start(cfg, func(p *mpi.Proc) error {
 		w := p.World()
 		h := mpi.NextHandle(p)
-		if w.Rank() == 0 {
+		switch w.Rank() {
+		case 0:
 			if err := mpi.SendRevokeNotice(p, 1, h); err != nil {
 				return err
 			}
 			if err := w.Send(nil, 1, 7); err != nil {
 				return err
 			}
-		} else if _, err := w.Recv(nil, 0, 7); err != nil {
-			return err
+		case 1:
+			if _, err := w.Recv(nil, 0, 7); err != nil {
+				return err
+			}
 		}
 		c, err := w.Dup()
 		if err != nil {
@@ -297,14 +303,23 @@ func TestRevokeBeforeCreation(t *testing.T) {
 		if c.Handle() != h {
 			return fmt.Errorf("Dup gave handle %d, the test expected %d", c.Handle(), h)
 		}
-		if w.Rank() == 1 && !c.IsRevoked() {
-			return fmt.Errorf("the communicator was not born revoked")
+		switch w.Rank() {
+		case 0:
+			mpi.Kill(p)
+			return nil
+		case 1:
+			if !c.IsRevoked() {
+				return fmt.Errorf("the communicator was not born revoked")
+			}
+			return nil
 		}
-		// Rank 0 learns of it from rank 1's forward.
-		err = within("Recv", func() error { _, err := c.Recv(nil, 1-w.Rank(), 1); return err })
+		err = within("Recv", func() error { _, err := c.Recv(nil, 1, 1); return err })
 		if !errors.Is(err, mpi.ErrRevoked) {
 			return fmt.Errorf("receive on the communicator: %v, want ErrRevoked", err)
 		}
-		return c.Free()
+		return nil
 	})
+	for _, err := range errs {
+		t.Error(err)
+	}
 }
