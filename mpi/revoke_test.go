@@ -75,6 +75,17 @@ var blockedOps = []struct {
 		_, err = r.Wait()
 		return err
 	}},
+	{"RecvInit+Start+Wait", false, func(c *mpi.Comm) error {
+		q, err := c.RecvInit(make([]byte, 8), 0, 1)
+		if err != nil {
+			return err
+		}
+		if err := q.Start(); err != nil {
+			return err
+		}
+		_, err = q.Wait()
+		return err
+	}},
 	{"Ssend", false, func(c *mpi.Comm) error { return c.Ssend([]byte("x"), 0, 1) }},
 	{"Barrier", true, func(c *mpi.Comm) error { return c.Barrier() }},
 	{"Allreduce", true, func(c *mpi.Comm) error { return mpi.Allreduce(c, []int64{1}, make([]int64, 1), mpi.Sum) }},
