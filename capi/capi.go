@@ -96,7 +96,9 @@ func code(err error) C.int {
 		return errUnsupp
 	case errors.Is(err, mpi.ErrTruncate):
 		return errTruncate
-	case errors.Is(err, mpi.ErrProcFailed):
+	case errors.Is(err, mpi.ErrProcFailed), errors.Is(err, mpi.ErrProcFailedPending):
+		// ULFM's MPIX_ERR_PROC_FAILED(_PENDING) come with the C faces of
+		// fault tolerance; until then the closest MPI class.
 		return errProcAbortd
 	case errors.Is(err, mpi.ErrArg):
 		return errArg

@@ -6,6 +6,7 @@ package capi
 import "C"
 
 import (
+	"errors"
 	"unsafe"
 
 	"gompi/mpi"
@@ -241,7 +242,9 @@ func gompi_go_wait(req *C.uintptr_t, st *C.MPI_Status) C.int {
 	var s mpi.Status
 	var err error
 	if r != nil {
-		s, err = r.Wait()
+		if s, err = r.Wait(); errors.Is(err, mpi.ErrProcFailedPending) {
+			return code(err) // still active: the handle stays
+		}
 	}
 	return finish(req, q, s, err, st)
 }
@@ -333,6 +336,9 @@ func gompi_go_waitany(n C.int, reqs *C.uintptr_t, index *C.int, st *C.MPI_Status
 	}
 	i, s, err := mpi.Waitany(rs)
 	*index = C.int(i)
+	if errors.Is(err, mpi.ErrProcFailedPending) {
+		return code(err) // still active: the handle stays
+	}
 	q, _ := request(hs[i])
 	return finish(&hs[i], q, s, err, st)
 }
