@@ -5,8 +5,9 @@
 // The package holds the framework's interface only: Module, the Local
 // snapshots a Sync establishes, the Host a hosting process provisions a
 // module with, the progress a Sync reports through its context, and its
-// one parameter, sstore_base_group_readable (references are their owner's
-// only unless it is set). What a
+// parameters: sstore_base_group_readable (references are their owner's
+// only unless it is set) and sstore_base_keep (how many restart points a
+// job keeps; which ones go is snapshot.Prunable). What a
 // snapshot reference is on disk (its layout, metadata, checksums and
 // verification) is package snapshot, which every Module and every reader
 // of references (cr, snapc, gompi-restart, gompi-checkpoint) shares.
@@ -33,12 +34,27 @@ const Name = "sstore"
 // snapshot's perm.go).
 const ParamGroupReadable = Name + "_base_group_readable"
 
+// ParamKeep is how many of a reference's newest restart points stay once
+// a checkpoint of the job commits; 0 keeps them all.
+const ParamKeep = Name + "_base_keep"
+
 // FrameworkParams are the framework's own parameters.
 func FrameworkParams() []mca.ParamSpec {
 	return []mca.ParamSpec{
 		{Name: ParamGroupReadable, Type: mca.Bool, Default: "false", Level: mca.LevelUser,
 			Help: "Let the job's group read its snapshot references (folders 0750, files 0640); by default they are its owner's only (0700, 0600), since they hold the program, arguments, parameters and exported variables gompi-restart runs again"},
+		{Name: ParamKeep, Type: mca.Int, Default: "0", Level: mca.LevelUser,
+			Help: "Keep only the newest N restart points of the job's reference: once a checkpoint commits, older sequences and the leftovers of failed ones are removed (never the only restart point); 0 keeps every sequence. Applies to a reference on the node of gompirun; gompi-checkpoint --prune does it by hand"},
 	}
+}
+
+// Keep is sstore_base_keep: how many restart points to keep, 0 (all)
+// when the parameter is not registered or not positive.
+func Keep(vals *mca.Values) int {
+	if vals == nil || !vals.Has(ParamKeep) {
+		return 0
+	}
+	return max(0, vals.Int(ParamKeep))
 }
 
 // GroupReadable reports whether vals ask for group-readable references

@@ -270,6 +270,7 @@ func (jobPath) saved(p *placement) map[string][]int { return p.nodeRanks }
 func (jobPath) committed(c *ckpt, res snapc.Result) {
 	c.g.event(c.r, snapc.PhaseCommit, "", c.seq, fmt.Sprintf("sequence %d committed: %s", c.seq, c.ref))
 	c.g.log.Info("checkpoint committed", "ref", c.ref.String(), "seq", c.seq, "took", res.Duration)
+	c.retain()
 }
 
 // end tells every node the request is done, and ends the job for term.

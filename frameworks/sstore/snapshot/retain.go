@@ -1,0 +1,148 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+)
+
+// ErrBusy is wrapped when a sequence cannot be removed because it is the
+// only restart point left, or a checkpoint in progress uses it.
+var ErrBusy = errors.New("sequence must stay")
+
+// Prunable says which sequences of g may go so that only the newest keep
+// restart points stay (keep <= 0 keeps them all): the older restart
+// points, the committed migrations older than the oldest restart point
+// kept (they served their move and restart from nothing), and every
+// sequence never committed (a failed checkpoint's leftovers). A sequence
+// in busy (one a checkpoint in progress writes, one a restart reads) and
+// the newest restart point never go. The result is sorted.
+func (g *GlobalMeta) Prunable(keep int, busy ...int) []int {
+	points := g.Committed()
+	oldestKept := -1 // every committed migration is kept while keep <= 0
+	if keep > 0 && len(points) > 0 {
+		oldestKept = points[max(0, len(points)-keep)]
+	}
+	newest := -1
+	if len(points) > 0 {
+		newest = points[len(points)-1]
+	}
+	var out []int
+	for _, s := range g.Seqs {
+		var goes bool
+		switch {
+		case slices.Contains(busy, s.Seq) || s.Seq == newest:
+		case !s.Committed:
+			goes = true
+		default: // a restart point or a committed migration
+			goes = s.Seq < oldestKept
+		}
+		if goes {
+			out = append(out, s.Seq)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CanRemove says why seq may not be removed from g by itself (nil when it
+// may): it must be recorded, not in busy, and not the only restart point.
+func (g *GlobalMeta) CanRemove(seq int, busy ...int) error {
+	if _, ok := g.Seq(seq); !ok {
+		return fmt.Errorf("sstore: no sequence %d in this reference; its sequences: %s: %w", seq, joinInts(g.seqNumbers()), fs.ErrNotExist)
+	}
+	if slices.Contains(busy, seq) {
+		return fmt.Errorf("sstore: sequence %d is in use by a checkpoint or restart: %w", seq, ErrBusy)
+	}
+	if points := g.Committed(); len(points) == 1 && points[0] == seq {
+		return fmt.Errorf("sstore: sequence %d is the only restart point of this reference: %w", seq, ErrBusy)
+	}
+	return nil
+}
+
+func (g *GlobalMeta) seqNumbers() []int {
+	out := make([]int, len(g.Seqs))
+	for i, s := range g.Seqs {
+		out[i] = s.Seq
+	}
+	return out
+}
+
+// Without returns a copy of g without the records of seqs.
+func (g *GlobalMeta) Without(seqs []int) *GlobalMeta {
+	c := *g
+	c.Seqs = nil
+	for _, s := range g.Seqs {
+		if !slices.Contains(seqs, s.Seq) {
+			c.Seqs = append(c.Seqs, s)
+		}
+	}
+	return &c
+}
+
+// Orphans lists the sequence folders of a reference on this node that g
+// does not record, sorted: what a crash between the metadata's rewrite and
+// the folder's removal left, since a checkpoint records its sequence
+// before anything is written into it. Folders from NextSeq on are not
+// listed: a checkpoint recorded after g was read may be writing them.
+func Orphans(ref Ref, g *GlobalMeta) ([]int, error) {
+	entries, err := os.ReadDir(ref.Path())
+	if err != nil {
+		return nil, fmt.Errorf("sstore: %w", err)
+	}
+	next := g.NextSeq()
+	var out []int
+	for _, e := range entries {
+		seq, err := strconv.Atoi(e.Name())
+		if err != nil || seq < 0 || strconv.Itoa(seq) != e.Name() || seq >= next {
+			continue
+		}
+		if _, ok := g.Seq(seq); !ok {
+			out = append(out, seq)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// RemoveSeqs removes seqs from a reference on this node: first their
+// records, in one atomic rewrite of the metadata (a crash after it leaves
+// folders Orphans finds, never a record of a removed sequence), then
+// their folders. A sequence folder that is a symbolic link loses the link,
+// never what it points to: os.RemoveAll follows no link. g is the
+// metadata as read; the caller has checked the reference is its own
+// (CheckSafe) and chosen seqs (Prunable, CanRemove, Orphans).
+func RemoveSeqs(ref Ref, g *GlobalMeta, seqs []int) error {
+	if err := refIsFolder(ref); err != nil {
+		return err
+	}
+	recorded := slices.ContainsFunc(seqs, func(s int) bool { _, ok := g.Seq(s); return ok })
+	if recorded {
+		if err := WriteGlobal(ref, g.Without(seqs)); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, seq := range seqs {
+		if err := os.RemoveAll(ref.SeqDir(seq)); err != nil {
+			errs = append(errs, fmt.Errorf("sstore: remove sequence %d: %w", seq, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// refIsFolder refuses a reference whose own folder is a symbolic link:
+// removing inside it would act on another folder than the one named.
+func refIsFolder(ref Ref) error {
+	fi, err := os.Lstat(ref.Path())
+	if err != nil {
+		return fmt.Errorf("sstore: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("sstore: %w: %s is not a folder (a symbolic link?): give the folder it names", ErrUnsafeRef, ref.Path())
+	}
+	return nil
+}
