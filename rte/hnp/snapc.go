@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -314,4 +315,36 @@ func layRemoteFileM(o Options) error {
 		return fmt.Errorf("%s: %w", snapc.ParamGlobalDir, err)
 	}
 	return o.Proc.LayInferred(over)
+}
+
+// remover is a global coordinator that removes sequences of its
+// reference between checkpoints (snapc/full's does; a plugin's may not).
+type remover interface {
+	Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([]int, error)
+}
+
+// Remove serves gompi-checkpoint --remove and --prune: the coordinator
+// removes, so the removal never races its rewrites of the metadata.
+func (s *service) Remove(ctx context.Context, req *pb.RemoveRequest) (*pb.RemoveResponse, error) {
+	j := s.job()
+	if j.p.global == nil {
+		return nil, status.Error(codes.FailedPrecondition, snapc.ErrDisabled.Error())
+	}
+	rm, ok := j.p.global.(remover)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "this job's snapc component cannot remove sequences: wait for the job to end and give gompi-checkpoint its reference")
+	}
+	gone, err := rm.Remove(ctx, snapshot.Removal{Seq: int(req.GetSeq()), Keep: int(req.GetKeep())}, req.GetDryRun())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, status.Error(codes.NotFound, err.Error())
+	case err != nil:
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	ref := j.p.global.Ref()
+	resp := &pb.RemoveResponse{Dir: ref.Dir, Ref: ref.Name}
+	for _, seq := range gone {
+		resp.Removed = append(resp.Removed, int32(seq))
+	}
+	return resp, nil
 }

@@ -38,6 +38,14 @@ type options struct {
 	list, asJSON    bool
 	job             jobs.Selector
 
+	// remove is the sequence --remove names (-1: none); prune is --prune,
+	// keep --keep (-1: sstore_base_keep), dryRun --dry-run.
+	remove, keep  int
+	prune, dryRun bool
+	// ref is the reference a removal acts on directly ("": the job's,
+	// through its gompirun).
+	ref string
+
 	pid int
 }
 
@@ -45,7 +53,7 @@ type options struct {
 func NewCommand() *cobra.Command {
 	o := &options{}
 	cmd := &cobra.Command{
-		Use:   "gompi-checkpoint [options] PID_OF_GOMPIRUN",
+		Use:   "gompi-checkpoint [options] PID_OF_GOMPIRUN | --remove SEQ|--prune [--keep N] [--dry-run] PID_OF_GOMPIRUN|REFERENCE",
 		Short: "Checkpoint a running gompi job",
 		Long: `gompi-checkpoint asks the gompirun with the given PID (gompi-ps lists them) for
 a checkpoint of its whole job and prints the snapshot reference and sequence
@@ -55,11 +63,20 @@ number it was committed under:
 
 gompi-restart restarts the job from that reference. The job must run with
 checkpoint/restart on (gompirun -am ft-enable-cr). A checkpoint goes on when
-gompi-checkpoint is interrupted: gompirun finishes it, or fails it, by itself.`,
+gompi-checkpoint is interrupted: gompirun finishes it, or fails it, by itself.
+
+--remove SEQ removes one sequence, --prune the restart points beyond the
+newest --keep N (default: sstore_base_keep; 0 keeps them all) and the
+leftovers of checkpoints that failed; neither removes the only restart point.
+Given a running job's PID, its gompirun removes them between checkpoints;
+given the reference of a job that ended (a folder on this node, yours alone),
+gompi-checkpoint removes them itself. --dry-run says what would go.`,
 		Example: `  gompi-checkpoint 12345
   gompi-checkpoint --status 12345
   gompi-checkpoint --term 12345
-  gompi-checkpoint --list 12345`,
+  gompi-checkpoint --list 12345
+  gompi-checkpoint --prune --keep 2 --dry-run gompi_global_snapshot_1a2b3c4d.ckpt
+  gompi-checkpoint --remove 3 12345`,
 		Args:    cobra.MaximumNArgs(1),
 		Version: cli.Version(),
 	}
@@ -70,6 +87,10 @@ gompi-checkpoint is interrupted: gompirun finishes it, or fails it, by itself.`,
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print more (implies --status)")
 	f.BoolVarP(&o.list, "list", "l", false, "list the job's committed snapshot sequences instead of checkpointing")
 	f.BoolVar(&o.asJSON, "json", false, "print the outcome as JSON")
+	f.IntVar(&o.remove, "remove", -1, "remove sequence `SEQ` of the job's reference instead of checkpointing")
+	f.BoolVar(&o.prune, "prune", false, "remove the restart points beyond the newest --keep and failed checkpoints' leftovers")
+	f.IntVar(&o.keep, "keep", -1, "with --prune: how many restart points to keep (default sstore_base_keep)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "with --remove or --prune: print what would be removed, remove nothing")
 	o.job.AddFlags(f)
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if err := o.complete(args); err != nil {
@@ -91,12 +112,18 @@ func (o *options) complete(args []string) error {
 	if o.verbose {
 		o.status = true
 	}
+	if err := o.completeRemoval(args); err != nil || o.ref != "" {
+		return err
+	}
 	pid, err := o.job.PID(args)
 	o.pid = pid
 	return err
 }
 
 func (o *options) run(ctx context.Context, w io.Writer) error {
+	if o.ref != "" {
+		return o.runRemoveRef(ctx, w)
+	}
 	if err := jobs.FindHNP(o.pid); err != nil {
 		return err
 	}
@@ -106,6 +133,9 @@ func (o *options) run(ctx context.Context, w io.Writer) error {
 	}
 	defer conn.Close()
 	client := pb.NewToolClient(conn)
+	if o.removing() {
+		return o.runRemoveJob(ctx, client, w)
+	}
 	if o.list {
 		return o.runList(ctx, client, w)
 	}

@@ -54,6 +54,10 @@ type global struct {
 	// held is the committed migration checkpoint whose ranks wait for
 	// Release; while it is set, no other request starts.
 	held *hold
+	// storage is held (a token sent in) by whoever reads and rewrites the
+	// reference's metadata: the worker for a request's run, Remove for a
+	// removal, so neither rewrites over the other.
+	storage chan struct{}
 }
 
 // loopState is what the worker does.
@@ -90,7 +94,8 @@ func newGlobal(spec snapc.JobSpec, link snapc.NodeLink) (*global, error) {
 		}
 	}
 	g := &global{spec: spec, link: link, log: logger(spec.Log), pause: p, place: newPlacement(spec.RankNodes),
-		ranks: len(spec.RankNodes), lost: map[string]string{}, queue: queue.New[*request](), apps: map[uint64]*request{}}
+		ranks: len(spec.RankNodes), lost: map[string]string{}, queue: queue.New[*request](), apps: map[uint64]*request{},
+		storage: make(chan struct{}, 1)}
 	g.spec.RankNodes = slices.Clone(spec.RankNodes)
 	go g.loop()
 	return g, nil
@@ -481,7 +486,9 @@ func (g *global) run(r *request) (snapc.Result, error) {
 		}
 	}()
 	c := &ckpt{g: g, r: r, path: r.path(), ctx: ctx, start: time.Now(), ref: g.spec.Ref, place: r.place, seq: -1}
+	g.storage <- struct{}{} // a removal takes a moment: it never waits on the job
 	res, err := c.steps()
+	<-g.storage
 	if err != nil {
 		return c.fail(err)
 	}

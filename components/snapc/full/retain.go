@@ -1,6 +1,9 @@
 package full
 
 import (
+	"context"
+	"fmt"
+
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
 )
@@ -21,11 +24,7 @@ func (c *ckpt) retain() {
 		c.g.log.Warn("sstore_base_keep applies to a reference on gompirun's node; this one is remote and keeps every sequence", "ref", c.ref.String())
 		return
 	}
-	gone := c.meta.Prunable(keep, c.seq)
-	orphans, err := snapshot.Orphans(c.ref, c.meta)
-	if err == nil {
-		gone = append(gone, orphans...)
-	}
+	gone, err := snapshot.Removal{Seq: -1, Keep: keep}.Plan(c.ref, c.meta, c.seq)
 	if err == nil && len(gone) > 0 {
 		err = snapshot.RemoveSeqs(c.ref, c.meta, gone)
 	}
@@ -37,4 +36,45 @@ func (c *ckpt) retain() {
 		c.meta = c.meta.Without(gone)
 		c.g.log.Info("sequences beyond sstore_base_keep removed", "ref", c.ref.String(), "keep", keep, "removed", gone)
 	}
+}
+
+// Remove removes sequences of the job's reference (gompi-checkpoint
+// --remove, --prune) between two checkpoints: it waits for the one in
+// progress to end, and holds the next until it is done. A prune's Keep
+// below 0 is sstore_base_keep. The sequence of a migration whose ranks
+// are held is in use and stays. It returns what went (with dryRun, what
+// would go).
+func (g *global) Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([]int, error) {
+	ref := g.spec.Ref
+	if ref.IsRemote() {
+		return nil, fmt.Errorf("snapc/full: %s is on another host: removing from a remote reference is not supported", ref)
+	}
+	if r.Seq < 0 && r.Keep < 0 {
+		r.Keep = sstore.Keep(g.spec.Values)
+	}
+	select {
+	case g.storage <- struct{}{}:
+		defer func() { <-g.storage }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var busy []int
+	g.mu.Lock()
+	if g.held != nil {
+		busy = append(busy, g.held.seq)
+	}
+	g.mu.Unlock()
+	meta, err := g.metaStore().ReadGlobal(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	gone, err := r.Plan(ref, meta, busy...)
+	if err != nil || dryRun || len(gone) == 0 {
+		return gone, err
+	}
+	if err := snapshot.RemoveSeqs(ref, meta, gone); err != nil {
+		return nil, err
+	}
+	g.log.Info("sequences removed on request", "ref", ref.String(), "removed", gone)
+	return gone, nil
 }

@@ -146,3 +146,30 @@ func refIsFolder(ref Ref) error {
 	}
 	return nil
 }
+
+// Removal is a removal of sequences from a reference: one sequence
+// (Seq >= 0) or a prune down to the newest Keep restart points (Seq < 0;
+// Keep <= 0 keeps them all and takes only failed leftovers).
+type Removal struct {
+	Seq  int
+	Keep int
+}
+
+// Plan says which sequences r takes from the reference on this node whose
+// metadata is g: Seq, when CanRemove allows it; or Prunable's choice and
+// the Orphans a crash left. busy are the sequences in use.
+func (r Removal) Plan(ref Ref, g *GlobalMeta, busy ...int) ([]int, error) {
+	if r.Seq >= 0 {
+		if err := g.CanRemove(r.Seq, busy...); err != nil {
+			return nil, err
+		}
+		return []int{r.Seq}, nil
+	}
+	orphans, err := Orphans(ref, g)
+	if err != nil {
+		return nil, err
+	}
+	out := append(g.Prunable(r.Keep, busy...), orphans...)
+	slices.Sort(out)
+	return out, nil
+}

@@ -3047,6 +3047,126 @@ func (x *SnapshotsResponse) GetRef() string {
 	return ""
 }
 
+type RemoveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           int32                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`                     // the sequence to remove; -1: prune
+	Keep          int32                  `protobuf:"varint,2,opt,name=keep,proto3" json:"keep,omitempty"`                   // prune: restart points to keep; -1: sstore_base_keep
+	DryRun        bool                   `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"` // say what would go, remove nothing
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveRequest) Reset() {
+	*x = RemoveRequest{}
+	mi := &file_control_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveRequest) ProtoMessage() {}
+
+func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
+func (*RemoveRequest) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *RemoveRequest) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *RemoveRequest) GetKeep() int32 {
+	if x != nil {
+		return x.Keep
+	}
+	return 0
+}
+
+func (x *RemoveRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type RemoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	Ref           string                 `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
+	Removed       []int32                `protobuf:"varint,3,rep,packed,name=removed,proto3" json:"removed,omitempty"` // removed (or, dry_run, would be)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveResponse) Reset() {
+	*x = RemoveResponse{}
+	mi := &file_control_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveResponse) ProtoMessage() {}
+
+func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
+func (*RemoveResponse) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *RemoveResponse) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *RemoveResponse) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
+func (x *RemoveResponse) GetRemoved() []int32 {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
 // SnapcRequest is the global coordinator's request to a daemon's local
 // coordinator (snapc.LocalRequest); kind is a snapc.LocalKind.
 type SnapcRequest struct {
@@ -3067,7 +3187,7 @@ type SnapcRequest struct {
 
 func (x *SnapcRequest) Reset() {
 	*x = SnapcRequest{}
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3079,7 +3199,7 @@ func (x *SnapcRequest) String() string {
 func (*SnapcRequest) ProtoMessage() {}
 
 func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3092,7 +3212,7 @@ func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRequest.ProtoReflect.Descriptor instead.
 func (*SnapcRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SnapcRequest) GetId() uint64 {
@@ -3180,7 +3300,7 @@ type SnapcReply struct {
 
 func (x *SnapcReply) Reset() {
 	*x = SnapcReply{}
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3192,7 +3312,7 @@ func (x *SnapcReply) String() string {
 func (*SnapcReply) ProtoMessage() {}
 
 func (x *SnapcReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3205,7 +3325,7 @@ func (x *SnapcReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcReply.ProtoReflect.Descriptor instead.
 func (*SnapcReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SnapcReply) GetId() uint64 {
@@ -3265,7 +3385,7 @@ type SnapcRankReply struct {
 
 func (x *SnapcRankReply) Reset() {
 	*x = SnapcRankReply{}
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3277,7 +3397,7 @@ func (x *SnapcRankReply) String() string {
 func (*SnapcRankReply) ProtoMessage() {}
 
 func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3290,7 +3410,7 @@ func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRankReply.ProtoReflect.Descriptor instead.
 func (*SnapcRankReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SnapcRankReply) GetRank() int32 {
@@ -3356,7 +3476,7 @@ type RankCheckpoint struct {
 
 func (x *RankCheckpoint) Reset() {
 	*x = RankCheckpoint{}
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3368,7 +3488,7 @@ func (x *RankCheckpoint) String() string {
 func (*RankCheckpoint) ProtoMessage() {}
 
 func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3381,7 +3501,7 @@ func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpoint.ProtoReflect.Descriptor instead.
 func (*RankCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RankCheckpoint) GetId() uint64 {
@@ -3426,7 +3546,7 @@ type RankCheckpointDone struct {
 
 func (x *RankCheckpointDone) Reset() {
 	*x = RankCheckpointDone{}
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3558,7 @@ func (x *RankCheckpointDone) String() string {
 func (*RankCheckpointDone) ProtoMessage() {}
 
 func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3571,7 @@ func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointDone.ProtoReflect.Descriptor instead.
 func (*RankCheckpointDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RankCheckpointDone) GetId() uint64 {
@@ -3505,7 +3625,7 @@ type AppRequestsRequest struct {
 
 func (x *AppRequestsRequest) Reset() {
 	*x = AppRequestsRequest{}
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3517,7 +3637,7 @@ func (x *AppRequestsRequest) String() string {
 func (*AppRequestsRequest) ProtoMessage() {}
 
 func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3530,7 +3650,7 @@ func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestsRequest.ProtoReflect.Descriptor instead.
 func (*AppRequestsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{47}
+	return file_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AppRequestsRequest) GetRank() int32 {
@@ -3560,7 +3680,7 @@ type AppRequestMsg struct {
 
 func (x *AppRequestMsg) Reset() {
 	*x = AppRequestMsg{}
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3572,7 +3692,7 @@ func (x *AppRequestMsg) String() string {
 func (*AppRequestMsg) ProtoMessage() {}
 
 func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3585,7 +3705,7 @@ func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestMsg.ProtoReflect.Descriptor instead.
 func (*AppRequestMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{48}
+	return file_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AppRequestMsg) GetReady() bool {
@@ -3674,7 +3794,7 @@ type AppReplyMsg struct {
 
 func (x *AppReplyMsg) Reset() {
 	*x = AppReplyMsg{}
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3686,7 +3806,7 @@ func (x *AppReplyMsg) String() string {
 func (*AppReplyMsg) ProtoMessage() {}
 
 func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3699,7 +3819,7 @@ func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyMsg.ProtoReflect.Descriptor instead.
 func (*AppReplyMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{49}
+	return file_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AppReplyMsg) GetRank() int32 {
@@ -3759,7 +3879,7 @@ type AppReplyResponse struct {
 
 func (x *AppReplyResponse) Reset() {
 	*x = AppReplyResponse{}
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3771,7 +3891,7 @@ func (x *AppReplyResponse) String() string {
 func (*AppReplyResponse) ProtoMessage() {}
 
 func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3784,7 +3904,7 @@ func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyResponse.ProtoReflect.Descriptor instead.
 func (*AppReplyResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{50}
+	return file_control_proto_rawDescGZIP(), []int{52}
 }
 
 type RankCheckpointRequest struct {
@@ -3798,7 +3918,7 @@ type RankCheckpointRequest struct {
 
 func (x *RankCheckpointRequest) Reset() {
 	*x = RankCheckpointRequest{}
-	mi := &file_control_proto_msgTypes[51]
+	mi := &file_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3810,7 +3930,7 @@ func (x *RankCheckpointRequest) String() string {
 func (*RankCheckpointRequest) ProtoMessage() {}
 
 func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[51]
+	mi := &file_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3823,7 +3943,7 @@ func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*RankCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{51}
+	return file_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RankCheckpointRequest) GetRank() int32 {
@@ -3860,7 +3980,7 @@ type RankCheckpointResponse struct {
 
 func (x *RankCheckpointResponse) Reset() {
 	*x = RankCheckpointResponse{}
-	mi := &file_control_proto_msgTypes[52]
+	mi := &file_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3872,7 +3992,7 @@ func (x *RankCheckpointResponse) String() string {
 func (*RankCheckpointResponse) ProtoMessage() {}
 
 func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[52]
+	mi := &file_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3885,7 +4005,7 @@ func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*RankCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{52}
+	return file_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RankCheckpointResponse) GetSeq() int32 {
@@ -3940,7 +4060,7 @@ type MigrateRequest struct {
 
 func (x *MigrateRequest) Reset() {
 	*x = MigrateRequest{}
-	mi := &file_control_proto_msgTypes[53]
+	mi := &file_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4072,7 @@ func (x *MigrateRequest) String() string {
 func (*MigrateRequest) ProtoMessage() {}
 
 func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[53]
+	mi := &file_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3965,7 +4085,7 @@ func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateRequest.ProtoReflect.Descriptor instead.
 func (*MigrateRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{53}
+	return file_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *MigrateRequest) GetRanks() []int32 {
@@ -4024,7 +4144,7 @@ type MigrateWish struct {
 
 func (x *MigrateWish) Reset() {
 	*x = MigrateWish{}
-	mi := &file_control_proto_msgTypes[54]
+	mi := &file_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4036,7 +4156,7 @@ func (x *MigrateWish) String() string {
 func (*MigrateWish) ProtoMessage() {}
 
 func (x *MigrateWish) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[54]
+	mi := &file_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4049,7 +4169,7 @@ func (x *MigrateWish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateWish.ProtoReflect.Descriptor instead.
 func (*MigrateWish) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{54}
+	return file_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MigrateWish) GetRank() int32 {
@@ -4096,7 +4216,7 @@ type MigrateResponse struct {
 
 func (x *MigrateResponse) Reset() {
 	*x = MigrateResponse{}
-	mi := &file_control_proto_msgTypes[55]
+	mi := &file_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4108,7 +4228,7 @@ func (x *MigrateResponse) String() string {
 func (*MigrateResponse) ProtoMessage() {}
 
 func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[55]
+	mi := &file_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4121,7 +4241,7 @@ func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateResponse.ProtoReflect.Descriptor instead.
 func (*MigrateResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{55}
+	return file_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MigrateResponse) GetMigrated() bool {
@@ -4191,7 +4311,7 @@ type RankMove struct {
 
 func (x *RankMove) Reset() {
 	*x = RankMove{}
-	mi := &file_control_proto_msgTypes[56]
+	mi := &file_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4203,7 +4323,7 @@ func (x *RankMove) String() string {
 func (*RankMove) ProtoMessage() {}
 
 func (x *RankMove) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[56]
+	mi := &file_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4216,7 +4336,7 @@ func (x *RankMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMove.ProtoReflect.Descriptor instead.
 func (*RankMove) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{56}
+	return file_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RankMove) GetRank() int32 {
@@ -4252,7 +4372,7 @@ type RankMigrate struct {
 
 func (x *RankMigrate) Reset() {
 	*x = RankMigrate{}
-	mi := &file_control_proto_msgTypes[57]
+	mi := &file_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4264,7 +4384,7 @@ func (x *RankMigrate) String() string {
 func (*RankMigrate) ProtoMessage() {}
 
 func (x *RankMigrate) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[57]
+	mi := &file_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4277,7 +4397,7 @@ func (x *RankMigrate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMigrate.ProtoReflect.Descriptor instead.
 func (*RankMigrate) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{57}
+	return file_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RankMigrate) GetId() uint64 {
@@ -4304,7 +4424,7 @@ type RankMigrateDone struct {
 
 func (x *RankMigrateDone) Reset() {
 	*x = RankMigrateDone{}
-	mi := &file_control_proto_msgTypes[58]
+	mi := &file_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4316,7 +4436,7 @@ func (x *RankMigrateDone) String() string {
 func (*RankMigrateDone) ProtoMessage() {}
 
 func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[58]
+	mi := &file_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4329,7 +4449,7 @@ func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMigrateDone.ProtoReflect.Descriptor instead.
 func (*RankMigrateDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{58}
+	return file_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RankMigrateDone) GetId() uint64 {
@@ -4561,7 +4681,15 @@ const file_control_proto_rawDesc = "" +
 	"\x10SnapshotsRequest\"7\n" +
 	"\x11SnapshotsResponse\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x10\n" +
-	"\x03ref\x18\x02 \x01(\tR\x03ref\"\x9d\x02\n" +
+	"\x03ref\x18\x02 \x01(\tR\x03ref\"N\n" +
+	"\rRemoveRequest\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x05R\x03seq\x12\x12\n" +
+	"\x04keep\x18\x02 \x01(\x05R\x04keep\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"N\n" +
+	"\x0eRemoveResponse\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x10\n" +
+	"\x03ref\x18\x02 \x01(\tR\x03ref\x12\x18\n" +
+	"\aremoved\x18\x03 \x03(\x05R\aremoved\"\x9d\x02\n" +
 	"\fSnapcRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\x05R\x04kind\x12\x10\n" +
@@ -4676,12 +4804,13 @@ const file_control_proto_rawDesc = "" +
 	"\x0fPHASE_CONNECTED\x10\x01\x12\x14\n" +
 	"\x10PHASE_FINALIZING\x10\x022J\n" +
 	"\x03HNP\x12C\n" +
-	"\x06Attach\x12\x1b.gompi.rte.v1.DaemonMessage\x1a\x18.gompi.rte.v1.HNPMessage(\x010\x012\xb1\x02\n" +
+	"\x06Attach\x12\x1b.gompi.rte.v1.DaemonMessage\x1a\x18.gompi.rte.v1.HNPMessage(\x010\x012\xf6\x02\n" +
 	"\x04Tool\x12C\n" +
 	"\x06Status\x12\x1b.gompi.rte.v1.StatusRequest\x1a\x1c.gompi.rte.v1.StatusResponse\x12N\n" +
 	"\n" +
 	"Checkpoint\x12\x1f.gompi.rte.v1.CheckpointRequest\x1a\x1d.gompi.rte.v1.CheckpointEvent0\x01\x12L\n" +
-	"\tSnapshots\x12\x1e.gompi.rte.v1.SnapshotsRequest\x1a\x1f.gompi.rte.v1.SnapshotsResponse\x12F\n" +
+	"\tSnapshots\x12\x1e.gompi.rte.v1.SnapshotsRequest\x1a\x1f.gompi.rte.v1.SnapshotsResponse\x12C\n" +
+	"\x06Remove\x12\x1b.gompi.rte.v1.RemoveRequest\x1a\x1c.gompi.rte.v1.RemoveResponse\x12F\n" +
 	"\aMigrate\x12\x1c.gompi.rte.v1.MigrateRequest\x1a\x1d.gompi.rte.v1.MigrateResponse2\xd0\x05\n" +
 	"\x06Daemon\x12@\n" +
 	"\x05Hello\x12\x1a.gompi.rte.v1.HelloRequest\x1a\x1b.gompi.rte.v1.HelloResponse\x12@\n" +
@@ -4709,7 +4838,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_control_proto_goTypes = []any{
 	(Stream)(0),                    // 0: gompi.rte.v1.Stream
 	(Phase)(0),                     // 1: gompi.rte.v1.Phase
@@ -4755,28 +4884,30 @@ var file_control_proto_goTypes = []any{
 	(*DrainProgress)(nil),          // 41: gompi.rte.v1.DrainProgress
 	(*SnapshotsRequest)(nil),       // 42: gompi.rte.v1.SnapshotsRequest
 	(*SnapshotsResponse)(nil),      // 43: gompi.rte.v1.SnapshotsResponse
-	(*SnapcRequest)(nil),           // 44: gompi.rte.v1.SnapcRequest
-	(*SnapcReply)(nil),             // 45: gompi.rte.v1.SnapcReply
-	(*SnapcRankReply)(nil),         // 46: gompi.rte.v1.SnapcRankReply
-	(*RankCheckpoint)(nil),         // 47: gompi.rte.v1.RankCheckpoint
-	(*RankCheckpointDone)(nil),     // 48: gompi.rte.v1.RankCheckpointDone
-	(*AppRequestsRequest)(nil),     // 49: gompi.rte.v1.AppRequestsRequest
-	(*AppRequestMsg)(nil),          // 50: gompi.rte.v1.AppRequestMsg
-	(*AppReplyMsg)(nil),            // 51: gompi.rte.v1.AppReplyMsg
-	(*AppReplyResponse)(nil),       // 52: gompi.rte.v1.AppReplyResponse
-	(*RankCheckpointRequest)(nil),  // 53: gompi.rte.v1.RankCheckpointRequest
-	(*RankCheckpointResponse)(nil), // 54: gompi.rte.v1.RankCheckpointResponse
-	(*MigrateRequest)(nil),         // 55: gompi.rte.v1.MigrateRequest
-	(*MigrateWish)(nil),            // 56: gompi.rte.v1.MigrateWish
-	(*MigrateResponse)(nil),        // 57: gompi.rte.v1.MigrateResponse
-	(*RankMove)(nil),               // 58: gompi.rte.v1.RankMove
-	(*RankMigrate)(nil),            // 59: gompi.rte.v1.RankMigrate
-	(*RankMigrateDone)(nil),        // 60: gompi.rte.v1.RankMigrateDone
-	nil,                            // 61: gompi.rte.v1.RankData.DataEntry
-	nil,                            // 62: gompi.rte.v1.FenceRequest.DataEntry
+	(*RemoveRequest)(nil),          // 44: gompi.rte.v1.RemoveRequest
+	(*RemoveResponse)(nil),         // 45: gompi.rte.v1.RemoveResponse
+	(*SnapcRequest)(nil),           // 46: gompi.rte.v1.SnapcRequest
+	(*SnapcReply)(nil),             // 47: gompi.rte.v1.SnapcReply
+	(*SnapcRankReply)(nil),         // 48: gompi.rte.v1.SnapcRankReply
+	(*RankCheckpoint)(nil),         // 49: gompi.rte.v1.RankCheckpoint
+	(*RankCheckpointDone)(nil),     // 50: gompi.rte.v1.RankCheckpointDone
+	(*AppRequestsRequest)(nil),     // 51: gompi.rte.v1.AppRequestsRequest
+	(*AppRequestMsg)(nil),          // 52: gompi.rte.v1.AppRequestMsg
+	(*AppReplyMsg)(nil),            // 53: gompi.rte.v1.AppReplyMsg
+	(*AppReplyResponse)(nil),       // 54: gompi.rte.v1.AppReplyResponse
+	(*RankCheckpointRequest)(nil),  // 55: gompi.rte.v1.RankCheckpointRequest
+	(*RankCheckpointResponse)(nil), // 56: gompi.rte.v1.RankCheckpointResponse
+	(*MigrateRequest)(nil),         // 57: gompi.rte.v1.MigrateRequest
+	(*MigrateWish)(nil),            // 58: gompi.rte.v1.MigrateWish
+	(*MigrateResponse)(nil),        // 59: gompi.rte.v1.MigrateResponse
+	(*RankMove)(nil),               // 60: gompi.rte.v1.RankMove
+	(*RankMigrate)(nil),            // 61: gompi.rte.v1.RankMigrate
+	(*RankMigrateDone)(nil),        // 62: gompi.rte.v1.RankMigrateDone
+	nil,                            // 63: gompi.rte.v1.RankData.DataEntry
+	nil,                            // 64: gompi.rte.v1.FenceRequest.DataEntry
 }
 var file_control_proto_depIdxs = []int32{
-	61, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
+	63, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
 	5,  // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
 	6,  // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
 	7,  // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
@@ -4785,9 +4916,9 @@ var file_control_proto_depIdxs = []int32{
 	10, // 6: gompi.rte.v1.DaemonMessage.fence:type_name -> gompi.rte.v1.FenceContribution
 	11, // 7: gompi.rte.v1.DaemonMessage.abort:type_name -> gompi.rte.v1.RankAbort
 	12, // 8: gompi.rte.v1.DaemonMessage.phase:type_name -> gompi.rte.v1.RankPhase
-	45, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
-	47, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
-	59, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
+	47, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
+	49, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
+	61, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
 	3,  // 12: gompi.rte.v1.DaemonMessage.rejoin:type_name -> gompi.rte.v1.RankData
 	0,  // 13: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
 	3,  // 14: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
@@ -4798,10 +4929,10 @@ var file_control_proto_depIdxs = []int32{
 	21, // 19: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
 	22, // 20: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
 	23, // 21: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
-	44, // 22: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
-	48, // 23: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
+	46, // 22: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
+	50, // 23: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
 	16, // 24: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
-	60, // 25: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
+	62, // 25: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
 	15, // 26: gompi.rte.v1.HNPMessage.rejoined:type_name -> gompi.rte.v1.Rejoined
 	14, // 27: gompi.rte.v1.HNPMessage.move_ranks:type_name -> gompi.rte.v1.MoveRanks
 	3,  // 28: gompi.rte.v1.Rejoined.entries:type_name -> gompi.rte.v1.RankData
@@ -4809,7 +4940,7 @@ var file_control_proto_depIdxs = []int32{
 	19, // 30: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
 	3,  // 31: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
 	2,  // 32: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	62, // 33: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	64, // 33: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
 	3,  // 34: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
 	36, // 35: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
 	37, // 36: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
@@ -4817,47 +4948,49 @@ var file_control_proto_depIdxs = []int32{
 	41, // 38: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
 	38, // 39: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
 	3,  // 40: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
-	46, // 41: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
+	48, // 41: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
 	41, // 42: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
 	38, // 43: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
 	38, // 44: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
 	3,  // 45: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
 	38, // 46: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	56, // 47: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
-	58, // 48: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
-	55, // 49: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
+	58, // 47: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
+	60, // 48: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
+	57, // 49: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
 	4,  // 50: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
 	34, // 51: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
 	39, // 52: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
 	42, // 53: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
-	55, // 54: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
-	24, // 55: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
-	26, // 56: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
-	28, // 57: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
-	30, // 58: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	49, // 59: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
-	51, // 60: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
-	53, // 61: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
-	32, // 62: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
-	55, // 63: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
-	26, // 64: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
-	13, // 65: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	35, // 66: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	40, // 67: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
-	43, // 68: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
-	57, // 69: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	25, // 70: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	27, // 71: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	29, // 72: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	31, // 73: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	50, // 74: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
-	52, // 75: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
-	54, // 76: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
-	33, // 77: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
-	57, // 78: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	27, // 79: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
-	65, // [65:80] is the sub-list for method output_type
-	50, // [50:65] is the sub-list for method input_type
+	44, // 54: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
+	57, // 55: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	24, // 56: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
+	26, // 57: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
+	28, // 58: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
+	30, // 59: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
+	51, // 60: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
+	53, // 61: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
+	55, // 62: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
+	32, // 63: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
+	57, // 64: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	26, // 65: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
+	13, // 66: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	35, // 67: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	40, // 68: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
+	43, // 69: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
+	45, // 70: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
+	59, // 71: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	25, // 72: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	27, // 73: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	29, // 74: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	31, // 75: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	52, // 76: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
+	54, // 77: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
+	56, // 78: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
+	33, // 79: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
+	59, // 80: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	27, // 81: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
+	66, // [66:82] is the sub-list for method output_type
+	50, // [50:66] is the sub-list for method input_type
 	50, // [50:50] is the sub-list for extension type_name
 	50, // [50:50] is the sub-list for extension extendee
 	0,  // [0:50] is the sub-list for field type_name
@@ -4902,7 +5035,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   61,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -146,6 +146,7 @@ const (
 	Tool_Status_FullMethodName     = "/gompi.rte.v1.Tool/Status"
 	Tool_Checkpoint_FullMethodName = "/gompi.rte.v1.Tool/Checkpoint"
 	Tool_Snapshots_FullMethodName  = "/gompi.rte.v1.Tool/Snapshots"
+	Tool_Remove_FullMethodName     = "/gompi.rte.v1.Tool/Remove"
 	Tool_Migrate_FullMethodName    = "/gompi.rte.v1.Tool/Migrate"
 )
 
@@ -162,6 +163,10 @@ type ToolClient interface {
 	Checkpoint(ctx context.Context, in *CheckpointRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CheckpointEvent], error)
 	// Snapshots names the job's global snapshot reference.
 	Snapshots(ctx context.Context, in *SnapshotsRequest, opts ...grpc.CallOption) (*SnapshotsResponse, error)
+	// Remove removes sequences of the job's reference (gompi-checkpoint
+	// --remove, --prune) between two checkpoints: it never races the
+	// coordinator's own rewrites of the metadata.
+	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
 	// Migrate announces a predicted fault (gompi-migrate): the ErrMgr stack
 	// decides (crmig moves the ranks) and the answer says what was done,
 	// once it is done.
@@ -215,6 +220,16 @@ func (c *toolClient) Snapshots(ctx context.Context, in *SnapshotsRequest, opts .
 	return out, nil
 }
 
+func (c *toolClient) Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveResponse)
+	err := c.cc.Invoke(ctx, Tool_Remove_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *toolClient) Migrate(ctx context.Context, in *MigrateRequest, opts ...grpc.CallOption) (*MigrateResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(MigrateResponse)
@@ -238,6 +253,10 @@ type ToolServer interface {
 	Checkpoint(*CheckpointRequest, grpc.ServerStreamingServer[CheckpointEvent]) error
 	// Snapshots names the job's global snapshot reference.
 	Snapshots(context.Context, *SnapshotsRequest) (*SnapshotsResponse, error)
+	// Remove removes sequences of the job's reference (gompi-checkpoint
+	// --remove, --prune) between two checkpoints: it never races the
+	// coordinator's own rewrites of the metadata.
+	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
 	// Migrate announces a predicted fault (gompi-migrate): the ErrMgr stack
 	// decides (crmig moves the ranks) and the answer says what was done,
 	// once it is done.
@@ -260,6 +279,9 @@ func (UnimplementedToolServer) Checkpoint(*CheckpointRequest, grpc.ServerStreami
 }
 func (UnimplementedToolServer) Snapshots(context.Context, *SnapshotsRequest) (*SnapshotsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Snapshots not implemented")
+}
+func (UnimplementedToolServer) Remove(context.Context, *RemoveRequest) (*RemoveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Remove not implemented")
 }
 func (UnimplementedToolServer) Migrate(context.Context, *MigrateRequest) (*MigrateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Migrate not implemented")
@@ -332,6 +354,24 @@ func _Tool_Snapshots_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Tool_Remove_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServer).Remove(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Tool_Remove_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServer).Remove(ctx, req.(*RemoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Tool_Migrate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(MigrateRequest)
 	if err := dec(in); err != nil {
@@ -364,6 +404,10 @@ var Tool_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Snapshots",
 			Handler:    _Tool_Snapshots_Handler,
+		},
+		{
+			MethodName: "Remove",
+			Handler:    _Tool_Remove_Handler,
 		},
 		{
 			MethodName: "Migrate",
