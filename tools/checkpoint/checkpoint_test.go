@@ -61,6 +61,13 @@ func TestUsage(t *testing.T) {
 		{[]string{"--list", "--term", "12"}, 2, "--list takes no checkpoint"},
 		{[]string{"1", "2"}, 2, "accepts at most 1 arg"},
 		{[]string{"--hnp-jobid", "feedf00d"}, 1, "job feedf00d: no running gompi job"},
+		{[]string{"--remove", "1", "--prune", "12"}, 2, "--remove and --prune both given"},
+		{[]string{"--remove", "-3", "12"}, 2, "--remove -3 is not a sequence number"},
+		{[]string{"--keep", "2", "12"}, 2, "--keep goes with --prune"},
+		{[]string{"--prune", "--keep", "-2", "12"}, 2, "--keep -2: give 0 or more"},
+		{[]string{"--dry-run", "12"}, 2, "--dry-run goes with --remove or --prune"},
+		{[]string{"--prune", "--list", "12"}, 2, "drop --list, --term and --stop"},
+		{[]string{"--prune"}, 2, "which job? give the PID of its gompirun"},
 	}
 	for _, tt := range tests {
 		code, _, errs := run(tt.args...)

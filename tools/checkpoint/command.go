@@ -40,8 +40,9 @@ type options struct {
 
 	// remove is the sequence --remove names (-1: none); prune is --prune,
 	// keep --keep (-1: sstore_base_keep), dryRun --dry-run.
-	remove, keep  int
-	prune, dryRun bool
+	remove, keep           int
+	prune, dryRun          bool
+	removeGiven, keepGiven bool
 	// ref is the reference a removal acts on directly ("": the job's,
 	// through its gompirun).
 	ref string
@@ -53,7 +54,7 @@ type options struct {
 func NewCommand() *cobra.Command {
 	o := &options{}
 	cmd := &cobra.Command{
-		Use:   "gompi-checkpoint [options] PID_OF_GOMPIRUN | --remove SEQ|--prune [--keep N] [--dry-run] PID_OF_GOMPIRUN|REFERENCE",
+		Use:   "gompi-checkpoint [options] PID_OF_GOMPIRUN | --remove SEQ|--prune REFERENCE",
 		Short: "Checkpoint a running gompi job",
 		Long: `gompi-checkpoint asks the gompirun with the given PID (gompi-ps lists them) for
 a checkpoint of its whole job and prints the snapshot reference and sequence
@@ -87,12 +88,13 @@ gompi-checkpoint removes them itself. --dry-run says what would go.`,
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print more (implies --status)")
 	f.BoolVarP(&o.list, "list", "l", false, "list the job's committed snapshot sequences instead of checkpointing")
 	f.BoolVar(&o.asJSON, "json", false, "print the outcome as JSON")
-	f.IntVar(&o.remove, "remove", -1, "remove sequence `SEQ` of the job's reference instead of checkpointing")
+	f.IntVar(&o.remove, "remove", 0, "remove sequence `SEQ` of the job's reference instead of checkpointing")
 	f.BoolVar(&o.prune, "prune", false, "remove the restart points beyond the newest --keep and failed checkpoints' leftovers")
-	f.IntVar(&o.keep, "keep", -1, "with --prune: how many restart points to keep (default sstore_base_keep)")
+	f.IntVar(&o.keep, "keep", 0, "with --prune: keep the newest `N` restart points (default sstore_base_keep)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "with --remove or --prune: print what would be removed, remove nothing")
 	o.job.AddFlags(f)
 	cmd.RunE = func(c *cobra.Command, args []string) error {
+		o.removeGiven, o.keepGiven = f.Changed("remove"), f.Changed("keep")
 		if err := o.complete(args); err != nil {
 			return err
 		}

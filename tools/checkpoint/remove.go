@@ -36,10 +36,18 @@ func (o *options) removing() bool { return o.remove >= 0 || o.prune }
 // number, takes it as the reference to act on.
 func (o *options) completeRemoval(args []string) error {
 	switch {
-	case o.remove < -1:
+	case o.removeGiven && o.remove < 0:
 		return cli.Usagef("--remove %d is not a sequence number", o.remove)
-	case o.keep < -1:
+	case o.keepGiven && o.keep < 0:
 		return cli.Usagef("--keep %d: give 0 or more restart points to keep", o.keep)
+	}
+	if !o.removeGiven {
+		o.remove = -1
+	}
+	if !o.keepGiven {
+		o.keep = -1
+	}
+	switch {
 	case o.keep >= 0 && !o.prune:
 		return cli.Usagef("--keep goes with --prune")
 	case o.dryRun && !o.removing():
@@ -60,7 +68,7 @@ func (o *options) completeRemoval(args []string) error {
 }
 
 // runRemoveRef acts on the reference of a job that ended: only one on
-// this node, its folder no link, it and what goes this user's alone
+// this node, its folder no link, it and its metadata this user's alone
 // (snapshot.CheckSafe, as gompi-restart checks what it runs), its
 // sequence folders removed without following any link.
 func (o *options) runRemoveRef(ctx context.Context, w io.Writer) error {
@@ -77,6 +85,14 @@ func (o *options) runRemoveRef(ctx context.Context, w io.Writer) error {
 	if ref.IsRemote() {
 		return fmt.Errorf("%s is on another host: removing from a remote reference is not supported; run gompi-checkpoint there", ref)
 	}
+	// The folder and the metadata rewritten must be this user's alone;
+	// what goes is removed, never read, whoever could write it.
+	if err := snapshot.RefIsFolder(ref); err != nil {
+		return err
+	}
+	if _, err := snapshot.CheckSafe(ref, ref.MetaPath()); err != nil {
+		return err
+	}
 	keep := o.keep
 	if keep < 0 {
 		keep = sstore.Keep(p.Values)
@@ -87,13 +103,6 @@ func (o *options) runRemoveRef(ctx context.Context, w io.Writer) error {
 	}
 	gone, err := snapshot.Removal{Seq: o.remove, Keep: keep}.Plan(ref, meta)
 	if err != nil {
-		return err
-	}
-	paths := []string{ref.MetaPath()}
-	for _, seq := range gone {
-		paths = append(paths, ref.SeqDir(seq))
-	}
-	if _, err := snapshot.CheckSafe(ref, paths...); err != nil {
 		return err
 	}
 	if !o.dryRun && len(gone) > 0 {

@@ -116,7 +116,7 @@ func Orphans(ref Ref, g *GlobalMeta) ([]int, error) {
 // metadata as read; the caller has checked the reference is its own
 // (CheckSafe) and chosen seqs (Prunable, CanRemove, Orphans).
 func RemoveSeqs(ref Ref, g *GlobalMeta, seqs []int) error {
-	if err := refIsFolder(ref); err != nil {
+	if err := RefIsFolder(ref); err != nil {
 		return err
 	}
 	recorded := slices.ContainsFunc(seqs, func(s int) bool { _, ok := g.Seq(s); return ok })
@@ -134,9 +134,10 @@ func RemoveSeqs(ref Ref, g *GlobalMeta, seqs []int) error {
 	return errors.Join(errs...)
 }
 
-// refIsFolder refuses a reference whose own folder is a symbolic link:
-// removing inside it would act on another folder than the one named.
-func refIsFolder(ref Ref) error {
+// RefIsFolder refuses, wrapping ErrUnsafeRef, a reference whose own folder
+// is a symbolic link: removing inside it would act on another folder than
+// the one named.
+func RefIsFolder(ref Ref) error {
 	fi, err := os.Lstat(ref.Path())
 	if err != nil {
 		return fmt.Errorf("sstore: %w", err)
