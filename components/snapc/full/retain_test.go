@@ -113,3 +113,34 @@ func TestCoordinatorRemove(t *testing.T) {
 		t.Errorf("after the removals: %+v %v", res, err)
 	}
 }
+
+// The sequence of a migration whose ranks are held is in use: Remove
+// keeps it, and removes it once the hold is over.
+func TestRemoveKeepsHeldMigration(t *testing.T) {
+	c := newCluster(t, threeRanks)
+	for i := 0; i < 2; i++ {
+		if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, _, err := c.migrate(1)
+	if err != nil || res.Seq != 2 {
+		t.Fatalf("migration: %+v %v", res, err)
+	}
+	if _, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: 2}, false); !errors.Is(err, snapshot.ErrBusy) {
+		t.Errorf("Remove of the held migration: %v, want ErrBusy", err)
+	}
+	if gone, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: -1, Keep: 1}, false); err != nil || !slices.Equal(gone, []int{0}) {
+		t.Errorf("prune during the hold: %v %v, want [0]", gone, err)
+	}
+	if err := c.g.Release(snapc.Release{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitReleased()
+	if gone, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: 2}, false); err != nil || !slices.Equal(gone, []int{2}) {
+		t.Errorf("Remove of the migration once released: %v %v", gone, err)
+	}
+	if got := c.recorded(); !slices.Equal(got, []int{1}) {
+		t.Errorf("recorded %v, want [1]", got)
+	}
+}
