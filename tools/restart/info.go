@@ -246,7 +246,9 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 				if verbose {
 					line += " \t " + f.Checksum
 				}
-				if f.Compression != "" {
+				if f.Compression != "" && f.Filter != "" {
+					line += fmt.Sprintf(" \t stored %s after %s as %s", f.Compression, f.Filter, f.Stored)
+				} else if f.Compression != "" {
 					line += fmt.Sprintf(" \t stored %s as %s", f.Compression, f.Stored)
 				}
 				p("%s\n", line)
