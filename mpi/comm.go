@@ -622,6 +622,7 @@ func (c *Comm) Free() error {
 	if !c.freed.CompareAndSwap(false, true) {
 		return fmt.Errorf("mpi: free: %w: communicator %d already freed", ErrArg, c.handle)
 	}
+	p.forgetAgreements(c.handle)
 	p.commMu.Lock()
 	delete(p.comms, c.handle)
 	p.clog = append(p.clog, LogEntry{Op: OpFree, Parent: c.handle, NextCtx: p.nextCtx})

@@ -140,6 +140,16 @@ func (p *Proc) deliver(src int, h *header, data []byte, owned *message, seqCheck
 		}
 	}
 	p.received(src, h, len(data))
+	if h.ctx>>1 == ctxControl>>1 && isAgreeTag(tag) {
+		// Agreements take their messages from any member, and answer
+		// after their call returned: their own queue (agree.go).
+		p.mu.Unlock()
+		p.agreeDeliver(src, tag, data)
+		if owned != nil {
+			putMsg(owned)
+		}
+		return nil
+	}
 	if cs.revoked.Load() {
 		// ULFM drops what arrives on a revoked communicator; it was
 		// counted above, as its sender counted it.

@@ -68,6 +68,7 @@ type Proc struct {
 
 	world   *Comm
 	control *Comm
+	agrees  agreeTable // agreements' messages and decisions (agree.go)
 
 	hook     atomic.Pointer[hookBox]
 	waiting  atomic.Int32 // goroutines blocked waiting for a message: readers busy-poll
