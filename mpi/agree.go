@@ -18,7 +18,7 @@ import (
 // of its contribution. The value is valid with the error too. A rank the
 // others agreed failed gets ErrProcFailed.
 //
-// The agreement takes 2·⌊log2 n⌋ message rounds and 2(n-1) messages when
+// The agreement takes 4·⌊log2 n⌋ message rounds and 4(n-1) messages when
 // nobody fails; see agreemachine.go for the recovery path and why every
 // survivor decides the same.
 //

@@ -13,25 +13,32 @@ import (
 // it over an in-memory network too (the same code), to count rounds and
 // messages at sizes a machine cannot run as processes.
 //
-// Failure-free path (2·⌊log2 n⌋ rounds, 2(n-1) messages): a binomial tree
-// rooted at rank 0. Each rank merges its children's values (AND of the
-// flags, OR of the failed sets, MAX of the next context ids) into its own
-// and sends the result up (up); the root decides and the decision goes
-// down the tree (down). A rank decides when the down reaches it.
+// Failure-free path (4·⌊log2 n⌋ rounds, 4(n-1) messages): a binomial
+// tree rooted at rank 0, swept twice. Up: each rank merges its children's
+// values (AND of the flags, OR of the failed sets, MAX of the next
+// context ids) into its own and sends the result to its parent. Down: the
+// root proposes the result; every rank accepts the proposal and passes it
+// on. Up: acks, a rank's once its whole subtree accepted. Down: the root,
+// with every ack, decides and the decision goes down the tree; a rank
+// decides when it arrives. The second sweep is what makes the agreement
+// uniform: when anyone decides, every rank alive has accepted the value,
+// so even a decider that dies at once cannot take it with it.
 //
-// Recovery (anything else: a parent or a child still awaited found
-// failed, or a query received). A rank enters it once, and then never
-// accepts a decision from the tree:
+// Recovery (anything else: a tree neighbor found failed, or a query
+// received). A rank enters it once, and then never decides from the tree:
 //
 //	R1. It sends a query carrying its estimate to every member it does not
 //	    know failed, and waits until every other member answered or was
 //	    found failed. An answer is the member's own query (it entered
 //	    recovery too: a query pulls every rank still in the tree into
-//	    recovery) or, from a member that had decided, decided(v). Queries
-//	    are merged into the estimate; a decided(v) replaces it with v and
-//	    locks it (no more merges). Members found failed join the
-//	    estimate's failed set. After R1 the estimate covers every rank:
-//	    its contribution is in it, or the rank is in the failed set.
+//	    recovery) or, from a member that had decided, decided(v). An
+//	    estimate is locked when it is the tree's proposal: a rank that
+//	    accepted the proposal locks its estimate to it on entering
+//	    recovery; a locked answer replaces an unlocked estimate and locks
+//	    it; unlocked answers are merged into an unlocked estimate, and
+//	    members found failed join its failed set. After R1 an unlocked
+//	    estimate covers every rank: its contribution is in it, or the
+//	    rank is in the failed set (a proposal covers all ranks).
 //	R2. Rounds 0..n-1 (rotating coordinator): in round r, rank r sends
 //	    its estimate to every member it does not know failed; the others
 //	    adopt the estimate r sent (an estimate, or the decided(v) r
@@ -42,24 +49,24 @@ import (
 // the Proc's agreeTable) and answers every later query with decided(v),
 // from the reader path, after its call returned.
 //
-// Why survivors never decide differently (failures are fail-stop, and a
-// rank is found failed only once it has failed):
-//   - The tree decides one value v (one root, one attempt).
-//   - A rank answers a query either before deciding (it then enters
-//     recovery and never decides from the tree) or after (decided(v)).
-//     So if a survivor X decided v from the tree, every recovering rank
-//     queried X and got decided(v) from it: every R1 estimate is locked
-//     to v, every coordinator sends v, and recovery decides v.
+// Why no two ranks decide differently, even one that failed after
+// deciding (failures are fail-stop, and a rank is found failed only once
+// it has failed):
+//   - The tree proposes at most one value v (one root, one attempt).
+//   - If any rank decided from the tree, the root had every ack, so every
+//     rank alive then had accepted v. Every rank in recovery locks to v:
+//     its own accepted proposal, or the locked answer or decided(v) of
+//     each member it hears from (and it hears from each live one). So
+//     every R2 estimate is v, and recovery decides v.
 //   - No rank leaves R1 before every live rank entered recovery or had
 //     decided (R1 waits for an answer from each), so R2's participants
 //     are every live undecided rank, and a coordinator that is alive has
-//     sent its estimate to all of them before it can decide. With no
-//     live tree decider, R2 is the classic rotating-coordinator
-//     consensus: after the first round whose coordinator finished its
-//     sends, every participant holds that coordinator's estimate, and
-//     later coordinators only repeat it.
-//   - Estimates change in R2 only by adoption, so every participant ends
-//     the rounds with the same value.
+//     sent its estimate to all of them before it can decide. R2 is the
+//     classic rotating-coordinator consensus: the round of the first
+//     coordinator that finished its sends exists (a rank that decides
+//     finished its own), after it every participant holds that
+//     coordinator's estimate, and later coordinators only repeat it.
+//     Estimates change in R2 only by adoption.
 //
 // Termination: R1 waits only for live ranks, each of which answers once
 // it takes part in the call (or at once from the table when it decided);
@@ -74,6 +81,8 @@ const (
 	agreeDecided  byte = 4 // the sender's decision, the answer to a query
 	agreeEstimate byte = 5 // R2: the coordinator's estimate
 	agreePing     byte = 6 // opens a connection to a tree neighbor (agree.go)
+	agreePropose  byte = 7 // the root's proposal, parent to child
+	agreeAck      byte = 8 // the subtree accepted the proposal, child to parent
 )
 
 // agreeVal is what an agreement estimates and decides.
@@ -100,9 +109,10 @@ func (v agreeVal) clone() agreeVal {
 // the longest causal chain that ends with it: the rounds of the critical
 // path.
 type agreeMsg struct {
-	kind byte
-	hops uint32
-	val  agreeVal
+	kind   byte
+	locked bool // a query's estimate is the tree's proposal
+	hops   uint32
+	val    agreeVal
 }
 
 // agreeOut is a message to send to rank dst.
@@ -125,10 +135,13 @@ type agreeMachine struct {
 	children []int
 	phase    int
 	est      agreeVal
-	locked   bool   // est is a tree decision learned in R1
+	locked   bool   // est is the tree's proposal (see R1)
 	dead     bitset // ranks known failed here
 	heard    bitset // children whose up arrived
+	acks     bitset // children whose ack arrived
 	upSent   bool
+	accepted *agreeVal // the tree's proposal
+	ackSent  bool
 	answered bitset      // R1: ranks whose query or decided arrived
 	coord    []*agreeMsg // R2: the first estimate or decided of each rank
 	round    int
@@ -143,7 +156,7 @@ type agreeMachine struct {
 // leaves out).
 func newAgreeMachine(n, me int, mine agreeVal, dead bitset) *agreeMachine {
 	m := &agreeMachine{n: n, me: me, parent: -1, est: mine.clone(), dead: dead,
-		heard: newBitset(n), answered: newBitset(n), coord: make([]*agreeMsg, n)}
+		heard: newBitset(n), acks: newBitset(n), answered: newBitset(n), coord: make([]*agreeMsg, n)}
 	if me > 0 {
 		m.parent = me & (me - 1)
 	}
@@ -158,7 +171,7 @@ func treeRounds(n int) int {
 	if n <= 1 {
 		return 0
 	}
-	return 2 * (bits.Len(uint(n)) - 1) // the tree's depth: floor(log2 n)
+	return 4 * (bits.Len(uint(n)) - 1) // the tree's depth: floor(log2 n)
 }
 
 // start takes the first step.
@@ -175,7 +188,16 @@ func (m *agreeMachine) start() {
 }
 
 func (m *agreeMachine) send(dst int, kind byte, v agreeVal) {
-	m.out = append(m.out, agreeOut{dst: dst, msg: agreeMsg{kind: kind, hops: m.hops + 1, val: v.clone()}})
+	m.out = append(m.out, agreeOut{dst: dst, msg: agreeMsg{kind: kind, locked: m.locked, hops: m.hops + 1, val: v.clone()}})
+}
+
+// sendChildren sends v to every child not known failed.
+func (m *agreeMachine) sendChildren(kind byte, v agreeVal) {
+	for _, ch := range m.children {
+		if !m.dead.has(ch) {
+			m.send(ch, kind, v)
+		}
+	}
 }
 
 // sendAll sends to every rank not known failed.
@@ -197,33 +219,40 @@ func (m *agreeMachine) onMsg(src int, msg agreeMsg) {
 	case agreeUp:
 		if slices.Contains(m.children, src) && !m.heard.has(src) {
 			m.heard.set(src)
-			if m.phase <= phaseR1 && !m.locked {
+			if m.phase == phaseTree {
 				m.est.merge(msg.val)
 			}
 		}
+	case agreePropose:
+		if m.phase == phaseTree && src == m.parent && m.upSent && m.accepted == nil {
+			v := msg.val.clone()
+			m.accepted = &v
+			m.sendChildren(agreePropose, v)
+		}
+	case agreeAck:
+		if slices.Contains(m.children, src) {
+			m.acks.set(src)
+		}
 	case agreeDown:
-		if m.phase == phaseTree && src == m.parent && m.upSent {
+		if m.phase == phaseTree && src == m.parent && m.ackSent {
 			m.decide(msg.val)
-			m.sendDown()
+			m.sendChildren(agreeDown, msg.val)
 		}
 	case agreeQuery:
 		switch m.phase {
 		case phaseDone:
 			m.send(src, agreeDecided, *m.decision)
 			return
-		case phaseTree:
-			m.answered.set(src)
-			m.mergeR1(msg.val)
+		case phaseTree, phaseR1:
 			m.recover()
-		case phaseR1:
 			m.answered.set(src)
-			m.mergeR1(msg.val)
+			m.mergeR1(msg.val, msg.locked)
 		}
 	case agreeDecided:
 		if m.phase == phaseR1 || m.phase == phaseR2 {
 			m.answered.set(src)
 			if m.phase == phaseR1 {
-				m.est, m.locked = msg.val.clone(), true
+				m.mergeR1(msg.val, true)
 			}
 			if m.coord[src] == nil {
 				m.coord[src] = &msg
@@ -237,8 +266,14 @@ func (m *agreeMachine) onMsg(src int, msg agreeMsg) {
 	m.progress()
 }
 
-func (m *agreeMachine) mergeR1(v agreeVal) {
-	if !m.locked {
+// mergeR1 takes an answer in R1: a locked one replaces an unlocked
+// estimate (all locked values are the one proposal).
+func (m *agreeMachine) mergeR1(v agreeVal, locked bool) {
+	switch {
+	case m.locked:
+	case locked:
+		m.est, m.locked = v.clone(), true
+	default:
 		m.est.merge(v)
 	}
 }
@@ -255,7 +290,7 @@ func (m *agreeMachine) onFailure(r int) {
 	if m.phase <= phaseR1 && !m.locked {
 		m.est.failed.set(r)
 	}
-	if m.phase == phaseTree && (r == m.parent || (slices.Contains(m.children, r) && !m.heard.has(r))) {
+	if m.phase == phaseTree && (r == m.parent || slices.Contains(m.children, r)) {
 		m.recover()
 	}
 	m.progress()
@@ -267,6 +302,9 @@ func (m *agreeMachine) recover() {
 		return
 	}
 	m.phase = phaseR1
+	if m.accepted != nil {
+		m.est, m.locked = m.accepted.clone(), true
+	}
 	m.sendAll(agreeQuery)
 }
 
@@ -275,33 +313,10 @@ func (m *agreeMachine) decide(v agreeVal) {
 	m.decision, m.phase = &d, phaseDone
 }
 
-// sendDown passes a decision of the tree on to the children.
-func (m *agreeMachine) sendDown() {
-	for _, ch := range m.children {
-		if !m.dead.has(ch) {
-			m.send(ch, agreeDown, *m.decision)
-		}
-	}
-}
-
 func (m *agreeMachine) progress() {
 	switch m.phase {
 	case phaseTree:
-		for _, ch := range m.children {
-			if !m.heard.has(ch) {
-				return
-			}
-		}
-		if m.upSent {
-			return
-		}
-		if m.parent < 0 {
-			m.decide(m.est)
-			m.sendDown()
-			return
-		}
-		m.upSent = true
-		m.send(m.parent, agreeUp, m.est)
+		m.progressTree()
 	case phaseR1:
 		for r := range m.n {
 			if r != m.me && !m.answered.has(r) && !m.dead.has(r) {
@@ -313,6 +328,37 @@ func (m *agreeMachine) progress() {
 	case phaseR2:
 		m.progressR2()
 	}
+}
+
+func (m *agreeMachine) progressTree() {
+	all := func(set bitset) bool {
+		for _, ch := range m.children {
+			if !set.has(ch) {
+				return false
+			}
+		}
+		return true
+	}
+	if !m.upSent && all(m.heard) {
+		m.upSent = true
+		if m.parent >= 0 {
+			m.send(m.parent, agreeUp, m.est)
+			return
+		}
+		v := m.est.clone()
+		m.accepted = &v
+		m.sendChildren(agreePropose, v)
+	}
+	if m.accepted == nil || m.ackSent || !all(m.acks) {
+		return
+	}
+	m.ackSent = true
+	if m.parent >= 0 {
+		m.send(m.parent, agreeAck, agreeVal{next: m.accepted.next, failed: make(bitset, len(m.est.failed))})
+		return
+	}
+	m.decide(*m.accepted)
+	m.sendChildren(agreeDown, *m.accepted)
 }
 
 func (m *agreeMachine) progressR2() {
@@ -339,18 +385,21 @@ func (m *agreeMachine) takeOut() []agreeOut {
 
 // --- wire format ---------------------------------------------------------------
 
-// A message: kind (1 byte), hops (4 bytes), flag (8), next context id
-// (8), all little endian, then a bitmap of the communicator's ranks (bit
+// A message: kind (1 byte), locked (1 byte, 0 or 1), hops (4 bytes),
+// flag (8), next context id (8), all little endian, then a bitmap of the communicator's ranks (bit
 // r%8 of byte r/8 set: rank r failed). Its length follows from the
 // communicator's size.
 
-const agreeHead = 1 + 4 + 8 + 8
+const agreeHead = 1 + 1 + 4 + 8 + 8
 
 func agreeLen(n int) int { return agreeHead + (n+7)/8 }
 
 func encodeAgree(m agreeMsg) []byte {
 	b := make([]byte, 0, agreeHead+len(m.val.failed))
-	b = append(b, m.kind)
+	b = append(b, m.kind, 0)
+	if m.locked {
+		b[1] = 1
+	}
 	b = binary.LittleEndian.AppendUint32(b, m.hops)
 	b = binary.LittleEndian.AppendUint64(b, m.val.flag)
 	b = binary.LittleEndian.AppendUint64(b, m.val.next)
@@ -363,11 +412,14 @@ func decodeAgree(b []byte, n int, checkNext bool) (agreeMsg, error) {
 	if len(b) != agreeLen(n) {
 		return agreeMsg{}, fmt.Errorf("agreement message of %d bytes, want %d for %d ranks", len(b), agreeLen(n), n)
 	}
-	m := agreeMsg{kind: b[0], hops: binary.LittleEndian.Uint32(b[1:5]), val: agreeVal{
-		flag: binary.LittleEndian.Uint64(b[5:13]), next: binary.LittleEndian.Uint64(b[13:21]),
+	m := agreeMsg{kind: b[0], locked: b[1] == 1, hops: binary.LittleEndian.Uint32(b[2:6]), val: agreeVal{
+		flag: binary.LittleEndian.Uint64(b[6:14]), next: binary.LittleEndian.Uint64(b[14:22]),
 		failed: bitset(slices.Clone(b[agreeHead:]))}}
-	if m.kind < agreeUp || m.kind > agreePing {
+	if m.kind < agreeUp || m.kind > agreeAck {
 		return agreeMsg{}, fmt.Errorf("agreement message of unknown kind %d", m.kind)
+	}
+	if b[1] > 1 {
+		return agreeMsg{}, fmt.Errorf("agreement message with a locked mark of %d", b[1])
 	}
 	if n%8 != 0 && m.val.failed[len(m.val.failed)-1]>>(n%8) != 0 {
 		return agreeMsg{}, fmt.Errorf("agreement message names ranks beyond %d", n-1)
