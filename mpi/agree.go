@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Agree returns the bitwise AND of flag over the members of c that take
@@ -129,6 +130,9 @@ func (c *Comm) runAgreement(ctx context.Context, tag int, contrib func() agreeVa
 	}
 	m.start()
 	seen := int32(-1)
+	probe := agreeProbeFirst
+	timer := time.NewTimer(probe)
+	defer timer.Stop()
 	for {
 		busy := false
 		wake := p.failWake.watch()
@@ -156,6 +160,13 @@ func (c *Comm) runAgreement(ctx context.Context, tag int, contrib func() agreeVa
 		select {
 		case <-box.notify:
 		case <-wake:
+		case <-timer.C:
+			// Stalled: probe whom it waits for (see agreeProbeFirst).
+			for _, r := range m.waitingOn() {
+				m.out = append(m.out, pingTo(r, c.size))
+			}
+			probe = min(2*probe, agreeProbeMax)
+			timer.Reset(probe)
 		case <-p.done:
 			return agreeVal{}, p.stopErr()
 		case <-ctx.Done():
@@ -194,11 +205,26 @@ func (c *Comm) agreePing(tag int, m *agreeMachine) error {
 		open := pe.out != nil
 		pe.mu.Unlock()
 		if !open {
-			m.out = append(m.out, agreeOut{dst: r, msg: agreeMsg{kind: agreePing, val: agreeVal{next: firstUserCtx, failed: newBitset(c.size)}}})
+			m.out = append(m.out, pingTo(r, c.size))
 		}
 	}
 	return c.agreeSend(tag, m)
 }
+
+func pingTo(r, n int) agreeOut {
+	return agreeOut{dst: r, msg: agreeMsg{kind: agreePing, val: agreeVal{next: firstUserCtx, failed: newBitset(n)}}}
+}
+
+// A wait that makes no progress for agreeProbeFirst sends a ping to the
+// members it waits for, then again after twice as long, up to every
+// agreeProbeMax: a member that died after this process opened a
+// connection to it, but before it opened one back, shows no broken
+// connection to any reader here; a write to it fails. Without a runtime
+// that reports failures this is the only way to find such a death.
+const (
+	agreeProbeFirst = 20 * time.Millisecond
+	agreeProbeMax   = time.Second
+)
 
 // agreeFeed hands messages to the machine. A message that does not parse
 // is an error: a peer of this job sent it, so it is a bug or an attack,

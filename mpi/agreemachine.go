@@ -376,6 +376,35 @@ func (m *agreeMachine) progressR2() {
 	m.decide(m.est)
 }
 
+// waitingOn returns the ranks whose message or failure this machine
+// waits for now.
+func (m *agreeMachine) waitingOn() []int {
+	var out []int
+	add := func(r int) {
+		if r >= 0 && r != m.me && !m.dead.has(r) {
+			out = append(out, r)
+		}
+	}
+	switch m.phase {
+	case phaseTree:
+		add(m.parent)
+		for _, ch := range m.children {
+			add(ch)
+		}
+	case phaseR1:
+		for r := range m.n {
+			if !m.answered.has(r) {
+				add(r)
+			}
+		}
+	case phaseR2:
+		if m.round < m.n {
+			add(m.round)
+		}
+	}
+	return out
+}
+
 // takeOut returns the messages to send and forgets them.
 func (m *agreeMachine) takeOut() []agreeOut {
 	out := m.out

@@ -182,3 +182,13 @@ func SendRevokeNotice(p *Proc, dst int, handle uint64) error {
 	p.enqueueLocked(pe, op)
 	return <-op.wake
 }
+
+// OnAgreeSend sets a hook called before each message p sends for an
+// agreement (Agree, Shrink): a test kills the rank at a chosen step.
+func OnAgreeSend(p *Proc, f func()) { p.agrees.onSend.Store(&f) }
+
+// AgreeCounts returns the messages p sent for agreements so far and the
+// rounds on the critical path of the last one it decided.
+func AgreeCounts(p *Proc) (sent, rounds int64) {
+	return p.agrees.sent.Load(), p.agrees.hops.Load()
+}

@@ -1,0 +1,234 @@
+package mpi_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"gompi/mpi"
+	"gompi/mpi/mpitest"
+)
+
+// flagOf is rank r's flag: every bit but bit r, so the agreed AND shows
+// whose flags it holds.
+func flagOf(r int) int { return ^(1 << r) }
+
+// TestAgreeFailureFree: the AND of every rank's flag and no error, at
+// every size, by Agree and Iagree, several times on one communicator.
+func TestAgreeFailureFree(t *testing.T) {
+	for n := 1; n <= 16; n++ {
+		want := -1
+		for r := range n {
+			want &= flagOf(r)
+		}
+		mpitest.Run(t, n, "uds", func(p *mpi.Proc) error {
+			w := p.World()
+			for i := range 3 {
+				got, err := w.Agree(flagOf(w.Rank()))
+				if err != nil || got != want {
+					return fmt.Errorf("agree %d: %#x, %v; want %#x", i, got, err, want)
+				}
+			}
+			flag := flagOf(w.Rank())
+			req, err := w.Iagree(&flag)
+			if err != nil {
+				return err
+			}
+			if _, err := req.Wait(); err != nil || flag != want {
+				return fmt.Errorf("iagree: %#x, %v; want %#x", flag, err, want)
+			}
+			return nil
+		})
+	}
+}
+
+// outcome is what one rank got from an agreement.
+type outcome struct {
+	val    int
+	failed bool // the error wraps ErrProcFailed
+	comm   shrunk
+}
+
+// outcomes collects outcomes by world rank.
+type outcomes struct {
+	mu  sync.Mutex
+	got map[int]outcome
+}
+
+func (o *outcomes) put(r int, v outcome) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.got == nil {
+		o.got = map[int]outcome{}
+	}
+	o.got[r] = v
+}
+
+// killPlan is where a test kills its victim: before its call, at its k-th
+// agreement send, or after its call returned.
+type killPlan struct {
+	victim int
+	when   string // "before", "during", "after"
+	k      int
+}
+
+// runKilled runs one agreement (Agree, or Shrink when shrink) on the
+// world of n in-process ranks with plan's victim killed, and checks that
+// every rank that returned a result (survivors, and the victim when it
+// decided before it died) got the same one, that it holds every
+// survivor's flag, and that survivors' communicators match.
+func runKilled(t *testing.T, n int, plan killPlan, shrink bool) {
+	t.Helper()
+	var res outcomes
+	hold := holdAll(n)
+	errs := mpitest.Start(mpitest.Config{N: n, BTL: "uds", AllowFailures: true}, func(p *mpi.Proc) error {
+		w := p.World()
+		me := w.Rank() == plan.victim
+		if me {
+			switch plan.when {
+			case "before":
+				mpi.Kill(p)
+				hold()
+				return nil
+			case "during":
+				sends := 0
+				mpi.OnAgreeSend(p, func() {
+					if sends++; sends == plan.k {
+						mpi.Kill(p)
+					}
+				})
+			}
+		}
+		if !me {
+			// A victim the agreement left in may have died without a
+			// connection to this rank: the runtime would report it.
+			defer func() {
+				hold()
+				p.MarkFailed(plan.victim, errors.New("the test killed it"))
+			}()
+		}
+		var o outcome
+		var err error
+		if shrink {
+			var nc *mpi.Comm
+			if nc, err = w.Shrink(); err == nil {
+				o.comm = commOf(nc)
+			}
+		} else {
+			o.val, err = w.Agree(flagOf(w.Rank()))
+		}
+		if err != nil && !errors.Is(err, mpi.ErrProcFailed) && !me {
+			return err
+		}
+		o.failed = err != nil
+		if me {
+			// A decision it returned counts (uniformity holds for it
+			// too); the error of its own death does not.
+			if _, killed := mpi.RankOf(err); !killed && !errors.Is(err, mpi.ErrStopped) {
+				res.put(w.Rank(), o)
+			}
+			mpi.Kill(p)
+			hold()
+			return nil
+		}
+		res.put(w.Rank(), o)
+		return nil
+	})
+	for _, err := range errs {
+		t.Errorf("%+v: %v", plan, err)
+	}
+	var first *outcome
+	for r := range n {
+		o, ok := res.got[r]
+		if !ok {
+			if r != plan.victim {
+				t.Fatalf("%+v: survivor %d has no result", plan, r)
+			}
+			continue
+		}
+		if !shrink && o.val&(1<<r) != 0 {
+			t.Errorf("%+v: rank %d's flag not in %#x", plan, r, o.val)
+		}
+		if first == nil {
+			first = &o
+			continue
+		}
+		if o.val != first.val || o.failed != first.failed || o.comm.handle != first.comm.handle || !slices.Equal(o.comm.members, first.comm.members) {
+			t.Fatalf("%+v: ranks disagree: %v", plan, res.got)
+		}
+	}
+	if plan.when == "before" && !shrink && !first.failed {
+		t.Errorf("%+v: a failure nobody acknowledged raised no error: %v", plan, res.got)
+	}
+}
+
+func commOf(c *mpi.Comm) shrunk {
+	s := shrunk{handle: c.Handle()}
+	for i := range c.Size() {
+		s.members = append(s.members, c.WorldRank(i))
+	}
+	return s
+}
+
+// TestAgreeKilled kills a rank before, during (at a random send of the
+// protocol) and after Agree and Shrink, over 240 random kill points.
+func TestAgreeKilled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 1))
+	whens := []string{"before", "during", "during", "during", "after"}
+	for i := range 240 {
+		n := 4 + rng.IntN(5)
+		plan := killPlan{victim: rng.IntN(n), when: whens[rng.IntN(len(whens))], k: 1 + rng.IntN(6)}
+		runKilled(t, n, plan, i%3 == 2)
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// TestAgreeAcked: a failure every survivor acknowledged raises no error;
+// one acknowledged by some only raises it everywhere.
+func TestAgreeAcked(t *testing.T) {
+	for _, all := range []bool{true, false} {
+		const n, dead = 5, 3
+		var res outcomes
+		hold := holdAll(n)
+		errs := mpitest.Start(mpitest.Config{N: n, BTL: "uds", AllowFailures: true}, func(p *mpi.Proc) error {
+			w := p.World()
+			if w.Rank() == dead {
+				mpi.Kill(p)
+				hold()
+				return nil
+			}
+			hold()
+			p.MarkFailed(dead, errors.New("the test says it died"))
+			if all || w.Rank()%2 == 0 {
+				if _, err := w.AckFailed(1); err != nil {
+					return err
+				}
+			}
+			v, err := w.Agree(flagOf(w.Rank()))
+			if err != nil && !errors.Is(err, mpi.ErrProcFailed) {
+				return err
+			}
+			res.put(w.Rank(), outcome{val: v, failed: err != nil})
+			return nil
+		})
+		for _, err := range errs {
+			t.Fatal(err)
+		}
+		want := -1
+		for r := range n {
+			if r != dead {
+				want &= flagOf(r)
+			}
+		}
+		for r, o := range res.got {
+			if o.val != want || o.failed == all {
+				t.Errorf("all acked %v: rank %d got %#x, error %v; want %#x, error %v", all, r, o.val, o.failed, want, !all)
+			}
+		}
+	}
+}
