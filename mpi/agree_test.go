@@ -1,13 +1,17 @@
 package mpi_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 
+	"gompi/mca"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -231,4 +235,80 @@ func TestAgreeAcked(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAgreeKilledProcesses runs Agree in jobs of separate processes and
+// kills one with SIGKILL before its call, at a random send of the
+// protocol, or after it returned: every survivor reports the same value
+// and the same error-or-not.
+func TestAgreeKilledProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns 24 jobs")
+	}
+	rng := rand.New(rand.NewPCG(23, 3))
+	for i := range 24 {
+		n := 4 + rng.IntN(3)
+		victim, k := rng.IntN(n), rng.IntN(8)-1 // -1: after the call, 0: before
+		outs, err := mpitest.Spawn(context.Background(), mpitest.SpawnConfig{
+			N: n, Rank: "agreekill", Settings: []mca.Setting{{Name: "btl", Value: "uds"}},
+			Env: []string{fmt.Sprintf("GOMPI_AGREE_PLAN=%d,%d", victim, k)},
+		})
+		var first string
+		for r, out := range outs {
+			if r == victim && len(out) == 0 {
+				continue
+			}
+			if len(out) != 1 {
+				t.Fatalf("run %d (victim %d, k %d): rank %d reported %q; job: %v", i, victim, k, r, out, err)
+			}
+			if first == "" {
+				first = out[0]
+			} else if out[0] != first {
+				t.Fatalf("run %d (victim %d, k %d): ranks disagree: %q", i, victim, k, outs)
+			}
+		}
+		t.Logf("run %d: %d ranks, victim %d at send %d: %s", i, n, victim, k, first)
+	}
+}
+
+// rankAgreeKill is a rank of TestAgreeKilledProcesses: GOMPI_AGREE_PLAN
+// is "victim,k"; the victim kills itself at its k-th agreement send (0:
+// before the call, -1: after it).
+func rankAgreeKill(boot mpi.Bootstrap) error {
+	var victim, k int
+	if _, err := fmt.Sscanf(os.Getenv("GOMPI_AGREE_PLAN"), "%d,%d", &victim, &k); err != nil {
+		return err
+	}
+	p, err := mpi.InitWith(context.Background(), boot)
+	if err != nil {
+		return err
+	}
+	w := p.World()
+	die := func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+	if w.Rank() == victim {
+		switch {
+		case k == 0:
+			die()
+		case k > 0:
+			sends := 0
+			mpi.OnAgreeSend(p, func() {
+				if sends++; sends == k {
+					die()
+				}
+			})
+		}
+	}
+	v, err := w.Agree(flagOf(w.Rank()))
+	if err != nil && !errors.Is(err, mpi.ErrProcFailed) {
+		return err
+	}
+	mpitest.Report("agreed %#x, failure reported %v", v, err != nil)
+	if w.Rank() == victim {
+		die()
+	}
+	// No Finalize: its barrier would wait for a victim the agreement left
+	// in and nobody reported failed (no runtime here). The others may
+	// still need this rank's answer: an exit looks like a failure to them,
+	// which the agreement tolerates.
+	return nil
 }
