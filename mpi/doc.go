@@ -191,9 +191,52 @@
 // transports and the data-plane secret stay those of Init (ranks restored
 // together share it). The runtime's own connection (the rank client's) is
 // the runtime's to close and reopen.
-// Shrink's agreement and cr's bookmark exchanges travel on the control
-// context, which the gate does not hold: they must not run during a
-// suspension.
+// Agreements (Agree, Shrink) and cr's bookmark exchanges travel on the
+// control context, which the gate does not hold: they must not run during
+// a suspension.
+//
+// # Agreement: Agree, Iagree, Shrink, Ishrink
+//
+// Comm.Agree (ULFM's MPIX_Comm_agree) is a fault-tolerant collective: it
+// returns the bitwise AND of the flags of the members that take part, the
+// same at every survivor, and an error wrapping ErrProcFailed at every
+// survivor or at none, at all of them when the members agreed that some
+// member failed that not every survivor acknowledged (Comm.AckFailed before
+// the call). It works on a revoked communicator (it travels on the control
+// context). Failure-free it takes 4·⌊log2 n⌋ message rounds and 4(n-1)
+// messages (a binomial tree swept twice: propose, then decide); with
+// failures it falls back to a recovery of O(n²) messages that still
+// terminates and agrees; agreemachine.go documents the algorithm and why
+// every survivor decides the same, even when a rank decides and dies at
+// once. A rank that decided answers late queries after its call returned
+// (its decision is kept until the next agreement on the communicator is
+// decided; a freed communicator keeps only decided ones). Failures are
+// found by broken connections, failed sends, the runtime's reports, and a
+// ping to the members a stalled agreement waits for.
+//
+//	ok := 1
+//	if err := step(); err != nil {
+//		ok = 0
+//	}
+//	all, err := c.Agree(ok) // all == 1: every member's step worked
+//	if errors.Is(err, mpi.ErrProcFailed) {
+//		// a member failed: acknowledge, shrink, go on
+//	}
+//
+// Comm.Iagree is its non-blocking form: it reads *flag at the call and
+// writes the agreed value there before the request completes.
+//
+//	req, _ := c.Iagree(&flag)
+//	_, err := req.Wait() // flag is the AND over the survivors
+//
+// Comm.Shrink runs the same agreement on the failed set (every failure a
+// member knows of, acknowledged or not) and the largest next free context
+// id, and returns the communicator of the others, the same at every
+// survivor (its creation log entry is OpShrink; a restart replays it).
+// Comm.Ishrink starts one and sets *newcomm when its request completes.
+//
+//	nc, err := c.Shrink()
+//	req, _ := c.Ishrink(&nc) // ... req.Wait()
 //
 // When the Bootstrap is also a snapc.AppLink (the runtime's rank client),
 // the library answers the job's checkpoint coordinator until package cr

@@ -149,7 +149,7 @@ func rankRing(boot mpi.Bootstrap) error {
 }
 
 // spawnedRanks are the rank bodies Spawn can start in this test binary.
-var spawnedRanks = map[string]mpitest.RankFunc{"bench": rankBench, "ring": rankRing, "agreekill": rankAgreeKill}
+var spawnedRanks = map[string]mpitest.RankFunc{"bench": rankBench, "ring": rankRing, "agreekill": rankAgreeKill, "ulfmfig": rankULFMFigures}
 
 func TestMain(m *testing.M) {
 	if code, ok := mpitest.RunChild(spawnedRanks); ok {
