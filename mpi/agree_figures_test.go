@@ -122,4 +122,3 @@ func rankULFMFigures(boot mpi.Bootstrap) error {
 	}
 	return p.Finalize()
 }
-

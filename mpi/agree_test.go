@@ -312,3 +312,36 @@ func rankAgreeKill(boot mpi.Bootstrap) error {
 	// which the agreement tolerates.
 	return nil
 }
+
+// TestIshrink: a non-blocking Shrink after a failure gives every survivor
+// the same communicator of the survivors.
+func TestIshrink(t *testing.T) {
+	const n, dead = 5, 2
+	var res results
+	hold := holdAll(n)
+	errs := mpitest.Start(mpitest.Config{N: n, BTL: "uds", AllowFailures: true}, func(p *mpi.Proc) error {
+		w := p.World()
+		if w.Rank() == dead {
+			mpi.Kill(p)
+			hold()
+			return nil
+		}
+		hold()
+		var nc *mpi.Comm
+		req, err := w.Ishrink(&nc)
+		if err != nil {
+			return err
+		}
+		if _, err := req.Wait(); err != nil {
+			return err
+		}
+		res.put(w.Rank(), nc)
+		return nil
+	})
+	for _, err := range errs {
+		t.Fatal(err)
+	}
+	if got := res.agreed(t, []int{0, 1, 3, 4}); !slices.Equal(got.members, []int{0, 1, 3, 4}) {
+		t.Errorf("members %v", got.members)
+	}
+}
