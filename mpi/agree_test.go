@@ -345,3 +345,35 @@ func TestIshrink(t *testing.T) {
 		t.Errorf("members %v", got.members)
 	}
 }
+
+// TestAgreeRevoked: Agree and Shrink work on a revoked communicator,
+// whoever revoked it.
+func TestAgreeRevoked(t *testing.T) {
+	const n = 4
+	mpitest.Run(t, n, "uds", func(p *mpi.Proc) error {
+		w := p.World()
+		if w.Rank() == 1 {
+			if err := w.Revoke(); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Recv(nil, mpi.AnySource, 5); !errors.Is(err, mpi.ErrRevoked) && w.Rank() != 1 {
+			return fmt.Errorf("receive on the revoked world: %v, want ErrRevoked", err)
+		}
+		want := -1
+		for r := range n {
+			want &= flagOf(r)
+		}
+		if v, err := w.Agree(flagOf(w.Rank())); err != nil || v != want {
+			return fmt.Errorf("agree on the revoked world: %#x, %v; want %#x", v, err, want)
+		}
+		nc, err := w.Shrink()
+		if err != nil {
+			return fmt.Errorf("shrink of the revoked world: %w", err)
+		}
+		if nc.Size() != n || nc.IsRevoked() {
+			return fmt.Errorf("shrunk: %d ranks, revoked %v", nc.Size(), nc.IsRevoked())
+		}
+		return nil
+	})
+}
