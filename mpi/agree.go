@@ -37,7 +37,7 @@ func (c *Comm) AgreeCtx(ctx context.Context, flag int) (int, error) {
 	if err := c.checkFT("agree"); err != nil {
 		return 0, err
 	}
-	return c.agree(ctx, c.nextTag(), flag)
+	return c.agree(ctx, c.nextFTSeq(), flag)
 }
 
 // Iagree starts an Agree of *flag; when the request completes *flag holds
@@ -50,7 +50,7 @@ func (c *Comm) Iagree(flag *int) (*Request, error) {
 	if err := c.checkFT("iagree"); err != nil {
 		return nil, err
 	}
-	tag, in := c.nextTag(), *flag
+	tag, in := c.nextFTSeq(), *flag
 	return c.async(func() error {
 		v, err := c.agree(context.Background(), tag, in)
 		*flag = v

@@ -36,6 +36,7 @@ type Comm struct {
 
 	collMu  sync.Mutex
 	collSeq uint64                    // collectives started; the tag of the next one
+	ftSeq   atomic.Uint64             // agreements and shrinks started (nextFTSeq)
 	collTab atomic.Pointer[collTable] // the coll modules' operations (coll_select.go)
 	freed   atomic.Bool
 	// topo is the virtual topology the communicator was made with
@@ -189,6 +190,12 @@ func (c *Comm) nextTag() int {
 	c.collSeq++
 	return int(c.collSeq)
 }
+
+// nextFTSeq numbers the calls of Agree, Iagree, Shrink and Ishrink on c,
+// apart from the collectives: a member that was inside a collective when
+// c was revoked, or when a member failed, has taken a collective number
+// the others have not, and they must still meet in the same agreement.
+func (c *Comm) nextFTSeq() int { return int(c.ftSeq.Add(1)) }
 
 // --- point-to-point --------------------------------------------------------
 

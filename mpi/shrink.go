@@ -50,7 +50,7 @@ func (c *Comm) ShrinkCtx(ctx context.Context) (*Comm, error) {
 		return nil, err
 	}
 	defer p.creating.Store(false)
-	return c.shrink(ctx, c.nextTag(), next)
+	return c.shrink(ctx, c.nextFTSeq(), next)
 }
 
 // Ishrink starts a Shrink; when the request completes without error,
@@ -78,7 +78,7 @@ func (c *Comm) Ishrink(newcomm **Comm) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	seq := c.nextTag()
+	seq := c.nextFTSeq()
 	return c.async(func() error {
 		defer p.creating.Store(false)
 		nc, err := c.shrink(context.Background(), seq, next)
