@@ -17,7 +17,7 @@ import (
 // fails; examples/mgrwork, a manager/worker program, finishes its work
 // with the survivors and prints the checksum of a failure-free run.
 
-// sustainBin holds mgrwork, built on first use (the harness builds the
+// sustainBin holds mgrwork and resilient, built on first use (the harness builds the
 // runtime's binaries; sustain is in the built-in list).
 var (
 	sustainOnce sync.Once
@@ -42,7 +42,7 @@ func buildSustain(t *testing.T) {
 		if raceBuild {
 			args = append(args, "-race")
 		}
-		args = append(args, "./examples/mgrwork")
+		args = append(args, "./examples/mgrwork", "./examples/resilient")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = modRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -50,7 +50,7 @@ func buildSustain(t *testing.T) {
 		}
 	})
 	if sustainErr != nil {
-		t.Fatalf("build examples/mgrwork: %v", sustainErr)
+		t.Fatalf("build examples/mgrwork and resilient: %v", sustainErr)
 	}
 }
 
