@@ -48,6 +48,10 @@ const (
 	ParamGOMAXPROCS    = "plm_base_gomaxprocs"
 	ParamHBPeriod      = "errmgr_base_heartbeat_period"
 	ParamHBTimeout     = "errmgr_base_heartbeat_timeout"
+	// The unresponsive-rank detector's: a rank beats to its gompid, which
+	// kills a silent one and reports it failed (rte/daemon, liveness.go).
+	ParamRankHBPeriod  = "errmgr_base_rank_heartbeat_period"
+	ParamRankHBTimeout = "errmgr_base_rank_heartbeat_timeout"
 )
 
 // NewFramework creates the plm registry and registers its parameters and
@@ -71,6 +75,10 @@ func NewFramework(params *mca.Params) *mca.Framework[Module] {
 			Help: "How often each daemon tells gompirun it is alive"},
 		mca.ParamSpec{Name: ParamHBTimeout, Type: mca.Duration, Default: "5s", Level: mca.LevelTuner,
 			Help: "Silence after which gompirun declares a daemon's node lost and hands the fault to the ErrMgr stack"},
+		mca.ParamSpec{Name: ParamRankHBPeriod, Type: mca.Duration, Default: "1s", Level: mca.LevelTuner,
+			Help: "How often each rank tells its gompid it is alive (on the rank's control connection, not the data plane); 0 = no beats, which turns the unresponsive-rank detector off"},
+		mca.ParamSpec{Name: ParamRankHBTimeout, Type: mca.Duration, Default: "30s", Level: mca.LevelTuner,
+			Help: "Silence after which gompid declares a rank unresponsive (stopped from outside, its process not scheduled), kills it with SIGKILL and reports it failed to the ErrMgr stack; 0 = off. Not counted while the runtime itself has the rank detached: a transparent checkpoint's dump, a checkpoint --stop, a migration"},
 	)
 	return f
 }

@@ -144,6 +144,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer stop()
 	go d.heartbeat(ctx)
+	go d.watchRanks(ctx)
 	end := d.serve(ctx, stream)
 	d.finish(end, out, stream, cancel)
 	return end
@@ -326,7 +327,10 @@ type daemon struct {
 	// streams, told of each new one.
 	failed map[int32]string
 	subs   map[*eventSub]bool
-	mig    migState
+	// live is the unresponsive-rank detector's record (liveness.go), made
+	// at the first heartbeat stream.
+	live *liveness
+	mig  migState
 }
 
 func newDaemon(opts Options, log *slog.Logger, nodeDir string, secret control.Secret, vals *mca.Values, settings []*pb.Setting, cr *crState, p ports) *daemon {
@@ -355,6 +359,9 @@ type rank struct {
 	// termDumped: a checkpoint-and-terminate dump of it is under way or
 	// done (dump.go), so its CRS's SIGKILL is no fault.
 	termDumped bool
+	// unresponsive says why the detector killed it (liveness.go); "" when
+	// it did not.
+	unresponsive string
 }
 
 type fence struct {

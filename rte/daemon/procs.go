@@ -353,7 +353,8 @@ func (d *daemon) reap(rk *rank, wait func() (int, syscall.Signal), readers *sync
 		code, sig = 0, 0
 	}
 	ex := &pb.RankExited{Rank: int32(r), ExitCode: int32(code), Signal: int32(sig),
-		Connected: rk.phase >= rankConnected, Finalized: rk.phase >= rankFinalizing, Killed: rk.killed}
+		Connected: rk.phase >= rankConnected, Finalized: rk.phase >= rankFinalizing, Killed: rk.killed,
+		Reason: rk.unresponsive}
 	rk.phase = rankExited
 	d.mu.Unlock()
 	d.log.Debug("rank exited", "rank", r, "code", code, "signal", int(sig), "dumped_term", saved)
@@ -361,6 +362,8 @@ func (d *daemon) reap(rk *rank, wait func() (int, syscall.Signal), readers *sync
 	switch {
 	case saved:
 		how = "dumped by a checkpoint-and-terminate"
+	case ex.Reason != "":
+		how = ex.Reason
 	case sig != 0:
 		how = fmt.Sprintf("signal %d", int(sig))
 	}

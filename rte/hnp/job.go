@@ -645,7 +645,9 @@ func (j *job) faultExit(rank int, node string, ex *pb.RankExited) bool {
 	f := errmgr.Fault{Rank: rank, Node: node, Time: j.p.now()}
 	switch {
 	case ex.Signal != 0:
-		f.Kind, f.Signal = errmgr.ProcSignaled, syscall.Signal(ex.Signal)
+		// Reason is set when gompid killed it as a fault (an unresponsive
+		// rank): the user reads why with the signal.
+		f.Kind, f.Signal, f.Detail = errmgr.ProcSignaled, syscall.Signal(ex.Signal), ex.Reason
 	case ex.ExitCode != 0:
 		f.Kind, f.ExitCode = errmgr.ProcExited, int(ex.ExitCode)
 	case ex.Connected && !ex.Finalized:

@@ -56,6 +56,7 @@ func (c *Client) Detach() error {
 	conn := c.conn
 	c.mu.Unlock()
 	c.stopEvents()
+	c.stopBeats()
 	c.stopRequests()
 	c.mu.Lock()
 	c.conn, c.rpc = nil, nil
@@ -105,6 +106,7 @@ func (c *Client) Reattach(ctx context.Context, m lifeline.Message) error {
 	reopen := c.reqCh != nil && !c.reqClosed
 	c.mu.Unlock()
 	c.startEvents()
+	c.startBeats()
 	if reopen {
 		if err := c.streamRequests(); err != nil {
 			return fmt.Errorf("rankclient: reattach: register the checkpoint coordinator with gompid: %w", err)

@@ -80,6 +80,8 @@ type Client struct {
 	failures                    // ranks the runtime declared failed (events.go)
 	evCancel context.CancelFunc // ends the events stream
 	evDone   chan struct{}      // closed when its goroutine is gone
+	hbCancel context.CancelFunc // ends the heartbeat stream (heartbeat.go)
+	hbDone   chan struct{}      // closed when its goroutine is gone
 }
 
 // InJob reports whether the process was started by gompirun.
@@ -139,6 +141,7 @@ func Init(ctx context.Context) (*Client, error) {
 		secrets: secrets, daemonSock: sock, lifeIn: lifeIn, lifeOut: lifeOut,
 	}
 	c.startEvents()
+	c.startBeats()
 	return c, nil
 }
 
@@ -396,6 +399,7 @@ func (c *Client) Abort(code int, msg string) {
 func (c *Client) Close() error {
 	c.stopRequests()
 	c.stopEvents()
+	c.stopBeats()
 	c.mu.Lock()
 	conn, proc := c.conn, c.proc
 	c.conn = nil // proc stays: Values and Frameworks remain readable after Close

@@ -737,6 +737,7 @@ type RankExited struct {
 	Connected     bool                   `protobuf:"varint,4,opt,name=connected,proto3" json:"connected,omitempty"` // it called Hello
 	Finalized     bool                   `protobuf:"varint,5,opt,name=finalized,proto3" json:"finalized,omitempty"` // it called Finalize
 	Killed        bool                   `protobuf:"varint,6,opt,name=killed,proto3" json:"killed,omitempty"`       // the daemon killed it (abort, shutdown)
+	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`        // why the daemon killed it as a fault (unresponsive)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -811,6 +812,13 @@ func (x *RankExited) GetKilled() bool {
 		return x.Killed
 	}
 	return false
+}
+
+func (x *RankExited) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // FenceContribution carries the node's ranks' data for one fence.
@@ -2310,6 +2318,87 @@ func (x *EventsRequest) GetRank() int32 {
 	return 0
 }
 
+// RankBeat is one heartbeat of a rank.
+type RankBeat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rank          int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankBeat) Reset() {
+	*x = RankBeat{}
+	mi := &file_control_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankBeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankBeat) ProtoMessage() {}
+
+func (x *RankBeat) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankBeat.ProtoReflect.Descriptor instead.
+func (*RankBeat) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RankBeat) GetRank() int32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+type HeartbeatResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatResponse) Reset() {
+	*x = HeartbeatResponse{}
+	mi := &file_control_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatResponse) ProtoMessage() {}
+
+func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{32}
+}
+
 // RankEvent is one notice to a rank: failed ranks, and why.
 type RankEvent struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2321,7 +2410,7 @@ type RankEvent struct {
 
 func (x *RankEvent) Reset() {
 	*x = RankEvent{}
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2333,7 +2422,7 @@ func (x *RankEvent) String() string {
 func (*RankEvent) ProtoMessage() {}
 
 func (x *RankEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2346,7 +2435,7 @@ func (x *RankEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankEvent.ProtoReflect.Descriptor instead.
 func (*RankEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{31}
+	return file_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RankEvent) GetFailed() []int32 {
@@ -2371,7 +2460,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2472,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2485,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{32}
+	return file_control_proto_rawDescGZIP(), []int{34}
 }
 
 type StatusResponse struct {
@@ -2415,7 +2504,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2427,7 +2516,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2440,7 +2529,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{33}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StatusResponse) GetJob() string {
@@ -2511,7 +2600,7 @@ type DaemonStatus struct {
 
 func (x *DaemonStatus) Reset() {
 	*x = DaemonStatus{}
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2612,7 @@ func (x *DaemonStatus) String() string {
 func (*DaemonStatus) ProtoMessage() {}
 
 func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2625,7 @@ func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonStatus.ProtoReflect.Descriptor instead.
 func (*DaemonStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DaemonStatus) GetNode() string {
@@ -2581,7 +2670,7 @@ type RankStatus struct {
 
 func (x *RankStatus) Reset() {
 	*x = RankStatus{}
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +2682,7 @@ func (x *RankStatus) String() string {
 func (*RankStatus) ProtoMessage() {}
 
 func (x *RankStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +2695,7 @@ func (x *RankStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankStatus.ProtoReflect.Descriptor instead.
 func (*RankStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RankStatus) GetRank() int32 {
@@ -2662,7 +2751,7 @@ type CROptions struct {
 
 func (x *CROptions) Reset() {
 	*x = CROptions{}
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2763,7 @@ func (x *CROptions) String() string {
 func (*CROptions) ProtoMessage() {}
 
 func (x *CROptions) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2776,7 @@ func (x *CROptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CROptions.ProtoReflect.Descriptor instead.
 func (*CROptions) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CROptions) GetTerm() bool {
@@ -2713,7 +2802,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2725,7 +2814,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2738,7 +2827,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointRequest) GetOptions() *CROptions {
@@ -2769,7 +2858,7 @@ type CheckpointEvent struct {
 
 func (x *CheckpointEvent) Reset() {
 	*x = CheckpointEvent{}
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +2870,7 @@ func (x *CheckpointEvent) String() string {
 func (*CheckpointEvent) ProtoMessage() {}
 
 func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +2883,7 @@ func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointEvent.ProtoReflect.Descriptor instead.
 func (*CheckpointEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CheckpointEvent) GetPhase() string {
@@ -2889,7 +2978,7 @@ type DrainProgress struct {
 
 func (x *DrainProgress) Reset() {
 	*x = DrainProgress{}
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +2990,7 @@ func (x *DrainProgress) String() string {
 func (*DrainProgress) ProtoMessage() {}
 
 func (x *DrainProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +3003,7 @@ func (x *DrainProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainProgress.ProtoReflect.Descriptor instead.
 func (*DrainProgress) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DrainProgress) GetFiles() int32 {
@@ -2967,7 +3056,7 @@ type SnapshotsRequest struct {
 
 func (x *SnapshotsRequest) Reset() {
 	*x = SnapshotsRequest{}
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +3068,7 @@ func (x *SnapshotsRequest) String() string {
 func (*SnapshotsRequest) ProtoMessage() {}
 
 func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +3081,7 @@ func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 type SnapshotsResponse struct {
@@ -3005,7 +3094,7 @@ type SnapshotsResponse struct {
 
 func (x *SnapshotsResponse) Reset() {
 	*x = SnapshotsResponse{}
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3017,7 +3106,7 @@ func (x *SnapshotsResponse) String() string {
 func (*SnapshotsResponse) ProtoMessage() {}
 
 func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3030,7 +3119,7 @@ func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SnapshotsResponse) GetDir() string {
@@ -3058,7 +3147,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3070,7 +3159,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3083,7 +3172,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RemoveRequest) GetSeq() int32 {
@@ -3118,7 +3207,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3130,7 +3219,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3143,7 +3232,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RemoveResponse) GetDir() string {
@@ -3187,7 +3276,7 @@ type SnapcRequest struct {
 
 func (x *SnapcRequest) Reset() {
 	*x = SnapcRequest{}
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3199,7 +3288,7 @@ func (x *SnapcRequest) String() string {
 func (*SnapcRequest) ProtoMessage() {}
 
 func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3212,7 +3301,7 @@ func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRequest.ProtoReflect.Descriptor instead.
 func (*SnapcRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SnapcRequest) GetId() uint64 {
@@ -3300,7 +3389,7 @@ type SnapcReply struct {
 
 func (x *SnapcReply) Reset() {
 	*x = SnapcReply{}
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3312,7 +3401,7 @@ func (x *SnapcReply) String() string {
 func (*SnapcReply) ProtoMessage() {}
 
 func (x *SnapcReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3325,7 +3414,7 @@ func (x *SnapcReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcReply.ProtoReflect.Descriptor instead.
 func (*SnapcReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SnapcReply) GetId() uint64 {
@@ -3385,7 +3474,7 @@ type SnapcRankReply struct {
 
 func (x *SnapcRankReply) Reset() {
 	*x = SnapcRankReply{}
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3397,7 +3486,7 @@ func (x *SnapcRankReply) String() string {
 func (*SnapcRankReply) ProtoMessage() {}
 
 func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3410,7 +3499,7 @@ func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRankReply.ProtoReflect.Descriptor instead.
 func (*SnapcRankReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SnapcRankReply) GetRank() int32 {
@@ -3476,7 +3565,7 @@ type RankCheckpoint struct {
 
 func (x *RankCheckpoint) Reset() {
 	*x = RankCheckpoint{}
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3577,7 @@ func (x *RankCheckpoint) String() string {
 func (*RankCheckpoint) ProtoMessage() {}
 
 func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3590,7 @@ func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpoint.ProtoReflect.Descriptor instead.
 func (*RankCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{47}
+	return file_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RankCheckpoint) GetId() uint64 {
@@ -3546,7 +3635,7 @@ type RankCheckpointDone struct {
 
 func (x *RankCheckpointDone) Reset() {
 	*x = RankCheckpointDone{}
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3558,7 +3647,7 @@ func (x *RankCheckpointDone) String() string {
 func (*RankCheckpointDone) ProtoMessage() {}
 
 func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3571,7 +3660,7 @@ func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointDone.ProtoReflect.Descriptor instead.
 func (*RankCheckpointDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{48}
+	return file_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RankCheckpointDone) GetId() uint64 {
@@ -3625,7 +3714,7 @@ type AppRequestsRequest struct {
 
 func (x *AppRequestsRequest) Reset() {
 	*x = AppRequestsRequest{}
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3637,7 +3726,7 @@ func (x *AppRequestsRequest) String() string {
 func (*AppRequestsRequest) ProtoMessage() {}
 
 func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3650,7 +3739,7 @@ func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestsRequest.ProtoReflect.Descriptor instead.
 func (*AppRequestsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{49}
+	return file_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AppRequestsRequest) GetRank() int32 {
@@ -3680,7 +3769,7 @@ type AppRequestMsg struct {
 
 func (x *AppRequestMsg) Reset() {
 	*x = AppRequestMsg{}
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3692,7 +3781,7 @@ func (x *AppRequestMsg) String() string {
 func (*AppRequestMsg) ProtoMessage() {}
 
 func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3705,7 +3794,7 @@ func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestMsg.ProtoReflect.Descriptor instead.
 func (*AppRequestMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{50}
+	return file_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AppRequestMsg) GetReady() bool {
@@ -3794,7 +3883,7 @@ type AppReplyMsg struct {
 
 func (x *AppReplyMsg) Reset() {
 	*x = AppReplyMsg{}
-	mi := &file_control_proto_msgTypes[51]
+	mi := &file_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3806,7 +3895,7 @@ func (x *AppReplyMsg) String() string {
 func (*AppReplyMsg) ProtoMessage() {}
 
 func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[51]
+	mi := &file_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3819,7 +3908,7 @@ func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyMsg.ProtoReflect.Descriptor instead.
 func (*AppReplyMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{51}
+	return file_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AppReplyMsg) GetRank() int32 {
@@ -3879,7 +3968,7 @@ type AppReplyResponse struct {
 
 func (x *AppReplyResponse) Reset() {
 	*x = AppReplyResponse{}
-	mi := &file_control_proto_msgTypes[52]
+	mi := &file_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +3980,7 @@ func (x *AppReplyResponse) String() string {
 func (*AppReplyResponse) ProtoMessage() {}
 
 func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[52]
+	mi := &file_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3904,7 +3993,7 @@ func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyResponse.ProtoReflect.Descriptor instead.
 func (*AppReplyResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{52}
+	return file_control_proto_rawDescGZIP(), []int{54}
 }
 
 type RankCheckpointRequest struct {
@@ -3918,7 +4007,7 @@ type RankCheckpointRequest struct {
 
 func (x *RankCheckpointRequest) Reset() {
 	*x = RankCheckpointRequest{}
-	mi := &file_control_proto_msgTypes[53]
+	mi := &file_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3930,7 +4019,7 @@ func (x *RankCheckpointRequest) String() string {
 func (*RankCheckpointRequest) ProtoMessage() {}
 
 func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[53]
+	mi := &file_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3943,7 +4032,7 @@ func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*RankCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{53}
+	return file_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RankCheckpointRequest) GetRank() int32 {
@@ -3980,7 +4069,7 @@ type RankCheckpointResponse struct {
 
 func (x *RankCheckpointResponse) Reset() {
 	*x = RankCheckpointResponse{}
-	mi := &file_control_proto_msgTypes[54]
+	mi := &file_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3992,7 +4081,7 @@ func (x *RankCheckpointResponse) String() string {
 func (*RankCheckpointResponse) ProtoMessage() {}
 
 func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[54]
+	mi := &file_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4005,7 +4094,7 @@ func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*RankCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{54}
+	return file_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RankCheckpointResponse) GetSeq() int32 {
@@ -4060,7 +4149,7 @@ type MigrateRequest struct {
 
 func (x *MigrateRequest) Reset() {
 	*x = MigrateRequest{}
-	mi := &file_control_proto_msgTypes[55]
+	mi := &file_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4072,7 +4161,7 @@ func (x *MigrateRequest) String() string {
 func (*MigrateRequest) ProtoMessage() {}
 
 func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[55]
+	mi := &file_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4085,7 +4174,7 @@ func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateRequest.ProtoReflect.Descriptor instead.
 func (*MigrateRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{55}
+	return file_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MigrateRequest) GetRanks() []int32 {
@@ -4144,7 +4233,7 @@ type MigrateWish struct {
 
 func (x *MigrateWish) Reset() {
 	*x = MigrateWish{}
-	mi := &file_control_proto_msgTypes[56]
+	mi := &file_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4245,7 @@ func (x *MigrateWish) String() string {
 func (*MigrateWish) ProtoMessage() {}
 
 func (x *MigrateWish) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[56]
+	mi := &file_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4258,7 @@ func (x *MigrateWish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateWish.ProtoReflect.Descriptor instead.
 func (*MigrateWish) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{56}
+	return file_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MigrateWish) GetRank() int32 {
@@ -4216,7 +4305,7 @@ type MigrateResponse struct {
 
 func (x *MigrateResponse) Reset() {
 	*x = MigrateResponse{}
-	mi := &file_control_proto_msgTypes[57]
+	mi := &file_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4228,7 +4317,7 @@ func (x *MigrateResponse) String() string {
 func (*MigrateResponse) ProtoMessage() {}
 
 func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[57]
+	mi := &file_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4241,7 +4330,7 @@ func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateResponse.ProtoReflect.Descriptor instead.
 func (*MigrateResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{57}
+	return file_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MigrateResponse) GetMigrated() bool {
@@ -4311,7 +4400,7 @@ type RankMove struct {
 
 func (x *RankMove) Reset() {
 	*x = RankMove{}
-	mi := &file_control_proto_msgTypes[58]
+	mi := &file_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4323,7 +4412,7 @@ func (x *RankMove) String() string {
 func (*RankMove) ProtoMessage() {}
 
 func (x *RankMove) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[58]
+	mi := &file_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4336,7 +4425,7 @@ func (x *RankMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMove.ProtoReflect.Descriptor instead.
 func (*RankMove) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{58}
+	return file_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RankMove) GetRank() int32 {
@@ -4372,7 +4461,7 @@ type RankMigrate struct {
 
 func (x *RankMigrate) Reset() {
 	*x = RankMigrate{}
-	mi := &file_control_proto_msgTypes[59]
+	mi := &file_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4384,7 +4473,7 @@ func (x *RankMigrate) String() string {
 func (*RankMigrate) ProtoMessage() {}
 
 func (x *RankMigrate) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[59]
+	mi := &file_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4397,7 +4486,7 @@ func (x *RankMigrate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMigrate.ProtoReflect.Descriptor instead.
 func (*RankMigrate) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{59}
+	return file_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RankMigrate) GetId() uint64 {
@@ -4424,7 +4513,7 @@ type RankMigrateDone struct {
 
 func (x *RankMigrateDone) Reset() {
 	*x = RankMigrateDone{}
-	mi := &file_control_proto_msgTypes[60]
+	mi := &file_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4436,7 +4525,7 @@ func (x *RankMigrateDone) String() string {
 func (*RankMigrateDone) ProtoMessage() {}
 
 func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[60]
+	mi := &file_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4449,7 +4538,7 @@ func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMigrateDone.ProtoReflect.Descriptor instead.
 func (*RankMigrateDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{60}
+	return file_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RankMigrateDone) GetId() uint64 {
@@ -4512,7 +4601,7 @@ const file_control_proto_rawDesc = "" +
 	"RankOutput\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12,\n" +
 	"\x06stream\x18\x02 \x01(\x0e2\x14.gompi.rte.v1.StreamR\x06stream\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data\"\xa9\x01\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"\xc1\x01\n" +
 	"\n" +
 	"RankExited\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x1b\n" +
@@ -4520,7 +4609,8 @@ const file_control_proto_rawDesc = "" +
 	"\x06signal\x18\x03 \x01(\x05R\x06signal\x12\x1c\n" +
 	"\tconnected\x18\x04 \x01(\bR\tconnected\x12\x1c\n" +
 	"\tfinalized\x18\x05 \x01(\bR\tfinalized\x12\x16\n" +
-	"\x06killed\x18\x06 \x01(\bR\x06killed\"W\n" +
+	"\x06killed\x18\x06 \x01(\bR\x06killed\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\"W\n" +
 	"\x11FenceContribution\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x120\n" +
 	"\aentries\x18\x02 \x03(\v2\x16.gompi.rte.v1.RankDataR\aentries\"M\n" +
@@ -4624,7 +4714,10 @@ const file_control_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\x0f\n" +
 	"\rAbortResponse\"#\n" +
 	"\rEventsRequest\x12\x12\n" +
-	"\x04rank\x18\x01 \x01(\x05R\x04rank\"5\n" +
+	"\x04rank\x18\x01 \x01(\x05R\x04rank\"\x1e\n" +
+	"\bRankBeat\x12\x12\n" +
+	"\x04rank\x18\x01 \x01(\x05R\x04rank\"\x13\n" +
+	"\x11HeartbeatResponse\"5\n" +
 	"\tRankEvent\x12\x16\n" +
 	"\x06failed\x18\x01 \x03(\x05R\x06failed\x12\x10\n" +
 	"\x03why\x18\x02 \x01(\tR\x03why\"\x0f\n" +
@@ -4811,7 +4904,7 @@ const file_control_proto_rawDesc = "" +
 	"Checkpoint\x12\x1f.gompi.rte.v1.CheckpointRequest\x1a\x1d.gompi.rte.v1.CheckpointEvent0\x01\x12L\n" +
 	"\tSnapshots\x12\x1e.gompi.rte.v1.SnapshotsRequest\x1a\x1f.gompi.rte.v1.SnapshotsResponse\x12C\n" +
 	"\x06Remove\x12\x1b.gompi.rte.v1.RemoveRequest\x1a\x1c.gompi.rte.v1.RemoveResponse\x12F\n" +
-	"\aMigrate\x12\x1c.gompi.rte.v1.MigrateRequest\x1a\x1d.gompi.rte.v1.MigrateResponse2\xd0\x05\n" +
+	"\aMigrate\x12\x1c.gompi.rte.v1.MigrateRequest\x1a\x1d.gompi.rte.v1.MigrateResponse2\x98\x06\n" +
 	"\x06Daemon\x12@\n" +
 	"\x05Hello\x12\x1a.gompi.rte.v1.HelloRequest\x1a\x1b.gompi.rte.v1.HelloResponse\x12@\n" +
 	"\x05Fence\x12\x1a.gompi.rte.v1.FenceRequest\x1a\x1b.gompi.rte.v1.FenceResponse\x12I\n" +
@@ -4823,7 +4916,8 @@ const file_control_proto_rawDesc = "" +
 	"Checkpoint\x12#.gompi.rte.v1.RankCheckpointRequest\x1a$.gompi.rte.v1.RankCheckpointResponse\x12@\n" +
 	"\x06Events\x12\x1b.gompi.rte.v1.EventsRequest\x1a\x17.gompi.rte.v1.RankEvent0\x01\x12F\n" +
 	"\aMigrate\x12\x1c.gompi.rte.v1.MigrateRequest\x1a\x1d.gompi.rte.v1.MigrateResponse\x12A\n" +
-	"\x06Rejoin\x12\x1a.gompi.rte.v1.FenceRequest\x1a\x1b.gompi.rte.v1.FenceResponseB#Z!gompi/rte/control/proto;controlpbb\x06proto3"
+	"\x06Rejoin\x12\x1a.gompi.rte.v1.FenceRequest\x1a\x1b.gompi.rte.v1.FenceResponse\x12F\n" +
+	"\tHeartbeat\x12\x16.gompi.rte.v1.RankBeat\x1a\x1f.gompi.rte.v1.HeartbeatResponse(\x01B#Z!gompi/rte/control/proto;controlpbb\x06proto3"
 
 var (
 	file_control_proto_rawDescOnce sync.Once
@@ -4838,7 +4932,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_control_proto_goTypes = []any{
 	(Stream)(0),                    // 0: gompi.rte.v1.Stream
 	(Phase)(0),                     // 1: gompi.rte.v1.Phase
@@ -4873,41 +4967,43 @@ var file_control_proto_goTypes = []any{
 	(*AbortRequest)(nil),           // 30: gompi.rte.v1.AbortRequest
 	(*AbortResponse)(nil),          // 31: gompi.rte.v1.AbortResponse
 	(*EventsRequest)(nil),          // 32: gompi.rte.v1.EventsRequest
-	(*RankEvent)(nil),              // 33: gompi.rte.v1.RankEvent
-	(*StatusRequest)(nil),          // 34: gompi.rte.v1.StatusRequest
-	(*StatusResponse)(nil),         // 35: gompi.rte.v1.StatusResponse
-	(*DaemonStatus)(nil),           // 36: gompi.rte.v1.DaemonStatus
-	(*RankStatus)(nil),             // 37: gompi.rte.v1.RankStatus
-	(*CROptions)(nil),              // 38: gompi.rte.v1.CROptions
-	(*CheckpointRequest)(nil),      // 39: gompi.rte.v1.CheckpointRequest
-	(*CheckpointEvent)(nil),        // 40: gompi.rte.v1.CheckpointEvent
-	(*DrainProgress)(nil),          // 41: gompi.rte.v1.DrainProgress
-	(*SnapshotsRequest)(nil),       // 42: gompi.rte.v1.SnapshotsRequest
-	(*SnapshotsResponse)(nil),      // 43: gompi.rte.v1.SnapshotsResponse
-	(*RemoveRequest)(nil),          // 44: gompi.rte.v1.RemoveRequest
-	(*RemoveResponse)(nil),         // 45: gompi.rte.v1.RemoveResponse
-	(*SnapcRequest)(nil),           // 46: gompi.rte.v1.SnapcRequest
-	(*SnapcReply)(nil),             // 47: gompi.rte.v1.SnapcReply
-	(*SnapcRankReply)(nil),         // 48: gompi.rte.v1.SnapcRankReply
-	(*RankCheckpoint)(nil),         // 49: gompi.rte.v1.RankCheckpoint
-	(*RankCheckpointDone)(nil),     // 50: gompi.rte.v1.RankCheckpointDone
-	(*AppRequestsRequest)(nil),     // 51: gompi.rte.v1.AppRequestsRequest
-	(*AppRequestMsg)(nil),          // 52: gompi.rte.v1.AppRequestMsg
-	(*AppReplyMsg)(nil),            // 53: gompi.rte.v1.AppReplyMsg
-	(*AppReplyResponse)(nil),       // 54: gompi.rte.v1.AppReplyResponse
-	(*RankCheckpointRequest)(nil),  // 55: gompi.rte.v1.RankCheckpointRequest
-	(*RankCheckpointResponse)(nil), // 56: gompi.rte.v1.RankCheckpointResponse
-	(*MigrateRequest)(nil),         // 57: gompi.rte.v1.MigrateRequest
-	(*MigrateWish)(nil),            // 58: gompi.rte.v1.MigrateWish
-	(*MigrateResponse)(nil),        // 59: gompi.rte.v1.MigrateResponse
-	(*RankMove)(nil),               // 60: gompi.rte.v1.RankMove
-	(*RankMigrate)(nil),            // 61: gompi.rte.v1.RankMigrate
-	(*RankMigrateDone)(nil),        // 62: gompi.rte.v1.RankMigrateDone
-	nil,                            // 63: gompi.rte.v1.RankData.DataEntry
-	nil,                            // 64: gompi.rte.v1.FenceRequest.DataEntry
+	(*RankBeat)(nil),               // 33: gompi.rte.v1.RankBeat
+	(*HeartbeatResponse)(nil),      // 34: gompi.rte.v1.HeartbeatResponse
+	(*RankEvent)(nil),              // 35: gompi.rte.v1.RankEvent
+	(*StatusRequest)(nil),          // 36: gompi.rte.v1.StatusRequest
+	(*StatusResponse)(nil),         // 37: gompi.rte.v1.StatusResponse
+	(*DaemonStatus)(nil),           // 38: gompi.rte.v1.DaemonStatus
+	(*RankStatus)(nil),             // 39: gompi.rte.v1.RankStatus
+	(*CROptions)(nil),              // 40: gompi.rte.v1.CROptions
+	(*CheckpointRequest)(nil),      // 41: gompi.rte.v1.CheckpointRequest
+	(*CheckpointEvent)(nil),        // 42: gompi.rte.v1.CheckpointEvent
+	(*DrainProgress)(nil),          // 43: gompi.rte.v1.DrainProgress
+	(*SnapshotsRequest)(nil),       // 44: gompi.rte.v1.SnapshotsRequest
+	(*SnapshotsResponse)(nil),      // 45: gompi.rte.v1.SnapshotsResponse
+	(*RemoveRequest)(nil),          // 46: gompi.rte.v1.RemoveRequest
+	(*RemoveResponse)(nil),         // 47: gompi.rte.v1.RemoveResponse
+	(*SnapcRequest)(nil),           // 48: gompi.rte.v1.SnapcRequest
+	(*SnapcReply)(nil),             // 49: gompi.rte.v1.SnapcReply
+	(*SnapcRankReply)(nil),         // 50: gompi.rte.v1.SnapcRankReply
+	(*RankCheckpoint)(nil),         // 51: gompi.rte.v1.RankCheckpoint
+	(*RankCheckpointDone)(nil),     // 52: gompi.rte.v1.RankCheckpointDone
+	(*AppRequestsRequest)(nil),     // 53: gompi.rte.v1.AppRequestsRequest
+	(*AppRequestMsg)(nil),          // 54: gompi.rte.v1.AppRequestMsg
+	(*AppReplyMsg)(nil),            // 55: gompi.rte.v1.AppReplyMsg
+	(*AppReplyResponse)(nil),       // 56: gompi.rte.v1.AppReplyResponse
+	(*RankCheckpointRequest)(nil),  // 57: gompi.rte.v1.RankCheckpointRequest
+	(*RankCheckpointResponse)(nil), // 58: gompi.rte.v1.RankCheckpointResponse
+	(*MigrateRequest)(nil),         // 59: gompi.rte.v1.MigrateRequest
+	(*MigrateWish)(nil),            // 60: gompi.rte.v1.MigrateWish
+	(*MigrateResponse)(nil),        // 61: gompi.rte.v1.MigrateResponse
+	(*RankMove)(nil),               // 62: gompi.rte.v1.RankMove
+	(*RankMigrate)(nil),            // 63: gompi.rte.v1.RankMigrate
+	(*RankMigrateDone)(nil),        // 64: gompi.rte.v1.RankMigrateDone
+	nil,                            // 65: gompi.rte.v1.RankData.DataEntry
+	nil,                            // 66: gompi.rte.v1.FenceRequest.DataEntry
 }
 var file_control_proto_depIdxs = []int32{
-	63, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
+	65, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
 	5,  // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
 	6,  // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
 	7,  // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
@@ -4916,9 +5012,9 @@ var file_control_proto_depIdxs = []int32{
 	10, // 6: gompi.rte.v1.DaemonMessage.fence:type_name -> gompi.rte.v1.FenceContribution
 	11, // 7: gompi.rte.v1.DaemonMessage.abort:type_name -> gompi.rte.v1.RankAbort
 	12, // 8: gompi.rte.v1.DaemonMessage.phase:type_name -> gompi.rte.v1.RankPhase
-	47, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
-	49, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
-	61, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
+	49, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
+	51, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
+	63, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
 	3,  // 12: gompi.rte.v1.DaemonMessage.rejoin:type_name -> gompi.rte.v1.RankData
 	0,  // 13: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
 	3,  // 14: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
@@ -4929,10 +5025,10 @@ var file_control_proto_depIdxs = []int32{
 	21, // 19: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
 	22, // 20: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
 	23, // 21: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
-	46, // 22: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
-	50, // 23: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
+	48, // 22: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
+	52, // 23: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
 	16, // 24: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
-	62, // 25: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
+	64, // 25: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
 	15, // 26: gompi.rte.v1.HNPMessage.rejoined:type_name -> gompi.rte.v1.Rejoined
 	14, // 27: gompi.rte.v1.HNPMessage.move_ranks:type_name -> gompi.rte.v1.MoveRanks
 	3,  // 28: gompi.rte.v1.Rejoined.entries:type_name -> gompi.rte.v1.RankData
@@ -4940,57 +5036,59 @@ var file_control_proto_depIdxs = []int32{
 	19, // 30: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
 	3,  // 31: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
 	2,  // 32: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	64, // 33: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	66, // 33: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
 	3,  // 34: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
-	36, // 35: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
-	37, // 36: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
-	38, // 37: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	41, // 38: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
-	38, // 39: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
+	38, // 35: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
+	39, // 36: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
+	40, // 37: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	43, // 38: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
+	40, // 39: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
 	3,  // 40: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
-	48, // 41: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
-	41, // 42: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
-	38, // 43: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
-	38, // 44: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
+	50, // 41: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
+	43, // 42: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
+	40, // 43: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
+	40, // 44: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
 	3,  // 45: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
-	38, // 46: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	58, // 47: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
-	60, // 48: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
-	57, // 49: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
+	40, // 46: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	60, // 47: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
+	62, // 48: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
+	59, // 49: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
 	4,  // 50: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
-	34, // 51: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
-	39, // 52: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
-	42, // 53: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
-	44, // 54: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
-	57, // 55: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	36, // 51: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
+	41, // 52: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
+	44, // 53: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
+	46, // 54: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
+	59, // 55: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
 	24, // 56: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
 	26, // 57: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
 	28, // 58: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
 	30, // 59: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	51, // 60: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
-	53, // 61: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
-	55, // 62: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
+	53, // 60: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
+	55, // 61: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
+	57, // 62: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
 	32, // 63: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
-	57, // 64: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	59, // 64: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
 	26, // 65: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
-	13, // 66: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	35, // 67: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	40, // 68: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
-	43, // 69: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
-	45, // 70: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
-	59, // 71: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	25, // 72: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	27, // 73: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	29, // 74: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	31, // 75: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	52, // 76: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
-	54, // 77: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
-	56, // 78: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
-	33, // 79: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
-	59, // 80: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	27, // 81: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
-	66, // [66:82] is the sub-list for method output_type
-	50, // [50:66] is the sub-list for method input_type
+	33, // 66: gompi.rte.v1.Daemon.Heartbeat:input_type -> gompi.rte.v1.RankBeat
+	13, // 67: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	37, // 68: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	42, // 69: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
+	45, // 70: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
+	47, // 71: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
+	61, // 72: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	25, // 73: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	27, // 74: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	29, // 75: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	31, // 76: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	54, // 77: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
+	56, // 78: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
+	58, // 79: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
+	35, // 80: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
+	61, // 81: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	27, // 82: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
+	34, // 83: gompi.rte.v1.Daemon.Heartbeat:output_type -> gompi.rte.v1.HeartbeatResponse
+	67, // [67:84] is the sub-list for method output_type
+	50, // [50:67] is the sub-list for method input_type
 	50, // [50:50] is the sub-list for extension type_name
 	50, // [50:50] is the sub-list for extension extendee
 	0,  // [0:50] is the sub-list for field type_name
@@ -5035,7 +5133,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   63,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

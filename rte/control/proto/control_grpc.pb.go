@@ -435,6 +435,7 @@ const (
 	Daemon_Events_FullMethodName     = "/gompi.rte.v1.Daemon/Events"
 	Daemon_Migrate_FullMethodName    = "/gompi.rte.v1.Daemon/Migrate"
 	Daemon_Rejoin_FullMethodName     = "/gompi.rte.v1.Daemon/Rejoin"
+	Daemon_Heartbeat_FullMethodName  = "/gompi.rte.v1.Daemon/Heartbeat"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -477,6 +478,12 @@ type DaemonClient interface {
 	// has, with the table of the whole job (the others' unchanged) and the
 	// fence sequence the job is at.
 	Rejoin(ctx context.Context, in *FenceRequest, opts ...grpc.CallOption) (*FenceResponse, error)
+	// Heartbeat is a rank's liveness while it is attached: a beat every
+	// errmgr_base_rank_heartbeat_period. gompid kills a rank whose stream
+	// stays silent for errmgr_base_rank_heartbeat_timeout and reports it
+	// failed; a rank whose stream ended (detached for a dump, finalized) is
+	// not watched until it opens one again.
+	Heartbeat(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RankBeat, HeartbeatResponse], error)
 }
 
 type daemonClient struct {
@@ -605,6 +612,19 @@ func (c *daemonClient) Rejoin(ctx context.Context, in *FenceRequest, opts ...grp
 	return out, nil
 }
 
+func (c *daemonClient) Heartbeat(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RankBeat, HeartbeatResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Daemon_ServiceDesc.Streams[2], Daemon_Heartbeat_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RankBeat, HeartbeatResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_HeartbeatClient = grpc.ClientStreamingClient[RankBeat, HeartbeatResponse]
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -645,6 +665,12 @@ type DaemonServer interface {
 	// has, with the table of the whole job (the others' unchanged) and the
 	// fence sequence the job is at.
 	Rejoin(context.Context, *FenceRequest) (*FenceResponse, error)
+	// Heartbeat is a rank's liveness while it is attached: a beat every
+	// errmgr_base_rank_heartbeat_period. gompid kills a rank whose stream
+	// stays silent for errmgr_base_rank_heartbeat_timeout and reports it
+	// failed; a rank whose stream ended (detached for a dump, finalized) is
+	// not watched until it opens one again.
+	Heartbeat(grpc.ClientStreamingServer[RankBeat, HeartbeatResponse]) error
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -684,6 +710,9 @@ func (UnimplementedDaemonServer) Migrate(context.Context, *MigrateRequest) (*Mig
 }
 func (UnimplementedDaemonServer) Rejoin(context.Context, *FenceRequest) (*FenceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Rejoin not implemented")
+}
+func (UnimplementedDaemonServer) Heartbeat(grpc.ClientStreamingServer[RankBeat, HeartbeatResponse]) error {
+	return status.Error(codes.Unimplemented, "method Heartbeat not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -872,6 +901,13 @@ func _Daemon_Rejoin_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_Heartbeat_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(DaemonServer).Heartbeat(&grpc.GenericServerStream[RankBeat, HeartbeatResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_HeartbeatServer = grpc.ClientStreamingServer[RankBeat, HeartbeatResponse]
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -922,6 +958,11 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Events",
 			Handler:       _Daemon_Events_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Heartbeat",
+			Handler:       _Daemon_Heartbeat_Handler,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "control.proto",
