@@ -51,7 +51,9 @@ type Bootstrap interface {
 // failed ranks unasked (gompirun's rank client, when the job runs on
 // after a failure with errmgr sustain). Init registers the Proc's
 // MarkFailed with it, so a rank learns of a failure even when none of its
-// operations waits on the failed rank; fn is called once per rank.
+// operations waits on the failed rank; fn is called once per rank. The
+// application hears of those failures, with the broken connections,
+// through Proc.NotifyFailures (events.go).
 type FailureNotifier interface {
 	OnFailed(fn func(rank int, why string))
 }

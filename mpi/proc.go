@@ -110,6 +110,8 @@ type Proc struct {
 	// ctlFrames counts the library's own frames written to peers (control
 	// context messages and flags): what a suspension's protocol cost.
 	ctlFrames atomic.Uint64
+
+	events failureEvents // the application's subscribers to failures (events.go)
 }
 
 // hookBox holds the active coordination protocol; a nil box means none, and
@@ -838,6 +840,7 @@ func (p *Proc) failPeer(rank int, cause error) {
 	}
 	p.nFailed.Add(1)
 	p.fails.add(rank)
+	p.publishFailure(e)
 	if !p.finalizing.Load() && !p.isStopped() {
 		p.log.Warn("peer failed", "peer", rank, "err", cause)
 	}
