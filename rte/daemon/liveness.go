@@ -75,7 +75,7 @@ func (l *liveness) open(rank int, now time.Time) {
 // beat records one of rank's beats at now.
 func (l *liveness) beat(rank int, now time.Time) {
 	if w := l.watched[rank]; w != nil && now.After(w.last) {
-		w.last = now
+		w.last, w.reported = now, false
 	}
 }
 
