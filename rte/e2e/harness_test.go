@@ -58,6 +58,8 @@ func TestMain(m *testing.M) {
 		// On a loaded 2-core machine a daemon may be starved for seconds:
 		// only the heartbeat test relies on the timeout.
 		os.Setenv("GOMPI_MCA_errmgr_base_heartbeat_timeout", "120s")
+		// So for a starved rank; the detector's tests set their own.
+		os.Setenv("GOMPI_MCA_errmgr_base_rank_heartbeat_timeout", "120s")
 		// Race-built processes otherwise sleep a second as they exit,
 		// which every recovery and migration would wait for.
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
@@ -79,7 +81,7 @@ func build() error {
 		args = append(args, "-race")
 	}
 	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./cmd/gompi-checkpoint", "./cmd/gompi-restart", "./cmd/gompi-migrate",
-		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./examples/heat", "./testdata/cr/ckpt")
+		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./testdata/rte/failwatch", "./examples/heat", "./testdata/cr/ckpt")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = modRoot
 	cmd.Stderr = os.Stderr
