@@ -141,6 +141,7 @@ func TestSustain(t *testing.T) {
 	// 4 ranks on 2 nodes: manager 0 and worker 1 on n1, workers 2 and 3 on n2.
 	tests := []struct {
 		name  string
+		mca   []string // gompirun's extra parameters
 		args  []string // mgrwork's failure flags
 		kill  func(j *job)
 		lines []*regexp.Regexp // on gompirun's stderr
@@ -175,6 +176,21 @@ func TestSustain(t *testing.T) {
 			out: []string{"mgrwork: worker 1 failed (", "mgrwork: shrank the communicator to 3 ranks (workers [2 3])"},
 		},
 		{
+			// The detector (errmgr_base_rank_heartbeat_*) finds it silent,
+			// its gompid kills it, and it is a failure like a crash.
+			name: "a worker stopped from outside",
+			mca:  detectorParams,
+			args: []string{"-pause-rank", "1", "-pause-at", "1"},
+			kill: func(j *job) {
+				if err := syscall.Kill(j.pausedPid(1), syscall.SIGSTOP); err != nil {
+					j.t.Fatal(err)
+				}
+			},
+			lines: []*regexp.Regexp{regexp.MustCompile(
+				`(?m)^gompirun: rank 1 on node n1 was killed by signal 9 \(killed\): unresponsive for .*; sustain: the job runs on without rank 1 \(3 of 4 ranks left\)$`)},
+			out: []string{"mgrwork: worker 1 failed (", "mgrwork: shrank the communicator to 3 ranks (workers [2 3])"},
+		},
+		{
 			name: "a node lost",
 			args: []string{"-pause-rank", "2", "-pause-at", "1"},
 			kill: func(j *job) {
@@ -190,7 +206,8 @@ func TestSustain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := []string{"--mca", "errmgr", "sustain,default", "-np", "4", "--hostfile", hostfile(t, twoNodes), mgrwork()}
+			args := append([]string{"--mca", "errmgr", "sustain,default"}, tt.mca...)
+			args = append(args, "-np", "4", "--hostfile", hostfile(t, twoNodes), mgrwork())
 			j := startSustain(t, append(append(args, sustainWork...), tt.args...)...)
 			if tt.kill != nil {
 				tt.kill(j)
