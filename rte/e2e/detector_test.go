@@ -85,7 +85,10 @@ func TestDetectorFailureEvents(t *testing.T) {
 			j.waitFor("rank 0's failure event", func(lines []string, _ string) bool {
 				return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "failwatch: rank 0 heard") })
 			})
-			t.Logf("detection: %v from %v to the survivor's event (timeout %v)", time.Since(begin).Round(time.Millisecond), tt.sig, detectorTimeout)
+			heard := time.Since(begin)
+			j.waitFor("gompirun's report", func(_ []string, errs string) bool { return tt.err.MatchString(errs) })
+			t.Logf("detection of a rank %v (timeout %v): the survivor's event after %v, gompirun's report after %v",
+				tt.sig, detectorTimeout, heard.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
 			code, out, errs := j.wait()
 			if code != 0 {
 				t.Fatalf("exit status %d, want 0; stdout:\n%s\nstderr:\n%s", code, strings.Join(out, "\n"), errs)
