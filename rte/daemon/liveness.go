@@ -42,6 +42,7 @@ import (
 type liveness struct {
 	timeout time.Duration
 	watched map[int]*watch
+	checked time.Time // the last overdue
 }
 
 // watch is one watched rank.
@@ -92,9 +93,21 @@ func (l *liveness) close(rank int) {
 }
 
 // overdue returns the ranks silent for the timeout at now, each once per
-// silence (a beat or a new stream makes it count again).
+// silence (a beat or a new stream makes it count again). It is called
+// every checkEvery; when the call before was more than half the timeout
+// ago, gompid itself did not run meanwhile (stopped, starved of the
+// processor): the ranks' beats may wait unread in its sockets, so their
+// silence is not theirs, and every watched rank's clock starts again.
 func (l *liveness) overdue(now time.Time) []silence {
 	if l.timeout <= 0 {
+		return nil
+	}
+	stalled := !l.checked.IsZero() && now.Sub(l.checked) > l.timeout/2
+	l.checked = now
+	if stalled {
+		for _, w := range l.watched {
+			w.last = now
+		}
 		return nil
 	}
 	var out []silence
