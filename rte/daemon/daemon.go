@@ -25,7 +25,8 @@
 // migrate.go, restarts through the job's CRS in restart.go, the process
 // shape of a job whose CRS is criu (the rank init, the child subreaper)
 // in shape.go, its ranks' lifelines in lifeline.go and their transparent
-// dumps (the daemon as the local coordinator's snapc.Dumper) in dump.go.
+// dumps (the daemon as the local coordinator's snapc.Dumper) in dump.go,
+// the detector of unresponsive ranks (their heartbeats) in liveness.go.
 package daemon
 
 import (

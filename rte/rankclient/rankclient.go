@@ -3,7 +3,8 @@
 // its job and the job's parameters, and offers what package mpi needs from
 // the runtime: the modex (an allgather of every rank's endpoint map), a
 // barrier, a finalize handshake, abort, and the ranks the runtime declares
-// failed while the job runs on (events.go); and what package cr needs: the
+// failed while the job runs on (events.go), and the rank's heartbeat to
+// gompid's detector of unresponsive ranks (heartbeat.go); and what package cr needs: the
 // checkpoint requests of the job's coordinators (snapc.AppLink, in
 // applink.go) and, for a restarted rank, where it restarts from.
 //
