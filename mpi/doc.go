@@ -92,6 +92,22 @@
 // send waits for the receiving application. The runtime reports ranks it
 // saw die with Proc.MarkFailed.
 //
+// The application hears of every failure the process learns of (the
+// runtime's report, a broken connection), even while it computes, through
+// NotifyFailures, in the manner of os/signal.Notify (events.go): each
+// failed rank once per channel, never blocking the library.
+//
+//	failures := make(chan mpi.Failure, 1)
+//	mpi.NotifyFailures(failures)
+//	for {
+//		select {
+//		case f := <-failures:
+//			log.Printf("rank %d failed: %v", f.Rank, f.Cause) // recover: Shrink
+//		default:
+//			step() // compute, no MPI call needed
+//		}
+//	}
+//
 // # Waiting
 //
 // While a goroutine is blocked waiting for a message, the reader
