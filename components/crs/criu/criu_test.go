@@ -140,7 +140,9 @@ func TestTermAndStop(t *testing.T) {
 		if st := procState(pid); st != 'T' {
 			t.Errorf("pid %d after a dump with Stop is in state %q, want T (stopped)", pid, st)
 		}
-		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		// To the whole group, as gompid resumes a rank: CRIU stopped every
+		// process of the tree, and the shell may be waiting on a sleep.
+		if err := syscall.Kill(-pid, syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
 		// What it wrote before the dump may still be in the pipe: read
