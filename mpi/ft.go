@@ -87,27 +87,35 @@ func (c *Comm) AckFailed(n int) (int, error) {
 }
 
 // ackedFailed returns the set of c's ranks whose failure the application
-// acknowledged on c.
+// acknowledged on c: the first c.acked of failedRanks.
 func (c *Comm) ackedFailed() bitset {
-	c.ackMu.Lock()
-	n := c.acked
-	c.ackMu.Unlock()
-	set := newBitset(c.size)
-	for _, r := range c.failedRanks()[:n] {
-		set.set(r)
-	}
-	return set
+	n := c.ackedCount()
+	ranks := c.failedRanks() // after the count: at least as long as the list it counts in
+	return setOf(c.size, ranks[:n])
 }
 
 // unackedFailed returns the set of c's ranks this process knows failed and
-// the application has not acknowledged on c.
+// the application has not acknowledged on c: failedRanks past the
+// acknowledged prefix.
 func (c *Comm) unackedFailed() bitset {
-	acked := c.ackedFailed()
-	set := newBitset(c.size)
-	for _, r := range c.failedRanks() {
-		if !acked.has(r) {
-			set.set(r)
-		}
+	n := c.ackedCount()
+	ranks := c.failedRanks() // after the count: at least as long as the list it counts in
+	return setOf(c.size, ranks[n:])
+}
+
+// ackedCount is how many of failedRanks the application acknowledged; the
+// list only grows, so it never exceeds the length of a failedRanks read
+// after it.
+func (c *Comm) ackedCount() int {
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
+	return c.acked
+}
+
+func setOf(size int, ranks []int) bitset {
+	set := newBitset(size)
+	for _, r := range ranks {
+		set.set(r)
 	}
 	return set
 }
