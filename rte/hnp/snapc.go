@@ -57,11 +57,12 @@ func checkRestart(r *Restart, np int) error {
 	if err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
-	if _, err := snapshot.ChooseSeq(r.Ref, meta, r.Seq); err != nil {
+	point, err := snapshot.ChooseSeq(r.Ref, meta, r.Seq)
+	if err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
-	if meta.Ranks != np {
-		return fmt.Errorf("restart: %s holds a job of %d ranks, not %d: restart it with -np %d (gompi-restart does)", r.Ref, meta.Ranks, np, meta.Ranks)
+	if n := meta.SeqRanks(point.Seq); n != np {
+		return fmt.Errorf("restart: sequence %d of %s holds a job of %d ranks, not %d: restart it with -np %d (gompi-restart does; gompi-restart -np %d repartitions it first)", r.Seq, r.Ref, n, np, n, np)
 	}
 	return nil
 }

@@ -397,7 +397,7 @@ func savedBy(seq snapshot.SeqRecord) string {
 // know are left out with a warning.
 func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args, warnings []string) {
 	meta := point.Meta
-	args = []string{"-np", strconv.Itoa(meta.Ranks)}
+	args = []string{"-np", strconv.Itoa(meta.SeqRanks(point.Seq))}
 	if ov.Hostfile != "" {
 		args = append(args, "--hostfile", ov.Hostfile)
 	}

@@ -594,10 +594,19 @@ func TestContinuesReference(t *testing.T) {
 	if m.Job != "0ld0b00b" || !reflect.DeepEqual(m.Committed(), []int{0, 2}) {
 		t.Errorf("job %s committed %v", m.Job, m.Committed())
 	}
-	old.Ranks, old.Seqs[0].Procs = 3, procs(3)
+	// A job restarted on another rank count (gompi-restart -np) goes on
+	// in the reference: the earlier sequences keep their count.
+	old.Ranks, old.Seqs[0].Procs, old.Seqs = 3, procs(3), old.Seqs[:1]
 	snapshot.WriteGlobal(c.ref, old)
-	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err == nil || !strings.Contains(err.Error(), "holds a job of 3 ranks; this job has 4") {
-		t.Errorf("rank count mismatch: %v", err)
+	res, err = c.g.Checkpoint(t.Context(), snapc.Request{}, nil)
+	if err != nil {
+		t.Fatalf("checkpoint into a reference of 3 ranks: %v", err)
+	}
+	m = c.meta()
+	s0, _ := m.Seq(0)
+	sn, _ := m.Seq(res.Seq)
+	if m.Ranks != 4 || m.SeqRanks(*s0) != 3 || m.SeqRanks(*sn) != 4 {
+		t.Errorf("after a checkpoint at 4 ranks into a reference of 3: Ranks %d, sequence 0 of %d, sequence %d of %d", m.Ranks, m.SeqRanks(*s0), res.Seq, m.SeqRanks(*sn))
 	}
 	os.WriteFile(c.ref.MetaPath(), []byte("garbage\n"), 0o644)
 	if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); !errors.Is(err, snapshot.ErrCorrupt) {

@@ -649,10 +649,11 @@ func (g *global) readMeta(ctx context.Context) (*snapshot.GlobalMeta, error) {
 		meta = &snapshot.GlobalMeta{Job: g.spec.Job}
 	case err != nil:
 		return nil, fmt.Errorf("%w; the reference's metadata is left as it is", err)
-	case meta.Ranks != g.ranks:
-		return nil, fmt.Errorf("%s holds a job of %d ranks; this job has %d", ref, meta.Ranks, g.ranks)
 	}
-	meta.Ranks = g.ranks
+	// A job restarted on another rank count (gompi-restart -np) goes on
+	// in its reference: each earlier sequence keeps the count it was
+	// taken with.
+	meta.SetRanks(g.ranks)
 	meta.AMCA = append([]string(nil), g.spec.AMCA...)
 	meta.Params = storedSettings(g.spec.Settings)
 	meta.Launch = g.spec.Launch

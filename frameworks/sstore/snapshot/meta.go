@@ -49,8 +49,17 @@ type GlobalMeta struct {
 
 // SeqRecord is one checkpoint sequence.
 type SeqRecord struct {
-	Seq       int
-	Migrate   bool // taken for a migration: not a restart point
+	Seq     int
+	Migrate bool // taken for a migration: not a restart point
+	// Ranks is the job's rank count when the sequence was taken; 0 is the
+	// reference's Ranks (SeqRanks). A job restarted on another rank count
+	// (gompi-restart -np) checkpoints with its own, so the sequences of
+	// one reference may differ (SetRanks).
+	Ranks int
+	// Repartition marks a sequence gompi-restart -np made from sequence
+	// FromSeq for a restart on another rank count (seqranks.go).
+	Repartition bool
+	FromSeq     int
 	Started   time.Time
 	Finished  time.Time // zero until committed
 	Committed bool
@@ -125,11 +134,7 @@ func (g *GlobalMeta) Encode(w io.Writer) error {
 	}
 	encodeLaunch(b, g.Launch)
 	for _, s := range g.Seqs {
-		kind := "checkpoint"
-		if s.Migrate {
-			kind = "migrate"
-		}
-		writeRecord(b, "Seq", strconv.Itoa(s.Seq), "kind", kind, "started", s.Started.UTC().Format(time.RFC3339Nano))
+		writeRecord(b, "Seq", strconv.Itoa(s.Seq), seqFields(g, s)...)
 		for _, p := range s.Procs {
 			writeRecord(b, "Process", strconv.Itoa(p.Rank), "node", p.Node, "crs", p.CRS)
 		}
@@ -272,7 +277,11 @@ func (p *globalParser) seqRecord(rec record) error {
 			return p.fail(rec, "Seq %d: bad start time", n)
 		}
 		p.seqs[n] = true
-		p.g.Seqs = append(p.g.Seqs, SeqRecord{Seq: n, Migrate: rec.fields["kind"] == "migrate", Started: started})
+		s, err := p.seqExtra(SeqRecord{Seq: n, Migrate: rec.fields["kind"] == "migrate", Started: started}, rec)
+		if err != nil {
+			return p.fail(rec, "Seq %d: %v", n, err)
+		}
+		p.g.Seqs = append(p.g.Seqs, s)
 		p.cur, p.ranks = &p.g.Seqs[len(p.g.Seqs)-1], map[int]bool{}
 	case "Process":
 		switch {
@@ -280,8 +289,8 @@ func (p *globalParser) seqRecord(rec record) error {
 			return p.fail(rec, "Process outside an open sequence")
 		case p.g.Ranks == 0:
 			return p.fail(rec, "Process before Ranks")
-		case n >= p.g.Ranks:
-			return p.fail(rec, "Process %d: the job has %d ranks (Ranks: %d)", n, p.g.Ranks, p.g.Ranks)
+		case n >= p.g.SeqRanks(*p.cur):
+			return p.fail(rec, "Process %d: the job has %d ranks (Ranks: %d)", n, p.g.SeqRanks(*p.cur), p.g.SeqRanks(*p.cur))
 		case p.ranks[n]:
 			return p.fail(rec, "Process %d recorded twice in sequence %d", n, p.cur.Seq)
 		}
@@ -306,11 +315,12 @@ func (p *globalParser) seqRecord(rec record) error {
 // the ranks it moved.
 func (p *globalParser) close() error {
 	s := p.cur
-	if s == nil || !s.Committed || s.Migrate || len(s.Procs) == p.g.Ranks {
+	if s == nil || !s.Committed || s.Migrate || len(s.Procs) == p.g.SeqRanks(*s) {
 		return nil
 	}
+	n := p.g.SeqRanks(*s)
 	return fmt.Errorf("%s:%d: committed sequence %d records %d processes but the job has %d ranks (Ranks: %d): the file was cut or edited and cannot be trusted: restore it from a copy",
-		p.name, p.commitLine, s.Seq, len(s.Procs), p.g.Ranks, p.g.Ranks)
+		p.name, p.commitLine, s.Seq, len(s.Procs), n, n)
 }
 
 // ReadGlobal reads the global metadata of ref. A file that is not a
