@@ -39,6 +39,10 @@ type appHeader struct {
 	Kinds     []byte
 	Types     []string // the Go type of each value, checked on restore
 	Sizes     []int64
+	// Dists says how each value is distributed over the ranks (empty in
+	// files of a gompi before restarts on another rank count: every
+	// value is then distPlain); distribute.go.
+	Dists []valueDist
 }
 
 // appFile is a decoded app.state.
@@ -73,11 +77,28 @@ func fixedNumber(k reflect.Kind) bool {
 
 // writeAppState writes the registered values to w.
 func writeAppState(w io.Writer, rank int, at uint64, names []string, ptrs []any) error {
+	return writeAppStateOf(w, rank, at, names, ptrs, nil)
+}
+
+// writeAppStateOf writes the registered values to w, each distributed as
+// dists says (nil: every value plain).
+func writeAppStateOf(w io.Writer, rank int, at uint64, names []string, ptrs []any, dists []distSpec) error {
 	h := appHeader{Format: appFormat, Rank: rank, SafePoint: at, Names: names}
 	payloads := make([][]byte, len(ptrs))
 	for i, p := range ptrs {
 		h.Types = append(h.Types, reflect.TypeOf(p).Elem().String())
-		if raw, ok := rawView(p); ok {
+		var d distSpec
+		if dists != nil {
+			d = dists[i]
+		}
+		vd := valueDist{Mode: d.mode}
+		if d.mode == distBlock {
+			raw, bd, err := d.blockView(p)
+			if err != nil {
+				return fmt.Errorf("save %q: %w", names[i], err)
+			}
+			h.Kinds, payloads[i], vd = append(h.Kinds, valueRaw), raw, bd
+		} else if raw, ok := rawView(p); ok {
 			h.Kinds, payloads[i] = append(h.Kinds, valueRaw), raw
 		} else {
 			var buf bytes.Buffer
@@ -87,6 +108,7 @@ func writeAppState(w io.Writer, rank int, at uint64, names []string, ptrs []any)
 			h.Kinds, payloads[i] = append(h.Kinds, valueGob), buf.Bytes()
 		}
 		h.Sizes = append(h.Sizes, int64(len(payloads[i])))
+		h.Dists = append(h.Dists, vd)
 	}
 	var hb bytes.Buffer
 	hb.Write(make([]byte, 8))
@@ -108,45 +130,12 @@ func writeAppState(w io.Writer, rank int, at uint64, names []string, ptrs []any)
 // decodeAppState reads and checks app.state of size bytes; it never
 // panics, and never allocates more than the input holds.
 func decodeAppState(r io.Reader, size int64) (*appFile, error) {
-	var lb [8]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, fmt.Errorf("%w: header length: %w", snapshot.ErrCorrupt, err)
+	h, _, err := decodeAppHeader(r, size)
+	if err != nil {
+		return nil, err
 	}
-	hl := binary.BigEndian.Uint64(lb[:])
-	if hl > maxAppHeader || int64(hl) > size-8 {
-		return nil, fmt.Errorf("%w: header of %d bytes in a file of %d", snapshot.ErrCorrupt, hl, size)
-	}
-	hb := make([]byte, hl)
-	if _, err := io.ReadFull(r, hb); err != nil {
-		return nil, fmt.Errorf("%w: header: %w", snapshot.ErrCorrupt, err)
-	}
-	var af appFile
-	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&af.appHeader); err != nil {
-		return nil, fmt.Errorf("%w: header: %w", snapshot.ErrCorrupt, err)
-	}
+	af := appFile{appHeader: *h}
 	n := len(af.Names)
-	switch {
-	case af.Format != appFormat:
-		return nil, fmt.Errorf("format %d, this library reads format %d", af.Format, appFormat)
-	case af.Rank < 0 || af.SafePoint == 0 || len(af.Kinds) != n || len(af.Types) != n || len(af.Sizes) != n:
-		return nil, fmt.Errorf("%w: rank %d, safe point %d, %d names for %d kinds, %d types, %d sizes",
-			snapshot.ErrCorrupt, af.Rank, af.SafePoint, n, len(af.Kinds), len(af.Types), len(af.Sizes))
-	}
-	left := size - 8 - int64(hl)
-	seen := map[string]bool{}
-	for i, name := range af.Names {
-		if name == "" || seen[name] {
-			return nil, fmt.Errorf("%w: value name %q empty or repeated", snapshot.ErrCorrupt, name)
-		}
-		seen[name] = true
-		if af.Kinds[i] > valueRaw || af.Sizes[i] < 0 || af.Sizes[i] > left {
-			return nil, fmt.Errorf("%w: value %q: kind %d, %d bytes, %d left in the file", snapshot.ErrCorrupt, name, af.Kinds[i], af.Sizes[i], left)
-		}
-		left -= af.Sizes[i]
-	}
-	if left != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last value", snapshot.ErrCorrupt, left)
-	}
 	af.Values = make([][]byte, n)
 	for i := range af.Values {
 		af.Values[i] = make([]byte, af.Sizes[i])
@@ -155,6 +144,55 @@ func decodeAppState(r io.Reader, size int64) (*appFile, error) {
 		}
 	}
 	return &af, nil
+}
+
+// decodeAppHeader reads and checks the header of app.state of size
+// bytes, leaving r at the first value, whose offset it returns: the
+// values' sizes are checked to fill the rest of the file exactly.
+func decodeAppHeader(r io.Reader, size int64) (*appHeader, int64, error) {
+	var lb [8]byte
+	if _, err := io.ReadFull(r, lb[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: header length: %w", snapshot.ErrCorrupt, err)
+	}
+	hl := binary.BigEndian.Uint64(lb[:])
+	if hl > maxAppHeader || int64(hl) > size-8 {
+		return nil, 0, fmt.Errorf("%w: header of %d bytes in a file of %d", snapshot.ErrCorrupt, hl, size)
+	}
+	hb := make([]byte, hl)
+	if _, err := io.ReadFull(r, hb); err != nil {
+		return nil, 0, fmt.Errorf("%w: header: %w", snapshot.ErrCorrupt, err)
+	}
+	var af appFile // the header only; the values are the caller's to read
+	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&af.appHeader); err != nil {
+		return nil, 0, fmt.Errorf("%w: header: %w", snapshot.ErrCorrupt, err)
+	}
+	n := len(af.Names)
+	switch {
+	case af.Format != appFormat:
+		return nil, 0, fmt.Errorf("format %d, this library reads format %d", af.Format, appFormat)
+	case af.Rank < 0 || af.SafePoint == 0 || len(af.Kinds) != n || len(af.Types) != n || len(af.Sizes) != n:
+		return nil, 0, fmt.Errorf("%w: rank %d, safe point %d, %d names for %d kinds, %d types, %d sizes",
+			snapshot.ErrCorrupt, af.Rank, af.SafePoint, n, len(af.Kinds), len(af.Types), len(af.Sizes))
+	}
+	if err := checkDists(&af.appHeader); err != nil {
+		return nil, 0, err
+	}
+	left := size - 8 - int64(hl)
+	seen := map[string]bool{}
+	for i, name := range af.Names {
+		if name == "" || seen[name] {
+			return nil, 0, fmt.Errorf("%w: value name %q empty or repeated", snapshot.ErrCorrupt, name)
+		}
+		seen[name] = true
+		if af.Kinds[i] > valueRaw || af.Sizes[i] < 0 || af.Sizes[i] > left {
+			return nil, 0, fmt.Errorf("%w: value %q: kind %d, %d bytes, %d left in the file", snapshot.ErrCorrupt, name, af.Kinds[i], af.Sizes[i], left)
+		}
+		left -= af.Sizes[i]
+	}
+	if left != 0 {
+		return nil, 0, fmt.Errorf("%w: %d bytes after the last value", snapshot.ErrCorrupt, left)
+	}
+	return &af.appHeader, 8 + int64(hl), nil
 }
 
 // restoreValue fills *ptr (zeroed first) with a saved payload.

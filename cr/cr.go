@@ -160,6 +160,9 @@ type restartState struct {
 	names    []string
 	restored map[string]bool
 	resumed  bool
+	// sources are the old ranks' values of a restart on another rank
+	// count (repartition.go); nil otherwise.
+	sources []*appSource
 }
 
 func attach(p *mpi.Proc, cfg config) (*Coordinator, error) {

@@ -27,6 +27,7 @@ type stateRegistry struct {
 	mu        sync.Mutex
 	names     []string
 	ptrs      []any
+	dists     []distSpec // how each value is spread over the ranks (distribute.go)
 	onCkpt    []func(dir string) error
 	onCont    []func() error
 	lastFiles []snapshot.FileRecord
@@ -44,6 +45,12 @@ type stateRegistry struct {
 // replaced. A name saved in the snapshot must be registered again before
 // the restart point.
 func (c *Coordinator) Protect(name string, ptr any) error {
+	return c.protect(name, ptr, distSpec{})
+}
+
+// protect registers *ptr, spread over the ranks as d says, and fills it
+// on a restart.
+func (c *Coordinator) protect(name string, ptr any, d distSpec) error {
 	if name == "" {
 		return fmt.Errorf("cr: protect: empty name")
 	}
@@ -64,6 +71,7 @@ func (c *Coordinator) Protect(name string, ptr any) error {
 	}
 	r.names = append(r.names, name)
 	r.ptrs = append(r.ptrs, ptr)
+	r.dists = append(r.dists, d)
 	r.mu.Unlock()
 
 	c.mu.Lock()
@@ -73,11 +81,20 @@ func (c *Coordinator) Protect(name string, ptr any) error {
 	if !fill {
 		return nil
 	}
+	if rs.sources != nil {
+		if err := rs.fillRepartitioned(name, ptr, d); err != nil {
+			return fmt.Errorf("cr: protect %q: restart on %d ranks from %d: %w", name, c.p.Size(), len(rs.sources), err)
+		}
+		c.mu.Lock()
+		rs.restored[name] = true
+		c.mu.Unlock()
+		return nil
+	}
 	i := slices.Index(rs.file.Names, name)
 	if i < 0 {
 		return fmt.Errorf("cr: protect %q: restart: the snapshot in %s holds no value of that name (it holds: %s)", name, rs.info.Dir, strings.Join(rs.names, ", "))
 	}
-	if err := restoreValue(ptr, rs.file.Kinds[i], rs.file.Types[i], rs.file.Values[i]); err != nil {
+	if err := d.fill(ptr, &rs.file.appHeader, i, rs.file.Values[i]); err != nil {
 		return fmt.Errorf("cr: protect %q: restart: %w", name, err)
 	}
 	rs.file.Values[i] = nil // the program holds it now
@@ -156,7 +173,7 @@ func (c *Coordinator) saveFiles(ctx context.Context, dir string) ([]string, erro
 func (c *Coordinator) saveState(ctx context.Context, dir string) ([]snapshot.FileRecord, error) {
 	r := &c.reg
 	r.mu.Lock()
-	names, ptrs := slices.Clone(r.names), slices.Clone(r.ptrs)
+	names, ptrs, dists := slices.Clone(r.names), slices.Clone(r.ptrs), slices.Clone(r.dists)
 	cbs := slices.Clone(r.onCkpt)
 	at := r.savingAt
 	r.mu.Unlock()
@@ -208,7 +225,7 @@ func (c *Coordinator) saveState(ctx context.Context, dir string) ([]snapshot.Fil
 	if err != nil {
 		return nil, fmt.Errorf("cr: %w", err)
 	}
-	if err := writeAppState(w, c.p.Rank(), at, names, ptrs); err != nil {
+	if err := writeAppStateOf(w, c.p.Rank(), at, names, ptrs, dists); err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("cr: write %s: %w", filepath.Join(dir, AppStateFile), err)
 	}
@@ -243,6 +260,15 @@ func (c *Coordinator) loadRestart(info snapc.RestartInfo) error {
 	meta, err := snapshot.ReadLocal(info.Dir)
 	if err != nil {
 		return fmt.Errorf("cr: rank %d: restart: %w", rank, err)
+	}
+	if n, err := fromRanks(meta); n > 0 || err != nil {
+		if err != nil {
+			return fmt.Errorf("cr: rank %d: restart: %s: %w", rank, info.Dir, err)
+		}
+		if meta.Rank != rank {
+			return fmt.Errorf("cr: rank %d: restart: %s is rank %d's snapshot", rank, info.Dir, meta.Rank)
+		}
+		return c.loadRepartition(info, meta, n)
 	}
 	if err := meta.Verify(info.Dir); err != nil {
 		return fmt.Errorf("cr: rank %d: restart: %w", rank, err)
