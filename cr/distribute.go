@@ -199,8 +199,8 @@ func (d distSpec) fill(ptr any, h *appHeader, i int, data []byte) error {
 		return fmt.Errorf("it was saved as a %s, the program registers a %s", h.Types[i], typ)
 	}
 	if saved.Mode != distBlock || saved.Global != now.Global || saved.Elem != now.Elem || saved.Lo != now.Lo || saved.Count != now.Count {
-		return fmt.Errorf("the rank now holds elements %d+%d of %d (%d bytes each), the snapshot elements %d+%d of %d (%d bytes each, mode %d)",
-			now.Lo, now.Count, now.Global, now.Elem, saved.Lo, saved.Count, saved.Global, saved.Elem, saved.Mode)
+		return fmt.Errorf("the rank now holds elements %d+%d of %d (%d bytes each), the snapshot elements %d+%d of %d (%d bytes each, %s): restart with the sizes of the checkpointed run (gompi-restart -np changes the rank count)",
+			now.Lo, now.Count, now.Global, now.Elem, saved.Lo, saved.Count, saved.Global, saved.Elem, modeName(saved.Mode))
 	}
 	setInterior(ptr, d.block, 0, data)
 	return nil

@@ -51,6 +51,9 @@ func main() {
 	if len(args) > 0 && args[0] == "run" {
 		args = append([]string{"run"}, run.NormalizeArgs(args[1:])...)
 	}
+	if len(args) > 0 && args[0] == "restart" {
+		args = append([]string{"restart"}, restart.NormalizeArgs(args[1:])...)
+	}
 	// No signal context: `gompi run` forwards SIGINT/SIGTERM to the job itself.
 	os.Exit(cli.Execute(context.Background(), newCommand(cli.Version()), args, false))
 }

@@ -55,13 +55,8 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, v := range []struct {
-		name string
-		ptr  any
-	}{{"grid", &s.Cur}, {"step", &step}, {"residual", &residual}} {
-		if err := c.Protect(v.name, v.ptr); err != nil {
-			return "", err
-		}
+	if err := protect(c, s, &step, &residual); err != nil {
+		return "", err
 	}
 	if err := s.CheckRestored(); err != nil {
 		return "", err

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,6 +42,7 @@ import (
 // options are gompi-restart's flags.
 type options struct {
 	seq        int
+	np         int // restart on this many ranks (0: the sequence's count)
 	info       bool
 	hostfile   string
 	fork       bool
@@ -66,7 +68,8 @@ remote references) or the reference's path, or URL (sftp://host/dir/name). It ta
 the committed one -s names, checks the size and checksum of every file of
 it, and runs gompirun again with the job's rank count, program, arguments,
 working directory, exports, AMCA sets and parameters, each rank starting
-from its own snapshot. --mca overrides a stored parameter (a different btl,
+from its own snapshot. -np M restarts it on M ranks instead (see --np).
+--mca overrides a stored parameter (a different btl,
 for instance); --hostfile places the ranks on other nodes. The restarted
 job's checkpoints continue the same reference with the next sequence
 numbers. Since it runs what the reference names, it refuses a reference
@@ -75,6 +78,7 @@ another user owns or that group or others may write, as ssh does
 (sstore_base_group_readable lets the group read them).`,
 		Example: `  gompi-restart gompi_global_snapshot_1a2b3c4d.ckpt
   gompi-restart -s 0 /scratch/gompi_global_snapshot_1a2b3c4d.ckpt
+  gompi-restart -np 8 gompi_global_snapshot_1a2b3c4d.ckpt
   gompi-restart --hostfile hosts --mca btl tcp gompi_global_snapshot_1a2b3c4d.ckpt
   gompi-restart -i gompi_global_snapshot_1a2b3c4d.ckpt`,
 		Args:    cobra.ExactArgs(1),
@@ -82,6 +86,7 @@ another user owns or that group or others may write, as ssh does
 	}
 	f := cmd.Flags()
 	f.IntVarP(&o.seq, "seq", "s", -1, "sequence to restart from (default: the newest committed one)")
+	f.IntVar(&o.np, "np", 0, "restart on this many ranks (also -np; default: the sequence's): a program whose state is declared redistributable (cr.ProtectDistributed, ProtectReplicated, ProtectFunc) saved by crs=self; the sequence is first repartitioned into a new one")
 	f.BoolVarP(&o.info, "info", "i", false, "explain the reference (job, sequences, ranks, files, parameters), each sequence checked as a restart checks it (file sizes; with -v checksums too), and exit")
 	f.StringVar(&o.hostfile, "hostfile", "", "hostfile of the nodes to restart on (default: this machine)")
 	f.BoolVar(&o.fork, "fork", false, "run gompirun as a child and wait for it, instead of becoming it")
@@ -100,6 +105,9 @@ another user owns or that group or others may write, as ssh does
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if o.seq < -1 {
 			return cli.Usagef("-s %d: want a sequence number (gompi-restart -i lists them)", o.seq)
+		}
+		if o.np < 0 || o.np > snapshot.MaxRanks || (o.np > 0 && o.info) {
+			return cli.Usagef("-np %d: want a rank count from 1 to %d, and not with -i", o.np, snapshot.MaxRanks)
 		}
 		if o.asJSON && !o.info {
 			return cli.Usagef("--json goes with -i")
@@ -149,6 +157,11 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		return err
 	} else if err := point.VerifyAllWith(verifier(ctx, true)); err != nil {
 		return err
+	}
+	if o.np > 0 {
+		if point, err = repartition(ctx, stderr, point, o.np); err != nil {
+			return err
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -454,4 +467,8 @@ func Command(point snapshot.RestartPoint, ov Overrides, known *mca.Params) (args
 }
 
 // Main runs gompi-restart with the process's arguments.
-func Main() int { return cli.Main(NewCommand(), false) }
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cli.Execute(ctx, NewCommand(), NormalizeArgs(os.Args[1:]), false)
+}

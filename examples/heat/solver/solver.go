@@ -81,6 +81,12 @@ func (s *Slab) CheckRestored() error {
 	return nil
 }
 
+// Rows places the rank's interior rows in the grid: the global index of
+// its first, the grid's interior row count, and the bytes of a row (its
+// boundary columns included). Cur holds one halo row before and after
+// them.
+func (s *Slab) Rows() (lo, global, rowBytes int) { return s.r * s.N / s.n, s.N, s.cols * 8 }
+
 func (s *Slab) row(g []float64, i int) []float64 { return g[i*s.cols : (i+1)*s.cols] }
 
 // Step does one Jacobi iteration: the halo exchange with the neighbours,
