@@ -68,7 +68,9 @@ func (p *globalParser) seqExtra(s SeqRecord, rec record) (SeqRecord, error) {
 		if n < 1 || n > MaxRanks {
 			return s, fmt.Errorf("ranks=%d: want a rank count from 1 to %d", n, MaxRanks)
 		}
-		s.Ranks = n
+		if n != p.g.Ranks {
+			s.Ranks = n // the reference's count stays implicit, as Encode writes it
+		}
 	}
 	if rec.fields["kind"] != "repartition" {
 		return s, nil
