@@ -96,22 +96,7 @@ func (j *Job) Ref() snapshot.Ref { return j.ref }
 // Restart returns the coordinator of a new job of the same ranks that
 // restarts from sequence seq of j's reference (its local snapshots
 // verified first) and takes its own checkpoints under the same reference.
-func (j *Job) Restart(seq int) (*Job, error) {
-	g, err := snapshot.ReadGlobal(j.ref)
-	if err != nil {
-		return nil, err
-	}
-	pt, err := snapshot.ChooseSeq(j.ref, g, seq)
-	if err != nil {
-		return nil, err
-	}
-	if err := pt.VerifyAll(); err != nil {
-		return nil, err
-	}
-	nj := NewJob(j.n, j.ref.Dir, "")
-	nj.ref, nj.from = j.ref, pt.Seq.Seq
-	return nj, nil
-}
+func (j *Job) Restart(seq int) (*Job, error) { return j.RestartOn(seq, j.n) }
 
 // Config returns an mpitest configuration for the job: n ranks over btl
 // with crs/self and crcp/bkmrk registered, C/R on, and each rank linked.
@@ -362,6 +347,7 @@ func (j *Job) sendTargets(id uint64, target uint64, opts crs.Options) (*pendingC
 		}
 		g = &snapshot.GlobalMeta{Job: j.ref.Name, Ranks: j.n}
 	}
+	g.SetRanks(j.n) // a job restarted on another rank count (RestartOn)
 	pc.g, pc.seq = g, g.NextSeq()
 	g.Seqs = append(g.Seqs, snapshot.SeqRecord{Seq: pc.seq, Started: pc.start})
 	if err := snapshot.WriteGlobal(j.ref, g); err != nil {
