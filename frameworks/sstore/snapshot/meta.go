@@ -60,10 +60,10 @@ type SeqRecord struct {
 	// FromSeq for a restart on another rank count (seqranks.go).
 	Repartition bool
 	FromSeq     int
-	Started   time.Time
-	Finished  time.Time // zero until committed
-	Committed bool
-	Procs     []ProcRecord
+	Started     time.Time
+	Finished    time.Time // zero until committed
+	Committed   bool
+	Procs       []ProcRecord
 }
 
 // ProcRecord says where one rank's local snapshot of a sequence came from.
