@@ -13,10 +13,10 @@ import (
 	"gompi/mpi"
 )
 
-// makeState returns mib MiB of state: random bytes (incompressible) or a
+// makeState returns n bytes of state: random bytes (incompressible) or a
 // text-like pattern that compresses well. Each rank's random state differs.
-func makeState(mib int, kind string, rank int) ([]byte, error) {
-	b := make([]byte, mib<<20)
+func makeState(n int, kind string, rank int) ([]byte, error) {
+	b := make([]byte, n)
 	switch kind {
 	case "random":
 		rng := rand.NewChaCha8([32]byte{byte(rank), byte(rank >> 8), 'g', 'o', 'm', 'p', 'i'})
@@ -44,13 +44,18 @@ func run(ctx context.Context, p *mpi.Proc, args []string, out io.Writer) ([]byte
 	mib := fs.Int("mib", 16, "MiB of state to hold")
 	kind := fs.String("state", "random", "random or compressible")
 	seconds := fs.Float64("seconds", 0, "stop after this many seconds (0: only on SIGTERM/SIGINT)")
+	spread := fs.Bool("spread", false, "-mib is the job's total, block-distributed over the ranks (cr.ProtectDistributed): the job can be restarted on another rank count")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if *mib < 0 || *seconds < 0 {
 		return nil, fmt.Errorf("-mib and -seconds must be >= 0")
 	}
-	state, err := makeState(*mib, *kind, p.Rank())
+	total, lo := *mib<<20, 0
+	if *spread {
+		lo, total = p.Rank()*total/p.Size(), (p.Rank()+1)*total/p.Size()-p.Rank()*total/p.Size()
+	}
+	state, err := makeState(total, *kind, p.Rank())
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +66,7 @@ func run(ctx context.Context, p *mpi.Proc, args []string, out io.Writer) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Protect("state", &state); err != nil {
+	if err := protectState(c, &state, *spread, lo, *mib<<20); err != nil {
 		return nil, err
 	}
 	restarted := ""
@@ -84,4 +89,13 @@ func run(ctx context.Context, p *mpi.Proc, args []string, out io.Writer) ([]byte
 			}
 		}
 	}
+}
+
+// protectState registers the state: this rank's own, or with spread its
+// run, from byte lo, of a block-distributed array of global bytes.
+func protectState(c *cr.Coordinator, state *[]byte, spread bool, lo, global int) error {
+	if spread {
+		return c.ProtectDistributed("state", state, cr.Block{Global: global, Lo: lo})
+	}
+	return c.Protect("state", state)
 }

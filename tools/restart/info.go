@@ -74,6 +74,11 @@ type SeqInfo struct {
 	Status  string     `json:"status"`
 	Refused string     `json:"refused,omitempty"`
 	Procs   []ProcInfo `json:"procs,omitempty"`
+	// Ranks is the job's rank count when the sequence was taken; a
+	// repartition sequence (gompi-restart -np) says which it was made
+	// from.
+	Ranks         int  `json:"ranks"`
+	RepartitionOf *int `json:"repartition_of,omitempty"`
 }
 
 // ProcInfo is one rank's local snapshot of a sequence.
@@ -108,6 +113,10 @@ func Explain(ctx context.Context, ref snapshot.Ref, g *snapshot.GlobalMeta, ms s
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i].Seq < seqs[j].Seq })
 	for _, s := range seqs {
 		si := explainSeq(ctx, ref, s, ms, cached)
+		si.Ranks = g.SeqRanks(s)
+		if s.Repartition {
+			si.RepartitionOf = &s.FromSeq
+		}
 		if s.IsRestartPoint() {
 			refused := procsError(si.Procs)
 			if refused == nil && check != nil {
@@ -228,6 +237,9 @@ func (in Info) Render(w io.Writer, only int, verbose bool) error {
 			p("\tProcesses: %d of %d (the ranks it moved)\n", len(s.Procs), in.Ranks)
 		} else {
 			p("\tProcesses: %d\n", len(s.Procs))
+		}
+		if s.RepartitionOf != nil {
+			p("\tRepartition of sequence %d for %d ranks (gompi-restart -np)\n", *s.RepartitionOf, s.Ranks)
 		}
 		for _, pr := range s.Procs {
 			p("\t\tProcess: %d \t Node: %s \t CRS: %s\n", pr.Rank, pr.Node, pr.CRS)
