@@ -30,7 +30,7 @@ go build -o "$work/" ./cmd/gompirun ./cmd/gompid ./cmd/gompi-checkpoint ./cmd/go
 printf 'n1 slots=4\nn2 slots=4\n' >"$work/hosts"
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-count() { grep -c "$1" "$2" || true; }
+count() { grep -c "$1" "$2" 2>/dev/null || true; }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $mib MiB of state in total, checkpointed on 4 ranks"
 declare -A times
