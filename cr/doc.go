@@ -98,6 +98,21 @@
 // the stack goes up with RESTART and the replay ends. A value saved but
 // not registered again by then is an error.
 //
+// # Restart on another rank count
+//
+// gompi-restart -np M restarts a job checkpointed on N ranks on M when
+// every value it saved says how it is spread over the ranks:
+// ProtectDistributed (a block-distributed array: this rank's run of a
+// global array, any block sizes, halos not saved), ProtectReplicated
+// (rank 0's value on every rank) or ProtectFunc (the program's own
+// redistribution of the N saved values). A value registered with Protect,
+// a file of an OnCheckpoint callback, drained messages or live
+// program-made communicators in the library state make gompi-restart
+// refuse, saying which. Each new rank starts with a fresh library state
+// of a world of M, and reads from the old ranks' app.state files only the
+// bytes of its own runs (repartition.go). On the same rank count these
+// values restore as Protect restores them.
+//
 // Checkpoint, the collective form, returns the reference and sequence of
 // the snapshot it took, and on a restart from it, the reference and
 // sequence restarted from. Restart from inside a running job is not

@@ -159,7 +159,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		return err
 	}
 	if o.np > 0 {
-		if point, err = repartition(ctx, stderr, point, o.np); err != nil {
+		if point, err = repartition(ctx, stderr, point, o.np, o.params.MCA); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"gompi/cr"
 	"gompi/frameworks/snapc"
+	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mpi"
 )
@@ -36,7 +37,7 @@ var errNotRedistributable = errors.New("cannot restart on another rank count")
 // repartition returns the restart point of point's job on np ranks:
 // point itself when it has np ranks, a repartition sequence of it made
 // earlier for np, or one made now.
-func repartition(ctx context.Context, stderr io.Writer, point snapshot.RestartPoint, np int) (snapshot.RestartPoint, error) {
+func repartition(ctx context.Context, stderr io.Writer, point snapshot.RestartPoint, np int, overrides []string) (snapshot.RestartPoint, error) {
 	meta := point.Meta
 	if meta.SeqRanks(point.Seq) == np {
 		return point, nil
@@ -48,7 +49,7 @@ func repartition(ctx context.Context, stderr io.Writer, point snapshot.RestartPo
 		if err != nil {
 			return point, fmt.Errorf("sequence %d was made from sequence %d for %d ranks: %w", point.Seq.Seq, point.Seq.FromSeq, meta.SeqRanks(point.Seq), err)
 		}
-		return repartition(ctx, stderr, src, np)
+		return repartition(ctx, stderr, src, np, overrides)
 	}
 	for _, s := range meta.Seqs {
 		if s.Repartition && s.FromSeq == point.Seq.Seq && s.IsRestartPoint() && meta.SeqRanks(s) == np {
@@ -57,6 +58,9 @@ func repartition(ctx context.Context, stderr io.Writer, point snapshot.RestartPo
 		}
 	}
 	n := meta.SeqRanks(point.Seq)
+	if err := checkStorage(point.Meta, overrides); err != nil {
+		return point, fmt.Errorf("%w from %d to %d ranks: %w", errNotRedistributable, n, np, err)
+	}
 	if err := checkRedistributable(point); err != nil {
 		return point, fmt.Errorf("%w from %d to %d ranks: sequence %d of %s: %w", errNotRedistributable, n, np, point.Seq.Seq, point.Ref, err)
 	}
@@ -101,6 +105,27 @@ func checkRedistributable(point snapshot.RestartPoint) error {
 		}
 	}
 	return cr.CheckRedistributable(layouts)
+}
+
+// checkStorage refuses to restart a repartition through sstore stage,
+// which copies each rank's folder to its node: a repartitioned rank's
+// links every old rank's file, and would be copied whole to every node.
+func checkStorage(meta *snapshot.GlobalMeta, overrides []string) error {
+	store := ""
+	for _, s := range meta.Params {
+		if s.Name == sstore.Name {
+			store = s.Value
+		}
+	}
+	for _, kv := range overrides {
+		if name, value, _ := strings.Cut(kv, "="); strings.TrimSpace(name) == sstore.Name {
+			store = strings.TrimSpace(value)
+		}
+	}
+	if store == "stage" {
+		return fmt.Errorf("the job ran with sstore stage, which copies each rank's snapshot to its node, and a new rank's links all the old ranks' files: restart with --mca sstore central, which the new ranks read in place")
+	}
+	return nil
 }
 
 func orNone(name string) string {

@@ -12,6 +12,7 @@ import (
 	"gompi/cr/crtest"
 	"gompi/frameworks/crs"
 	"gompi/frameworks/sstore/snapshot"
+	"gompi/mca"
 	"gompi/mpi"
 	"gompi/mpi/mpitest"
 )
@@ -119,7 +120,7 @@ func pointOf(t *testing.T, ref snapshot.Ref, seq int) snapshot.RestartPoint {
 // run; the repartition links the old files, and is made once per count.
 func TestRepartitionRestart(t *testing.T) {
 	j, pt := checkpointed(t, 3, distProg(3))
-	np, err := repartition(t.Context(), io.Discard, pt, 5)
+	np, err := repartition(t.Context(), io.Discard, pt, 5, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestRepartitionRestart(t *testing.T) {
 			t.Fatalf("rank %d: %v: the old app.state is not linked in", r, err)
 		}
 	}
-	again, err := repartition(t.Context(), io.Discard, pointOf(t, pt.Ref, pt.Seq.Seq), 5)
+	again, err := repartition(t.Context(), io.Discard, pointOf(t, pt.Ref, pt.Seq.Seq), 5, nil)
 	if err != nil || again.Seq.Seq != np.Seq.Seq {
 		t.Fatalf("second repartition for 5 ranks: sequence %d, %v; want %d again", again.Seq.Seq, err, np.Seq.Seq)
 	}
@@ -155,7 +156,7 @@ func TestRepartitionRestart(t *testing.T) {
 	if pt5.Meta.Ranks != 5 || pt5.Meta.SeqRanks(pt5.Seq) != 5 || pt5.Meta.SeqRanks(*first) != 3 {
 		t.Fatalf("after the job of 5 checkpointed: Ranks %d, its sequence of %d, the first of %d", pt5.Meta.Ranks, pt5.Meta.SeqRanks(pt5.Seq), pt5.Meta.SeqRanks(*first))
 	}
-	np2, err := repartition(t.Context(), io.Discard, pt5, 2)
+	np2, err := repartition(t.Context(), io.Discard, pt5, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestRepartitionRefused(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(&pt)
 			}
-			_, err := repartition(t.Context(), io.Discard, pt, 3)
+			_, err := repartition(t.Context(), io.Discard, pt, 3, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "cannot restart on another rank count from 2 to 3 ranks: sequence 0 of") {
 				t.Fatalf("repartition: %v, want %q", err, tt.want)
 			}
@@ -293,7 +294,7 @@ func steps(c *cr.Coordinator) error {
 func TestRepartitionNotLocal(t *testing.T) {
 	_, pt := checkpointed(t, 2, distProg(2))
 	pt.Ref.Dir = "sftp://host/x"
-	if _, err := repartition(t.Context(), io.Discard, pt, 3); err == nil || !strings.Contains(err.Error(), "the reference is remote") {
+	if _, err := repartition(t.Context(), io.Discard, pt, 3, nil); err == nil || !strings.Contains(err.Error(), "the reference is remote") {
 		t.Fatalf("remote: %v", err)
 	}
 }
@@ -303,5 +304,27 @@ func TestNormalizeArgs(t *testing.T) {
 	want := []string{"--np", "4", "-s", "1", "--np=2", "ref", "--", "-np"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("NormalizeArgs = %q, want %q", got, want)
+	}
+}
+
+// TestCheckStorage: a job that ran with sstore stage is restarted on
+// another rank count only with sstore central named.
+func TestCheckStorage(t *testing.T) {
+	stage := &snapshot.GlobalMeta{Params: []mca.Setting{{Name: "sstore", Value: "stage"}}}
+	tests := []struct {
+		meta      *snapshot.GlobalMeta
+		overrides []string
+		refused   bool
+	}{
+		{&snapshot.GlobalMeta{}, nil, false},
+		{stage, nil, true},
+		{stage, []string{"sstore=central"}, false},
+		{&snapshot.GlobalMeta{}, []string{"btl=tcp", "sstore = stage"}, true},
+	}
+	for _, tt := range tests {
+		err := checkStorage(tt.meta, tt.overrides)
+		if (err != nil) != tt.refused || (err != nil && !strings.Contains(err.Error(), "restart with --mca sstore central")) {
+			t.Errorf("params %v, overrides %q: %v", tt.meta.Params, tt.overrides, err)
+		}
 	}
 }

@@ -10,6 +10,8 @@
 // (GlobalMeta in global_snapshot_meta, LocalMeta in each rank's
 // snapshot_meta) with their text encoding, read with every count checked
 // against the file's content and the file's size bounded (MaxMetaSize),
+// each sequence's rank count and a repartition's origin (seqranks.go: a
+// job restarted on another rank count goes on in its reference),
 // the job's launch as a crs.Launch (launch.go), how a snapshot file is
 // written durably with its CRC-32C (CreateFile, FileWriter,
 // WriteFileAtomic) and read back only as a regular file inside the
