@@ -8,8 +8,9 @@
 # links the old files into a repartition sequence, and each new rank reads
 # the runs it needs). Time: from gompi-restart's start to every rank past
 # its restore (each noop rank prints its line once Protect filled its
-# state). Side by side in each round, a fresh checkpoint per round, ROUNDS
-# rounds, medians reported, with the machine's load. The snapshot files
+# state). Side by side in each round (the order rotating), a fresh
+# checkpoint per round, ROUNDS rounds, medians reported, with the
+# machine's load. The snapshot files
 # are in the page cache (written just before): this measures gompi, not
 # the disk. Not part of CI.
 #
@@ -40,12 +41,22 @@ for ((r = 1; r <= rounds; r++)); do
 		"$work/noop" -spread -mib "$mib" >"$work/out" 2>"$work/err" &
 	pid=$!
 	until [ "$(count holds "$work/out")" = 4 ]; do sleep 0.1; done
-	ref=$("$work/gompi-checkpoint" --term "$pid" | awk '{print $NF}')
+	# The job may still be starting (a daemon not connected yet): the
+	# checkpoint says "try again".
+	for ((try = 0; try < 50; try++)); do
+		if ref=$("$work/gompi-checkpoint" --term "$pid" 2>"$work/cerr" | awk '{print $NF}') && [ -n "$ref" ]; then break; fi
+		grep -q "try again" "$work/cerr" || { cat "$work/cerr" >&2; exit 1; }
+		sleep 0.2
+	done
 	wait "$pid" || true
 	pid=
 	sync
 	line="round $r:"
-	for m in $counts; do
+	# Each round starts with another count, so no count always pays for
+	# the checkpoint's writes still in flight.
+	all=($counts)
+	k=$(((r - 1) % ${#all[@]}))
+	for m in "${all[@]:k}" "${all[@]:0:k}"; do
 		t0=$(date +%s.%N)
 		"$work/gompi-restart" -np "$m" --hostfile "$work/hosts" "$work/global/$ref" >"$work/rout" 2>"$work/rerr" &
 		pid=$!
