@@ -162,8 +162,8 @@ func decodeAppHeader(r io.Reader, size int64) (*appHeader, int64, error) {
 	if _, err := io.ReadFull(r, hb); err != nil {
 		return nil, 0, fmt.Errorf("%w: header: %w", snapshot.ErrCorrupt, err)
 	}
-	var af appFile // the header only; the values are the caller's to read
-	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&af.appHeader); err != nil {
+	var af appHeader
+	if err := gob.NewDecoder(bytes.NewReader(hb)).Decode(&af); err != nil {
 		return nil, 0, fmt.Errorf("%w: header: %w", snapshot.ErrCorrupt, err)
 	}
 	n := len(af.Names)
@@ -174,7 +174,7 @@ func decodeAppHeader(r io.Reader, size int64) (*appHeader, int64, error) {
 		return nil, 0, fmt.Errorf("%w: rank %d, safe point %d, %d names for %d kinds, %d types, %d sizes",
 			snapshot.ErrCorrupt, af.Rank, af.SafePoint, n, len(af.Kinds), len(af.Types), len(af.Sizes))
 	}
-	if err := checkDists(&af.appHeader); err != nil {
+	if err := checkDists(&af); err != nil {
 		return nil, 0, err
 	}
 	left := size - 8 - int64(hl)
@@ -192,7 +192,7 @@ func decodeAppHeader(r io.Reader, size int64) (*appHeader, int64, error) {
 	if left != 0 {
 		return nil, 0, fmt.Errorf("%w: %d bytes after the last value", snapshot.ErrCorrupt, left)
 	}
-	return &af.appHeader, 8 + int64(hl), nil
+	return &af, 8 + int64(hl), nil
 }
 
 // restoreValue fills *ptr (zeroed first) with a saved payload.

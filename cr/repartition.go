@@ -42,7 +42,7 @@ type appSource struct {
 	offs []int64
 }
 
-// ReadSource reads the header of an app.state file: its values' names,
+// readSource reads the header of an app.state file: its values' names,
 // kinds, sizes and distributions, and the safe point it was saved at.
 func readSource(path string) (*appSource, error) {
 	f, err := os.Open(path)
@@ -114,9 +114,13 @@ func (c *Coordinator) loadRepartition(info snapc.RestartInfo, meta *snapshot.Loc
 		if err != nil {
 			return fmt.Errorf("cr: rank %d: restart on %d ranks from %d: %w", rank, c.p.Size(), n, err)
 		}
-		if s.hdr.Rank != k || s.hdr.SafePoint != srcs0(srcs, s).hdr.SafePoint || !slices.Equal(s.hdr.Names, srcs0(srcs, s).hdr.Names) {
+		first := srcs[0]
+		if k == 0 {
+			first = s
+		}
+		if s.hdr.Rank != k || s.hdr.SafePoint != first.hdr.SafePoint || !slices.Equal(s.hdr.Names, first.hdr.Names) {
 			return fmt.Errorf("cr: rank %d: restart: %s: %w: saved by rank %d at safe point %d with values %q, rank 0 at %d with %q",
-				rank, s.path, snapshot.ErrCorrupt, s.hdr.Rank, s.hdr.SafePoint, s.hdr.Names, srcs0(srcs, s).hdr.SafePoint, srcs0(srcs, s).hdr.Names)
+				rank, s.path, snapshot.ErrCorrupt, s.hdr.Rank, s.hdr.SafePoint, s.hdr.Names, first.hdr.SafePoint, first.hdr.Names)
 		}
 		srcs[k] = s
 	}
@@ -127,14 +131,6 @@ func (c *Coordinator) loadRepartition(info snapc.RestartInfo, meta *snapshot.Loc
 	c.attempted = h.SafePoint
 	c.signalRequestedLocked()
 	return nil
-}
-
-// srcs0 is rank 0's source, s itself while s is rank 0's.
-func srcs0(srcs []*appSource, s *appSource) *appSource {
-	if srcs[0] == nil {
-		return s
-	}
-	return srcs[0]
 }
 
 // fillRepartitioned fills *ptr, registered as d says, from the old ranks'

@@ -148,7 +148,7 @@ func TestRestartWrongSize(t *testing.T) {
 		_, err := run(p, []string{"-size", "24", "-steps", "5"}, &bytes.Buffer{})
 		return err
 	})
-	if len(errs) == 0 || !strings.Contains(errs[0].Error(), "the snapshot elements 10+10 of 20 (176 bytes each, a distributed array (ProtectDistributed)): restart with the sizes of the checkpointed run") {
+	if len(errs) == 0 || !strings.Contains(errs[0].Error(), "+10 of 20 (176 bytes each, a distributed array (ProtectDistributed)): restart with the sizes of the checkpointed run") {
 		t.Fatalf("restart with another -size: %v", errs)
 	}
 }
