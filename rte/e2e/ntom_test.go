@@ -78,3 +78,23 @@ func TestRestartOtherRankCountRefused(t *testing.T) {
 		t.Errorf("the refused restart changed the reference: %+v", in.Seqs)
 	}
 }
+
+// TestCRIURestartOtherRankCountRefused: a sequence saved by crs=criu
+// (whole processes, laid out for their rank count) is refused a restart
+// on another rank count, saying why, and the reference is left as it was.
+func TestCRIURestartOtherRankCountRefused(t *testing.T) {
+	dir := t.TempDir()
+	j := criuJob(t, dir)
+	ref := refOf(t, j, dir)
+	checkpointCRIU(t, j, ref.Name, "0", "--term")
+	if code, _, errs := j.wait(); code != 0 {
+		t.Fatalf("job after --term: status %d\n%s", code, errs)
+	}
+	code, out, errs := tool(t, "gompi-restart", "-np", "2", "--mca", "mca_base_component_path", plugins, ref.Path())
+	if code != 1 || out != "" || !strings.Contains(errs, "cannot restart on another rank count from 4 to 2 ranks") || !strings.Contains(errs, "it was saved by crs=criu") {
+		t.Fatalf("gompi-restart -np 2 of a crs=criu sequence: status %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	if in := info(t, ref); len(in.Seqs) != 1 {
+		t.Errorf("the refused restart changed the reference: %+v", in.Seqs)
+	}
+}
