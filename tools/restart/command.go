@@ -86,7 +86,7 @@ another user owns or that group or others may write, as ssh does
 	}
 	f := cmd.Flags()
 	f.IntVarP(&o.seq, "seq", "s", -1, "sequence to restart from (default: the newest committed one)")
-	f.IntVar(&o.np, "np", 0, "restart on this many ranks (also -np; default: the sequence's): a program whose state is declared redistributable (cr.ProtectDistributed, ProtectReplicated, ProtectFunc) saved by crs=self; the sequence is first repartitioned into a new one")
+	f.IntVar(&o.np, "np", 0, "restart on this many ranks (also -np; default: the sequence's): a program whose state is declared redistributable (cr.ProtectDistributed, ProtectReplicated, ProtectFunc) saved by crs=self; the sequence is first repartitioned into a new one of the reference (--showme too), or the one made before for that count is reused")
 	f.BoolVarP(&o.info, "info", "i", false, "explain the reference (job, sequences, ranks, files, parameters), each sequence checked as a restart checks it (file sizes; with -v checksums too), and exit")
 	f.StringVar(&o.hostfile, "hostfile", "", "hostfile of the nodes to restart on (default: this machine)")
 	f.BoolVar(&o.fork, "fork", false, "run gompirun as a child and wait for it, instead of becoming it")
