@@ -36,7 +36,8 @@ func ckptTerm(t *testing.T, dir, mark string, prog ...string) snapshot.Ref {
 // TestRestartOtherRankCount: heat checkpointed on 4 ranks restarts on 2,
 // 3, 6 and 8 ranks (gompi-restart -np) and ends with the checksum of an
 // uninterrupted run; each restart records its repartition sequence in the
-// reference with its rank count.
+// reference with its rank count, and the job restarted on 8 checkpoints on
+// into the reference.
 func TestRestartOtherRankCount(t *testing.T) {
 	want := heatWant(t)
 	dir := t.TempDir()
@@ -44,6 +45,14 @@ func TestRestartOtherRankCount(t *testing.T) {
 	hosts := hostfile(t, eightSlots)
 	for _, m := range []int{2, 3, 6, 8} {
 		r := startProg(t, "gompi-restart", "-np", fmt.Sprint(m), "--hostfile", hosts, ref.Path())
+		if m == 8 {
+			// The restarted job checkpoints on into the reference, with
+			// its own rank count.
+			r.waitFor("a progress line of the restarted job", func(lines []string, _ string) bool { return len(lines) > 0 })
+			if code, out, errs := tool(t, "gompi-checkpoint", pidArg(r)); code != 0 || out != "Snapshot Ref.:   5 "+ref.Name+"\n" {
+				t.Fatalf("checkpoint of the job restarted on 8 ranks: status %d\n%s%s", code, out, errs)
+			}
+		}
 		code, lines, errs := r.wait()
 		if sum, _ := heatChecksum(lines, ""); code != 0 || sum != want {
 			t.Fatalf("restart on %d ranks: status %d, checksum %q, want %q (uninterrupted)\nstderr:\n%s", m, code, sum, want, errs)
@@ -57,8 +66,8 @@ func TestRestartOtherRankCount(t *testing.T) {
 	for _, s := range in.Seqs {
 		got = append(got, fmt.Sprintf("%d:%d", s.Seq, s.Ranks))
 	}
-	if strings.Join(got, " ") != "0:4 1:2 2:3 3:6 4:8" {
-		t.Errorf("sequences (number:ranks) %q, want 0:4 1:2 2:3 3:6 4:8", got)
+	if strings.Join(got, " ") != "0:4 1:2 2:3 3:6 4:8 5:8" || in.Ranks != 8 {
+		t.Errorf("reference of %d ranks, sequences (number:ranks) %q, want 8 ranks and 0:4 1:2 2:3 3:6 4:8 5:8", in.Ranks, got)
 	}
 }
 
