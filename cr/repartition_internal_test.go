@@ -2,12 +2,15 @@ package cr
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"gompi/frameworks/sstore/snapshot"
 )
 
 // splits are decompositions of g elements over n ranks: each returns
@@ -224,4 +227,37 @@ func FuzzDecodeAppStateDists(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHostileDists: distributions that lie about their values are
+// refused as damage before any value is read by them.
+func TestHostileDists(t *testing.T) {
+	h := func(d ...valueDist) *appHeader {
+		return &appHeader{Names: []string{"a", "b"}, Kinds: []byte{valueRaw, valueGob}, Sizes: []int64{24, 5}, Dists: d}
+	}
+	block := func(global, lo, count, elem int64) valueDist {
+		return valueDist{Mode: distBlock, Global: global, Lo: lo, Count: count, Elem: elem}
+	}
+	tests := []struct {
+		name string
+		h    *appHeader
+		want string
+	}{
+		{"none recorded", h(), ""},
+		{"fits", h(block(10, 7, 3, 8), valueDist{Mode: distReplicated}), ""},
+		{"one for two values", h(block(10, 7, 3, 8)), "1 distributions for 2 values"},
+		{"unknown mode", h(block(10, 7, 3, 8), valueDist{Mode: 9}), "distribution 9"},
+		{"past its array", h(block(10, 8, 3, 8), valueDist{}), "elements 8+3 of 10"},
+		{"more than the payload", h(block(10, 0, 4, 8), valueDist{}), "in 24 bytes"},
+		{"negative run", h(block(10, 2, -3, 8), valueDist{}), "elements 2+-3"},
+		{"huge elements", h(block(1<<62, 0, 1<<61, 1<<62), valueDist{}), "in 24 bytes"},
+		{"zero-byte elements", h(block(10, 0, 3, 0), valueDist{}), "0 bytes each"},
+		{"a gob value as a block", h(valueDist{}, block(10, 0, 1, 5)), `value "b"`},
+	}
+	for _, tt := range tests {
+		err := checkDists(tt.h)
+		if (tt.want == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tt.want) || !errors.Is(err, snapshot.ErrCorrupt))) {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
 }
