@@ -70,7 +70,7 @@ func (d *daemon) startLocal(l *pb.Launch) error {
 	notify := func(r snapc.LocalReply) {
 		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_SnapcReply{SnapcReply: control.LocalReplyToProto(r)}})
 	}
-	loc, err := d.cr.coord.NewLocal(snapc.NodeSpec{Node: d.node, Ranks: ranks, Store: d.cr.store, Notify: notify, Values: d.vals, Log: d.cr.log,
+	loc, err := d.cr.coord.NewLocal(snapc.NodeSpec{Node: d.node, Ranks: ranks, Store: nodesStore{d.cr.store, d.jobNodes}, Notify: notify, Values: d.vals, Log: d.cr.log,
 		Dumper: d.dumper()}, (*appPort)(d))
 	if err != nil {
 		return err

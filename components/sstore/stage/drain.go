@@ -91,7 +91,7 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 	start := time.Now()
 	prog := &progress{node: env.Node, files: files, bytes: total, start: start}
 	stopTicker := prog.tick(ctx)
-	err = m.drain(ctx, env.FileM, ref, seq, plans, prog)
+	err = m.drainAndProtect(ctx, env, ref, seq, locals, plans, prog, log)
 	stopTicker()
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -108,6 +108,25 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 		"bytes", p.Bytes, "stored", p.Stored, "elapsed", p.Elapsed, "MB/s", fmt.Sprintf("%.1f", p.Rate()/1e6))
 	m.evict(nodeDir, ref, seq, locals, log)
 	return nil
+}
+
+// drainAndProtect drains the ranks' files to global storage and, at the
+// same time, copies them to the partner node (partner.go). Both must
+// succeed for the node's part of the sequence to count; a failed drain
+// stops the copy.
+func (m *module) drainAndProtect(ctx context.Context, env sstore.Host, ref snapshot.Ref, seq int, locals []sstore.Local, plans []*rankPlan, prog *progress, log *slog.Logger) error {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	partner := make(chan error, 1)
+	go func() { partner <- m.copyToPartner(pctx, env, ref, seq, locals, log) }() // waited for below
+	err := m.drain(ctx, env.FileM, ref, seq, plans, prog)
+	if err != nil {
+		cancel()
+	}
+	if perr := <-partner; err == nil {
+		err = perr
+	}
+	return err
 }
 
 // plan reads every rank's snapshot_meta and names each file's stored form.

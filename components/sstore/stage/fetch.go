@@ -44,7 +44,11 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	case errors.Is(err, fs.ErrNotExist):
 		log.Debug("no cached copy", "ref", ref.Name, "seq", seq, "rank", rank)
 	default:
-		log.Warn("cached copy unusable; fetching from global storage", "ref", ref.Name, "seq", seq, "rank", rank, "err", err)
+		log.Warn("cached copy unusable; trying the next copy", "ref", ref.Name, "seq", seq, "rank", rank, "copy", dir, "err", err)
+	}
+	pdir, skipped := m.fetchPartner(nodeDir, ref, seq, rank, log)
+	if pdir != "" {
+		return pdir, nil
 	}
 	if env.FileM == nil {
 		return "", fmt.Errorf("sstore/stage: %s: not in this node's cache and no FileM module was bound to fetch it (the daemon must bind its selected FileM)", op)
@@ -65,11 +69,14 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 		}
 	}
 	meta, err := m.fetchMeta(ctx, env.FileM, ref, seq, rank, global, in)
-	if err != nil {
-		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	if err == nil {
+		err = m.fetchFiles(ctx, env.FileM, ref, seq, rank, meta, in, out)
 	}
-	if err := m.fetchFiles(ctx, env.FileM, ref, seq, rank, meta, in, out); err != nil {
-		return "", fmt.Errorf("sstore/stage: %s: %w", op, err)
+	if err != nil {
+		return "", fmt.Errorf("sstore/stage: %s: %w", op, errors.Join(append([]error{err}, skipped...)...))
+	}
+	if len(skipped) > 0 {
+		log.Warn("partner copies passed over; restart reads global storage", "ref", ref.Name, "seq", seq, "rank", rank, "skipped", len(skipped))
 	}
 	plain := *meta
 	plain.Files = make([]snapshot.FileRecord, len(meta.Files))

@@ -56,6 +56,8 @@ const (
 	ParamCompressLevel = prefix + "compress_level"
 	ParamShuffle       = prefix + "compress_shuffle"
 	ParamCache         = prefix + "cache"
+	ParamPartner       = prefix + "partner"
+	ParamXORSet        = prefix + "xor_set"
 )
 
 // New returns the stage SStore component.
@@ -75,6 +77,8 @@ func newComponent(hooks bool) mca.Component[sstore.Module] {
 			Help: "Byte shuffle before compression, which makes floating-point state compress: auto (samples each file with no filter, a shuffle for 8- or 4-byte elements, and the differences of 8-byte elements shuffled, and keeps a filter that is smaller by 3 %), on (every compressed file shuffled for 8-byte elements, with or without the differences as samples say), off"},
 		{Name: ParamCache, Type: mca.Int, Default: "2", Level: mca.LevelUser,
 			Help: "Sequences of a snapshot reference each node keeps locally once drained, so a restart on the same node reads them instead of global storage (0 = none)"},
+		{Name: ParamPartner, Type: mca.String, Default: PartnerRing, Choices: PartnerModes, Level: mca.LevelUser,
+			Help: "Partner copies: ring puts each node's local snapshots into the local storage of the next node of the job's node list (the last node's into the first's) while they drain, so a restart on the partner node reads them when their node is lost; none keeps them on their own node only. A job of one node has no partner"},
 	}
 	if hooks {
 		params = append(params, mca.ParamSpec{Name: ParamHoldFetch, Type: mca.String, Level: mca.LevelDev + 2,
@@ -96,6 +100,7 @@ type config struct {
 	level       int
 	shuffle     string // compress.ShuffleModes
 	cache       int
+	partner     string     // PartnerModes
 	groupRead   bool       // sstore_base_group_readable
 	hold        *fetchHold // ParamHoldFetch, in a build with the test hooks
 }
@@ -114,6 +119,7 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 		level:       v.Int(ParamCompressLevel),
 		shuffle:     v.String(ParamShuffle),
 		cache:       v.Int(ParamCache),
+		partner:     v.String(ParamPartner),
 		groupRead:   sstore.GroupReadable(v),
 	}
 	var errs []error

@@ -1,0 +1,273 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/snapshot"
+)
+
+// lockedBuffer is a log sink several goroutines write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// cluster is several simulated nodes' stages on one root and one global
+// folder, as gompid runs them under plm local.
+type cluster struct {
+	nodes []*fixture
+	log   *lockedBuffer
+}
+
+// newCluster makes the stages of nodes n1..nN with settings.
+func newCluster(t *testing.T, n int, settings ...string) *cluster {
+	t.Helper()
+	c := &cluster{log: &lockedBuffer{}}
+	first := newFixture(t, nil, settings...)
+	for i := range n {
+		f := first
+		if i > 0 {
+			f = newFixture(t, nil, append([]string{ParamLocalDir + "=" + first.root}, settings...)...)
+			f.root, f.global, f.ref = first.root, first.global, first.ref
+		}
+		f.node = "n" + string(rune('1'+i))
+		log := slog.New(slog.NewTextHandler(c.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		if err := f.m.Provision(context.Background(), sstore.Host{Node: f.node, FileM: f.fm, Log: log}); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, f)
+	}
+	return c
+}
+
+func (c *cluster) names() []string {
+	var out []string
+	for _, f := range c.nodes {
+		out = append(out, f.node)
+	}
+	return out
+}
+
+// checkpoint has node i write ranks 2i and 2i+1 of seq and syncs every
+// node at once, as the global coordinator asks them; it returns what each
+// rank wrote.
+func (c *cluster) checkpoint(t *testing.T, seq int) map[int]rankFiles {
+	t.Helper()
+	ctx := sstore.WithNodes(context.Background(), c.names())
+	snaps := map[int]rankFiles{}
+	// Every node writes before any syncs: the coordinator's sync round
+	// follows the round in which every rank wrote.
+	locals := make([][]sstore.Local, len(c.nodes))
+	for i, f := range c.nodes {
+		for _, r := range []int{2 * i, 2*i + 1} {
+			snaps[r] = rankFiles{"state": random(3000+100*r+seq, byte(r+10*seq)), "small": compressible(500, byte(r))}
+			locals[i] = append(locals[i], f.write(t, seq, r, snaps[r]))
+		}
+	}
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, f := range c.nodes {
+		wg.Go(func() { errs[i] = f.m.Sync(ctx, f.ref, seq, locals[i]) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("sync of node %s: %v", c.nodes[i].node, err)
+		}
+	}
+	return snaps
+}
+
+// lose removes node i's local storage, as a node that died takes it.
+func (c *cluster) lose(t *testing.T, i int) {
+	t.Helper()
+	if err := os.RemoveAll(c.nodes[i].nodeDir()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPartnerOf(t *testing.T) {
+	for _, tc := range []struct {
+		nodes []string
+		node  string
+		want  string
+	}{
+		{[]string{"a", "b"}, "a", "b"},
+		{[]string{"a", "b"}, "b", "a"},
+		{[]string{"a", "b", "c"}, "c", "a"},
+		{[]string{"a", "b", "c"}, "b", "c"},
+		{[]string{"a"}, "a", ""},
+		{nil, "a", ""},
+		{[]string{"a", "b"}, "z", ""},
+	} {
+		if got := partnerOf(tc.nodes, tc.node); got != tc.want {
+			t.Errorf("partnerOf(%v, %s) = %q, want %q", tc.nodes, tc.node, got, tc.want)
+		}
+	}
+	if got := sstore.NodesOf([]string{"n1", "n1", "n2", "n1", "n3", "n2"}); strings.Join(got, " ") != "n1 n2 n3" {
+		t.Errorf("NodesOf: %v", got)
+	}
+}
+
+// TestPartnerRestart: n1's snapshots are copied to n2 while they drain;
+// with n1 and global storage gone, a restart on n2 reads the partner copy.
+func TestPartnerRestart(t *testing.T) {
+	c := newCluster(t, 2)
+	snaps := c.checkpoint(t, 0)
+	n1, n2 := c.nodes[0], c.nodes[1]
+	for r := range 2 {
+		if err := checkCopy(partnerCopyDir(n2.nodeDir(), n2.ref, 0, "n1", r), r); err != nil {
+			t.Errorf("n2's partner copy of rank %d: %v", r, err)
+		}
+		if err := checkCopy(partnerCopyDir(n1.nodeDir(), n1.ref, 0, "n2", r+2), r+2); err != nil {
+			t.Errorf("n1's partner copy of rank %d: %v", r+2, err)
+		}
+	}
+	c.lose(t, 0)
+	if err := os.RemoveAll(n1.global); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		dir, err := n2.m.Fetch(context.Background(), n2.ref, 0, r)
+		if err != nil {
+			t.Fatalf("fetch of rank %d on n2: %v", r, err)
+		}
+		sameSnapshot(t, dir, r, snaps[r])
+	}
+	if !strings.Contains(c.log.String(), "restart reads a partner copy") {
+		t.Errorf("no log of the partner copy read:\n%s", c.log)
+	}
+}
+
+// TestPartnerDamaged: a partner copy whose file changed is passed over,
+// logged with the copy and why, and the restart reads global storage; with
+// global storage gone too the error names both.
+func TestPartnerDamaged(t *testing.T) {
+	c := newCluster(t, 2, ParamCompress+"=zstd")
+	snaps := c.checkpoint(t, 3)
+	c.lose(t, 0)
+	n2 := c.nodes[1]
+	copyDir := partnerCopyDir(n2.nodeDir(), n2.ref, 3, "n1", 1)
+	state := filepath.Join(copyDir, "state")
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[17] ^= 0x40
+	if err := os.WriteFile(state, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := n2.m.Fetch(context.Background(), n2.ref, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, dir, 1, snaps[1])
+	if dir == copyDir {
+		t.Errorf("the damaged partner copy was used")
+	}
+	log := c.log.String()
+	for _, want := range []string{"partner copy unusable", copyDir, "checksum", "restart reads a copy fetched from global storage"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+
+	// Rank 0: its partner copy damaged and global storage gone.
+	copy0 := partnerCopyDir(n2.nodeDir(), n2.ref, 3, "n1", 0)
+	if err := os.WriteFile(filepath.Join(copy0, "small"), []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(n2.global); err != nil {
+		t.Fatal(err)
+	}
+	_, err = n2.m.Fetch(context.Background(), n2.ref, 3, 0)
+	if err == nil || !strings.Contains(err.Error(), copy0) || !strings.Contains(err.Error(), "global storage") {
+		t.Errorf("fetch with no intact copy: %v", err)
+	}
+}
+
+// TestPartnerHostile: what is planted among the partner copies (a link
+// out of the tree, a stray file, a copy of another rank) is never used.
+func TestPartnerHostile(t *testing.T) {
+	c := newCluster(t, 2)
+	c.checkpoint(t, 0)
+	n2 := c.nodes[1]
+	// A snapshot of rank 0 outside the tree, reached by a link.
+	outside := t.TempDir()
+	evil := filepath.Join(outside, snapshot.LocalName(0))
+	writeLocal(t, mkdir(t, evil), 0, rankFiles{"state": []byte("not yours")})
+	base := filepath.Join(snapshot.StageSeqDir(n2.nodeDir(), n2.ref, 0), partnerDirName)
+	if err := os.Symlink(outside, filepath.Join(base, "aaa")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "stray"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// n1's real copies are damaged: rank 0's is another rank's.
+	real0 := partnerCopyDir(n2.nodeDir(), n2.ref, 0, "n1", 0)
+	if err := os.RemoveAll(real0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(partnerCopyDir(n2.nodeDir(), n2.ref, 0, "n1", 1), real0); err != nil {
+		t.Fatal(err)
+	}
+	c.lose(t, 0)
+	dirs, err := partnerCopies(n2.nodeDir(), n2.ref, 0, 0)
+	if err != nil || len(dirs) != 1 || dirs[0] != real0 {
+		t.Errorf("partner copies of rank 0: %v, %v; want only %s", dirs, err, real0)
+	}
+	dir, err := n2.m.Fetch(context.Background(), n2.ref, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(dir, outside) || dir == real0 {
+		t.Errorf("fetch used %s", dir)
+	}
+	if !strings.Contains(c.log.String(), "records rank 1") {
+		t.Errorf("the wrong rank's copy was not named:\n%s", c.log)
+	}
+}
+
+// TestPartnerOff: sstore_stage_partner none, and a job of one node, copy
+// nothing.
+func TestPartnerOff(t *testing.T) {
+	c := newCluster(t, 2, ParamPartner+"=none")
+	c.checkpoint(t, 0)
+	alone := newCluster(t, 1)
+	alone.checkpoint(t, 0)
+	for _, f := range append(c.nodes, alone.nodes...) {
+		for _, p := range tree(t, f.nodeDir()) {
+			if strings.Contains(p, partnerDirName) {
+				t.Errorf("node %s holds a partner copy: %s", f.node, p)
+			}
+		}
+	}
+}
+
+func mkdir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
