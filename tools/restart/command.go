@@ -155,7 +155,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer, arg string)
 		fmt.Fprintf(stderr, "gompi-restart: %s is remote; each node verifies its ranks' snapshots as it fetches them\n", ref)
 	} else if err := o.checkSafe(stderr, point); err != nil {
 		return err
-	} else if err := point.VerifyAllWith(verifier(ctx, true)); err != nil {
+	} else if err := acceptNodeCopies(stderr, point, point.VerifyAllWith(verifier(ctx, true))); err != nil {
 		return err
 	}
 	if o.np > 0 {

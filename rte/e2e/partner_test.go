@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gompi/frameworks/sstore/snapshot"
+)
+
+// partnerCase is how the partner tests break storage once node n2 is lost.
+type partnerCase struct {
+	name string
+	// breakStorage runs after the checkpoint, with n2 lost: ref is the
+	// reference, local the stage root.
+	breakStorage func(t *testing.T, ref snapshot.Ref, local string)
+	// want is what gompi-restart's stderr must show.
+	want string
+}
+
+// TestPartnerNodeLost: heat on 4 ranks over two simulated nodes with
+// sstore stage and partner copies (the default ring) is checkpointed; n2's
+// gompid is killed and its node-local storage removed. The restart on n1
+// alone ends with the checksum of an uninterrupted run: ranks 0 and 1 read
+// n1's cache, ranks 2 and 3 n2's partner copy on n1 when global storage
+// lost the sequence's data, or global storage when that partner copy is
+// damaged.
+func TestPartnerNodeLost(t *testing.T) {
+	for _, c := range []partnerCase{
+		{name: "global storage lost", breakStorage: func(t *testing.T, ref snapshot.Ref, _ string) {
+			// The sequences' data goes; the reference's metadata (the
+			// commit record) stays, the copies are found from it.
+			seqs, _ := filepath.Glob(filepath.Join(ref.Path(), "[0-9]*"))
+			if len(seqs) == 0 {
+				t.Fatalf("no sequence on global storage in %s", ref.Path())
+			}
+			for _, s := range seqs {
+				if err := os.RemoveAll(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{name: "damaged partner copy", breakStorage: func(t *testing.T, ref snapshot.Ref, local string) {
+			copies, _ := filepath.Glob(filepath.Join(local, "n1", ref.Name, "*", ".partner", "n2", "gompi_snapshot_2.ckpt"))
+			if len(copies) == 0 {
+				t.Fatalf("no partner copy of rank 2 on n1 under %s", local)
+			}
+			for _, c := range copies {
+				damageAFile(t, c)
+			}
+		}, want: "partner copy unusable"},
+	} {
+		t.Run(c.name, func(t *testing.T) { partnerNodeLost(t, c) })
+	}
+}
+
+func partnerNodeLost(t *testing.T, c partnerCase) {
+	heat := []string{filepath.Join(bin, "heat"), "-size", autorSize, "-steps", autorSteps}
+	want := heatWant(t)
+	dir, local := t.TempDir(), t.TempDir()
+	j := start(t, append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
+		"--mca", "snapc_base_global_snapshot_dir", dir, "--mca", "sstore", "stage",
+		"--mca", "sstore_stage_local_snapshot_dir", local}, append(heat, "-every", "1", "-sleep", "5ms")...)...)
+	j.waitFor("heat's first step", func(lines []string, _ string) bool {
+		return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "step 1: residual") })
+	})
+	ref := refOf(t, j, dir)
+	if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
+		t.Fatalf("checkpoint: status %d\n%s%s", code, out, errs)
+	}
+	// n2 is lost: its daemon dies, its node-local storage with it.
+	var pid int
+	j.waitFor("n2's daemon", func([]string, string) bool { pid = rankOrDaemonPID(t, j, -1, "n2"); return pid > 0 })
+	kill(t, "n2's daemon", pid)
+	if code, _, _ := j.wait(); code == 0 {
+		t.Errorf("the job went on without n2")
+	}
+	if err := os.RemoveAll(filepath.Join(local, "n2")); err != nil {
+		t.Fatal(err)
+	}
+	c.breakStorage(t, ref, local)
+
+	r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, "n1 slots=4\n"), ref.Path())
+	code, out, errs := r.wait()
+	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
+		t.Errorf("restarted heat: status %d, checksum %q, want %q\n%s", code, got, want, errs)
+	}
+	if c.want != "" && !strings.Contains(errs, c.want) {
+		t.Errorf("gompi-restart's stderr lacks %q:\n%s", c.want, errs)
+	}
+}
+
+// damageAFile flips a byte of the largest file of a local snapshot.
+func damageAFile(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var big string
+	var size int64 = -1
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err == nil && e.Name() != snapshot.LocalMetaFile && fi.Mode().IsRegular() && fi.Size() > size {
+			big, size = filepath.Join(dir, e.Name()), fi.Size()
+		}
+	}
+	if size <= 0 {
+		t.Fatalf("no file to damage in %s", dir)
+	}
+	b, err := os.ReadFile(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x5a
+	if err := os.WriteFile(big, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
