@@ -91,7 +91,7 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 	start := time.Now()
 	prog := &progress{node: env.Node, files: files, bytes: total, start: start}
 	stopTicker := prog.tick(ctx)
-	err = m.drainAndProtect(ctx, env, ref, seq, locals, plans, prog, log)
+	err = m.drainAndProtect(ctx, env, nodeDir, ref, seq, locals, plans, prog, log)
 	stopTicker()
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -111,20 +111,24 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 }
 
 // drainAndProtect drains the ranks' files to global storage and, at the
-// same time, copies them to the partner node (partner.go). Both must
-// succeed for the node's part of the sequence to count; a failed drain
+// same time, copies them to the partner node (partner.go) and makes the
+// node's part of its XOR set (xorsync.go). All must succeed for the node's part of the sequence to count; a failed drain
 // stops the copy.
-func (m *module) drainAndProtect(ctx context.Context, env sstore.Host, ref snapshot.Ref, seq int, locals []sstore.Local, plans []*rankPlan, prog *progress, log *slog.Logger) error {
+func (m *module) drainAndProtect(ctx context.Context, env sstore.Host, nodeDir string, ref snapshot.Ref, seq int, locals []sstore.Local, plans []*rankPlan, prog *progress, log *slog.Logger) error {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	partner := make(chan error, 1)
-	go func() { partner <- m.copyToPartner(pctx, env, ref, seq, locals, log) }() // waited for below
+	protect := make(chan error, 2)
+	go func() { protect <- m.copyToPartner(pctx, env, ref, seq, locals, log) }() // both waited for below
+	go func() { protect <- m.protectXOR(pctx, env, nodeDir, ref, seq, locals, log) }()
 	err := m.drain(ctx, env.FileM, ref, seq, plans, prog)
 	if err != nil {
 		cancel()
 	}
-	if perr := <-partner; err == nil {
-		err = perr
+	for range 2 {
+		if perr := <-protect; err == nil && perr != nil {
+			err = perr
+			cancel()
+		}
 	}
 	return err
 }

@@ -50,6 +50,13 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	if pdir != "" {
 		return pdir, nil
 	}
+	switch xdir, err := m.fetchXOR(ctx, env, nodeDir, ref, seq, rank, log); {
+	case xdir != "":
+		return xdir, nil
+	case err != nil:
+		log.Warn("XOR rebuild failed; trying the next copy", "ref", ref.Name, "seq", seq, "rank", rank, "err", err)
+		skipped = append(skipped, fmt.Errorf("XOR rebuild: %w", err))
+	}
 	if env.FileM == nil {
 		return "", fmt.Errorf("sstore/stage: %s: not in this node's cache and no FileM module was bound to fetch it (the daemon must bind its selected FileM)", op)
 	}

@@ -37,6 +37,7 @@ import (
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
+	"gompi/frameworks/sstore/xor"
 	"gompi/mca"
 )
 
@@ -79,6 +80,8 @@ func newComponent(hooks bool) mca.Component[sstore.Module] {
 			Help: "Sequences of a snapshot reference each node keeps locally once drained, so a restart on the same node reads them instead of global storage (0 = none)"},
 		{Name: ParamPartner, Type: mca.String, Default: PartnerRing, Choices: PartnerModes, Level: mca.LevelUser,
 			Help: "Partner copies: ring puts each node's local snapshots into the local storage of the next node of the job's node list (the last node's into the first's) while they drain, so a restart on the partner node reads them when their node is lost; none keeps them on their own node only. A job of one node has no partner"},
+		{Name: ParamXORSet, Type: mca.Int, Default: "0", Level: mca.LevelUser,
+			Help: "XOR sets of this many nodes (at least 3; 0 = none), as SCR's: the job's node list is cut into sets of consecutive nodes (a last set of fewer than 3 joins the one before), each node keeps its own snapshots and 1/(k-1) of its set's parity while they drain, and a restart rebuilds a lost node's snapshots from the other members' (it needs their cached copies: keep sstore_stage_cache at 1 or more)"},
 	}
 	if hooks {
 		params = append(params, mca.ParamSpec{Name: ParamHoldFetch, Type: mca.String, Level: mca.LevelDev + 2,
@@ -101,6 +104,7 @@ type config struct {
 	shuffle     string // compress.ShuffleModes
 	cache       int
 	partner     string     // PartnerModes
+	xorSet      int        // nodes per XOR set, 0 = none
 	groupRead   bool       // sstore_base_group_readable
 	hold        *fetchHold // ParamHoldFetch, in a build with the test hooks
 }
@@ -120,6 +124,7 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 		shuffle:     v.String(ParamShuffle),
 		cache:       v.Int(ParamCache),
 		partner:     v.String(ParamPartner),
+		xorSet:      v.Int(ParamXORSet),
 		groupRead:   sstore.GroupReadable(v),
 	}
 	var errs []error
@@ -128,6 +133,9 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 	}
 	if c.maxInflight < 1 {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be at least 1", ParamMaxInflight, c.maxInflight))
+	}
+	if c.xorSet != 0 && c.xorSet < xor.MinMembers {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: a set needs at least %d nodes (0 = no XOR sets)", ParamXORSet, c.xorSet, xor.MinMembers))
 	}
 	if c.cache < 0 {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be 0 or more", ParamCache, c.cache))

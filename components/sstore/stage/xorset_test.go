@@ -1,0 +1,168 @@
+package stage
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gompi/frameworks/sstore/snapshot"
+)
+
+func TestXORSetOf(t *testing.T) {
+	nodes := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, string(rune('a'+i)))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		n, k int
+		node string
+		want string
+	}{
+		{3, 3, "a", "abc"},
+		{3, 3, "c", "abc"},
+		{4, 3, "d", "abcd"}, // a last set of one joins the one before
+		{5, 3, "e", "abcde"},
+		{6, 3, "d", "def"},
+		{7, 3, "g", "defg"},
+		{8, 3, "g", "fgh"}, // a last set of 3... of 2 joins: 8 = 3+5? no: 3+3+2
+		{2, 3, "a", ""},    // too few nodes
+		{9, 4, "i", "efghi"},
+		{3, 0, "a", ""},
+		{3, 3, "z", ""},
+	} {
+		got := strings.Join(xorSetOf(nodes(tc.n), tc.node, tc.k), "")
+		if tc.n == 8 {
+			tc.want = "defgh" // sets abc, defgh
+		}
+		if got != tc.want {
+			t.Errorf("%d nodes, sets of %d, node %s: set %q, want %q", tc.n, tc.k, tc.node, got, tc.want)
+		}
+	}
+}
+
+// TestXORRebuild: with XOR sets and no partner copies, the snapshots of
+// a lost node are rebuilt on any other member of its set from the others'
+// copies and parity, for sets of 3 and of 4 (3 nodes and a last one that
+// joins them).
+func TestXORRebuild(t *testing.T) {
+	for _, n := range []int{3, 4} {
+		t.Run(strings.Repeat("n", n), func(t *testing.T) {
+			c := newCluster(t, n, ParamPartner+"=none", ParamXORSet+"=3", ParamCompress+"=zstd")
+			snaps := c.checkpoint(t, 5)
+			for _, f := range c.nodes {
+				rec, err := readXORRecord(f.nodeDir(), f.ref, 5)
+				if err != nil || rec == nil || len(rec.Members) != n || rec.Members[rec.Self].Node != f.node {
+					t.Fatalf("node %s's XOR record: %+v, %v", f.node, rec, err)
+				}
+				if _, err := os.Stat(filepath.Join(xorDir(f.nodeDir(), f.ref, 5), "in")); !os.IsNotExist(err) {
+					t.Errorf("node %s kept its received chunks: %v", f.node, err)
+				}
+			}
+			// No global storage: what is rebuilt comes from the set.
+			if err := os.RemoveAll(c.nodes[0].global); err != nil {
+				t.Fatal(err)
+			}
+			lost := 1
+			c.lose(t, lost)
+			for i, f := range c.nodes {
+				if i == lost {
+					continue
+				}
+				for _, r := range []int{2 * lost, 2*lost + 1} {
+					dir, err := f.m.Fetch(context.Background(), f.ref, 5, r)
+					if err != nil {
+						t.Fatalf("rebuild of rank %d on %s: %v", r, f.node, err)
+					}
+					sameSnapshot(t, dir, r, snaps[r])
+					if err := os.RemoveAll(dir); err != nil { // the next member rebuilds it again
+						t.Fatal(err)
+					}
+				}
+			}
+			if !strings.Contains(c.log.String(), "rebuilt from its XOR set") {
+				t.Errorf("no rebuild logged:\n%s", c.log)
+			}
+		})
+	}
+}
+
+// TestXORDamaged: a member's copy changed since the parity was made gives
+// a rebuild that does not verify: it is logged and the restart reads
+// global storage; a planted record is refused.
+func TestXORDamaged(t *testing.T) {
+	c := newCluster(t, 3, ParamPartner+"=none", ParamXORSet+"=3")
+	snaps := c.checkpoint(t, 0)
+	c.lose(t, 0)
+	n2, n3 := c.nodes[1], c.nodes[2]
+	// n3's parity segment changed since it was made.
+	parity := filepath.Join(xorDir(n3.nodeDir(), n3.ref, 0), xorParityFile)
+	b, err := os.ReadFile(parity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] ^= 0xff
+	}
+	if err := os.WriteFile(parity, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := n2.m.Fetch(context.Background(), n2.ref, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, dir, 1, snaps[1])
+	if log := c.log.String(); !strings.Contains(log, "XOR rebuild failed") || !strings.Contains(log, "fetched from global storage") {
+		t.Errorf("the failed rebuild and the fallback are not logged:\n%s", log)
+	}
+
+	// A record naming a member outside the tree is refused.
+	recPath := filepath.Join(xorDir(n2.nodeDir(), n2.ref, 0), xorRecordFile)
+	rec, err := readXORRecord(n2.nodeDir(), n2.ref, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Members[0].Node = "../../etc"
+	bad, _ := json.Marshal(rec)
+	if err := os.WriteFile(recPath, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readXORRecord(n2.nodeDir(), n2.ref, 0); err == nil || !strings.Contains(err.Error(), "bad or repeated member") {
+		t.Errorf("hostile record: %v", err)
+	}
+}
+
+// FuzzXORRecord: whatever a node folder's record holds, reading it never
+// panics, and what it accepts names only plain members and files.
+func FuzzXORRecord(f *testing.F) {
+	f.Add([]byte(`{"seq":0,"self":1,"members":[{"node":"a","files":[{"rank":0,"name":"x","size":3}]},{"node":"b"},{"node":"c"}]}`))
+	f.Add([]byte(`{"seq":0,"self":0,"members":[{"node":".."},{"node":"b"},{"node":"c"}]}`))
+	f.Add([]byte(`{"seq":0,"self":9}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		ref := snapshot.Ref{Dir: dir, Name: "r"}
+		x := xorDir(dir, ref, 0)
+		if err := os.MkdirAll(x, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(x, xorRecordFile), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := readXORRecord(dir, ref, 0)
+		if err != nil || rec == nil {
+			return
+		}
+		for _, m := range rec.Members {
+			if checkName("node", m.Node) != nil || slices.ContainsFunc(m.Files, func(f xorFile) bool { return checkName("file", f.Name) != nil || f.Size < 0 }) {
+				t.Fatalf("accepted %+v", rec)
+			}
+		}
+		_ = rec.set().SegmentSize(0)
+	})
+}
