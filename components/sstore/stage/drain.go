@@ -69,6 +69,9 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 	defer m.end(key)
 
 	m.sweep(nodeDir, ref, log)
+	if m.cfg.noGlobal {
+		return m.syncNodesOnly(ctx, env, nodeDir, ref, seq, locals, log)
+	}
 	tmp, done, err := m.tempDir(nodeDir, ".drain-"+ref.Name+"-"+strconv.Itoa(seq)+"-*")
 	if err != nil {
 		return fmt.Errorf("sstore/stage: %s: temporary folder: %w", op, err)
@@ -91,7 +94,10 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 	start := time.Now()
 	prog := &progress{node: env.Node, files: files, bytes: total, start: start}
 	stopTicker := prog.tick(ctx)
-	err = m.drainAndProtect(ctx, env, nodeDir, ref, seq, locals, plans, prog, log)
+	// The partner copy and the XOR set are made while the files drain.
+	err = m.protected(ctx, env, nodeDir, ref, seq, locals, log, func(ctx context.Context) error {
+		return m.drain(ctx, env.FileM, ref, seq, plans, prog)
+	})
 	stopTicker()
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -108,29 +114,6 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 		"bytes", p.Bytes, "stored", p.Stored, "elapsed", p.Elapsed, "MB/s", fmt.Sprintf("%.1f", p.Rate()/1e6))
 	m.evict(nodeDir, ref, seq, locals, log)
 	return nil
-}
-
-// drainAndProtect drains the ranks' files to global storage and, at the
-// same time, copies them to the partner node (partner.go) and makes the
-// node's part of its XOR set (xorsync.go). All must succeed for the node's part of the sequence to count; a failed drain
-// stops the copy.
-func (m *module) drainAndProtect(ctx context.Context, env sstore.Host, nodeDir string, ref snapshot.Ref, seq int, locals []sstore.Local, plans []*rankPlan, prog *progress, log *slog.Logger) error {
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	protect := make(chan error, 2)
-	go func() { protect <- m.copyToPartner(pctx, env, ref, seq, locals, log) }() // both waited for below
-	go func() { protect <- m.protectXOR(pctx, env, nodeDir, ref, seq, locals, log) }()
-	err := m.drain(ctx, env.FileM, ref, seq, plans, prog)
-	if err != nil {
-		cancel()
-	}
-	for range 2 {
-		if perr := <-protect; err == nil && perr != nil {
-			err = perr
-			cancel()
-		}
-	}
-	return err
 }
 
 // plan reads every rank's snapshot_meta and names each file's stored form.
@@ -573,7 +556,7 @@ func (m *module) evict(nodeDir string, ref snapshot.Ref, seq int, locals []sstor
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(seqs)))
 	for i, s := range seqs {
-		if i < m.cfg.cache {
+		if i < m.keepLocal() {
 			continue
 		}
 		dir := snapshot.StageSeqDir(nodeDir, ref, s)

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"gompi/frameworks/filem"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
 )
@@ -56,6 +57,10 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	case err != nil:
 		log.Warn("XOR rebuild failed; trying the next copy", "ref", ref.Name, "seq", seq, "rank", rank, "err", err)
 		skipped = append(skipped, fmt.Errorf("XOR rebuild: %w", err))
+	}
+	if m.cfg.noGlobal {
+		return "", fmt.Errorf("sstore/stage: %s: no intact copy on this node (its cache, its partner copies, its XOR set) and no global storage (%s %s): %w",
+			op, snapc.ParamGlobalDir, snapc.GlobalNone, errors.Join(append([]error{fs.ErrNotExist}, skipped...)...))
 	}
 	if env.FileM == nil {
 		return "", fmt.Errorf("sstore/stage: %s: not in this node's cache and no FileM module was bound to fetch it (the daemon must bind its selected FileM)", op)

@@ -155,3 +155,58 @@ func (m *module) fetchPartner(nodeDir string, ref snapshot.Ref, seq, rank int, l
 	}
 	return "", skipped
 }
+
+// keepLocal is how many sequences of a reference a node keeps once
+// drained: sstore_stage_cache, and with no global storage at least two,
+// so the sequence being synced never evicts the last committed one.
+func (m *module) keepLocal() int {
+	if m.cfg.noGlobal {
+		return max(m.cfg.cache, 2)
+	}
+	return m.cfg.cache
+}
+
+// syncNodesOnly is Sync with no global storage (snapc_base_global_snapshot_dir
+// none): the ranks' snapshots are checked, copied to the partner and
+// protected by the XOR set, and stay on the node.
+func (m *module) syncNodesOnly(ctx context.Context, env sstore.Host, nodeDir string, ref snapshot.Ref, seq int, locals []sstore.Local, log *slog.Logger) error {
+	for _, l := range locals {
+		if err := checkCopy(l.Dir, l.Rank); err != nil {
+			return fmt.Errorf("sstore/stage: sync %s seq %d: rank %d: %w", ref.Name, seq, l.Rank, err)
+		}
+	}
+	if err := m.protected(ctx, env, nodeDir, ref, seq, locals, log, nil); err != nil {
+		return err
+	}
+	log.Info("kept on the nodes (no global storage)", "ref", ref.Name, "seq", seq, "ranks", len(locals))
+	m.evict(nodeDir, ref, seq, locals, log)
+	return nil
+}
+
+// protected runs also (the drain to global storage; nil for none) while
+// the snapshots of seq are copied to the partner node and protected by
+// the node's XOR set. All must succeed; the first failure stops the
+// others, and is the one returned.
+func (m *module) protected(ctx context.Context, env sstore.Host, nodeDir string, ref snapshot.Ref, seq int, locals []sstore.Local, log *slog.Logger, also func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := []func(context.Context) error{
+		func(ctx context.Context) error { return m.copyToPartner(ctx, env, ref, seq, locals, log) },
+		func(ctx context.Context) error { return m.protectXOR(ctx, env, nodeDir, ref, seq, locals, log) },
+	}
+	if also != nil {
+		parts = append(parts, also)
+	}
+	errs := make(chan error, len(parts))
+	for _, p := range parts {
+		go func() { errs <- p(ctx) }() // each waited for below
+	}
+	var first error
+	for range parts {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
+}

@@ -12,6 +12,7 @@ import (
 
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
+	"gompi/mca"
 )
 
 // lockedBuffer is a log sink several goroutines write.
@@ -270,4 +271,52 @@ func mkdir(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestNoGlobal: with snapc_base_global_snapshot_dir none nothing goes to
+// global storage; the partner copy restarts a lost node's ranks, and
+// with that copy damaged the error says there is nothing else.
+func TestNoGlobal(t *testing.T) {
+	c := newCluster(t, 2, "snapc_base_global_snapshot_dir=none", ParamCache+"=0")
+	snaps := c.checkpoint(t, 0)
+	c.checkpoint(t, 1)
+	n2 := c.nodes[1]
+	if got := tree(t, n2.ref.Path()); len(got) != 0 {
+		t.Errorf("global storage holds %v", got)
+	}
+	// Two sequences stay on each node whatever the cache, so the one
+	// being synced never evicts the last committed.
+	if got := tree(t, snapshot.StageLocalDir(n2.nodeDir(), n2.ref, 0, 2)); len(got) == 0 {
+		t.Errorf("n2 evicted seq 0 with no global storage")
+	}
+	c.lose(t, 0)
+	dir, err := n2.m.Fetch(context.Background(), n2.ref, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, dir, 0, snaps[0])
+	damageFile(t, filepath.Join(partnerCopyDir(n2.nodeDir(), n2.ref, 0, "n1", 1), "state"))
+	_, err = n2.m.Fetch(context.Background(), n2.ref, 0, 1)
+	if err == nil || !strings.Contains(err.Error(), "no global storage") || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("fetch of a damaged copy with no global storage: %v", err)
+	}
+
+	// none with nothing but the node's own copy is refused.
+	_, vals := resolve(t, "sstore=stage", "snapc_base_global_snapshot_dir=none", ParamPartner+"=none")
+	if _, _, err := New().Query(context.Background(), mca.Query{Values: vals, Priority: Priority}); err == nil || !strings.Contains(err.Error(), ParamXORSet) {
+		t.Errorf("none with no partner and no XOR set: %v", err)
+	}
+}
+
+// damageFile flips a byte of path.
+func damageFile(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -34,6 +34,7 @@ import (
 	"syscall"
 
 	"gompi/frameworks/filem"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
@@ -57,8 +58,8 @@ const (
 	ParamCompressLevel = prefix + "compress_level"
 	ParamShuffle       = prefix + "compress_shuffle"
 	ParamCache         = prefix + "cache"
-	ParamPartner       = prefix + "partner"
-	ParamXORSet        = prefix + "xor_set"
+	ParamPartner       = snapshot.ParamStagePartner
+	ParamXORSet        = snapshot.ParamStageXORSet
 )
 
 // New returns the stage SStore component.
@@ -105,6 +106,7 @@ type config struct {
 	cache       int
 	partner     string     // PartnerModes
 	xorSet      int        // nodes per XOR set, 0 = none
+	noGlobal    bool       // snapc_base_global_snapshot_dir none
 	groupRead   bool       // sstore_base_group_readable
 	hold        *fetchHold // ParamHoldFetch, in a build with the test hooks
 }
@@ -125,6 +127,7 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 		cache:       v.Int(ParamCache),
 		partner:     v.String(ParamPartner),
 		xorSet:      v.Int(ParamXORSet),
+		noGlobal:    snapc.NoGlobal(v),
 		groupRead:   sstore.GroupReadable(v),
 	}
 	var errs []error
@@ -136,6 +139,9 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 	}
 	if c.xorSet != 0 && c.xorSet < xor.MinMembers {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: a set needs at least %d nodes (0 = no XOR sets)", ParamXORSet, c.xorSet, xor.MinMembers))
+	}
+	if c.noGlobal && c.partner == PartnerNone && c.xorSet == 0 {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %s keeps snapshots on their own node only: set %s ring or %s (a lost node would lose the sequence)", snapc.ParamGlobalDir, snapc.GlobalNone, ParamPartner, ParamXORSet))
 	}
 	if c.cache < 0 {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be 0 or more", ParamCache, c.cache))
