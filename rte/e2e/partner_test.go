@@ -18,15 +18,22 @@ type partnerCase struct {
 	breakStorage func(t *testing.T, ref snapshot.Ref, local string)
 	// want is what gompi-restart's stderr must show.
 	want string
+	// none: the job runs with snapc_base_global_snapshot_dir none.
+	none bool
+	// fromNode: gompi-restart is given n1's copy of the reference's
+	// metadata (<local>/n1/.refs/<name>), not the global folder's.
+	fromNode bool
 }
 
 // TestPartnerNodeLost: heat on 4 ranks over two simulated nodes with
 // sstore stage and partner copies (the default ring) is checkpointed; n2's
 // gompid is killed and its node-local storage removed. The restart on n1
 // alone ends with the checksum of an uninterrupted run: ranks 0 and 1 read
-// n1's cache, ranks 2 and 3 n2's partner copy on n1 when global storage
-// lost the sequence's data, or global storage when that partner copy is
-// damaged.
+// n1's cache, ranks 2 and 3 n2's partner copy on n1 when there is no
+// global storage from the start (snapc_base_global_snapshot_dir none),
+// when global storage lost the sequence's data or its whole folder (the
+// restart then reads n1's copy of the reference's metadata), or global
+// storage when that partner copy is damaged.
 func TestPartnerNodeLost(t *testing.T) {
 	for _, c := range []partnerCase{
 		{name: "global storage lost", breakStorage: func(t *testing.T, ref snapshot.Ref, _ string) {
@@ -40,6 +47,12 @@ func TestPartnerNodeLost(t *testing.T) {
 				if err := os.RemoveAll(s); err != nil {
 					t.Fatal(err)
 				}
+			}
+		}},
+		{name: "no global storage", none: true, fromNode: true, breakStorage: func(*testing.T, snapshot.Ref, string) {}},
+		{name: "global folder removed", fromNode: true, breakStorage: func(t *testing.T, ref snapshot.Ref, _ string) {
+			if err := os.RemoveAll(ref.Dir); err != nil {
+				t.Fatal(err)
 			}
 		}},
 		{name: "damaged partner copy", breakStorage: func(t *testing.T, ref snapshot.Ref, local string) {
@@ -60,13 +73,21 @@ func partnerNodeLost(t *testing.T, c partnerCase) {
 	heat := []string{filepath.Join(bin, "heat"), "-size", autorSize, "-steps", autorSteps}
 	want := heatWant(t)
 	dir, local := t.TempDir(), t.TempDir()
+	global := dir
+	if c.none {
+		global = "none"
+	}
 	j := start(t, append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
-		"--mca", "snapc_base_global_snapshot_dir", dir, "--mca", "sstore", "stage",
+		"--mca", "snapc_base_global_snapshot_dir", global, "--mca", "sstore", "stage",
 		"--mca", "sstore_stage_local_snapshot_dir", local}, append(heat, "-every", "1", "-sleep", "5ms")...)...)
 	j.waitFor("heat's first step", func(lines []string, _ string) bool {
 		return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "step 1: residual") })
 	})
 	ref := refOf(t, j, dir)
+	onNode := snapshot.Ref{Dir: snapshot.StageRefsDir(local, "n1"), Name: ref.Name}
+	if c.none {
+		ref = onNode
+	}
 	if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
 		t.Fatalf("checkpoint: status %d\n%s%s", code, out, errs)
 	}
@@ -82,7 +103,11 @@ func partnerNodeLost(t *testing.T, c partnerCase) {
 	}
 	c.breakStorage(t, ref, local)
 
-	r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, "n1 slots=4\n"), ref.Path())
+	from := ref
+	if c.fromNode {
+		from = onNode
+	}
+	r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, "n1 slots=4\n"), from.Path())
 	code, out, errs := r.wait()
 	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
 		t.Errorf("restarted heat: status %d, checksum %q, want %q\n%s", code, got, want, errs)

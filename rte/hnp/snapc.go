@@ -86,7 +86,11 @@ func (j *job) startSnapC(ctx context.Context) error {
 			return err
 		}
 		ref = snapshot.Ref{Dir: dir, Name: snapshot.RefName(j.id)}
-		if !ref.IsRemote() {
+		if dir == snapc.GlobalNone {
+			if ref, err = noGlobalRef(j.vals, j.m.RankNode, ref.Name); err != nil {
+				return err
+			}
+		} else if !ref.IsRemote() {
 			if ref.Dir, err = filepath.Abs(dir); err != nil {
 				return fmt.Errorf("%s: %w", snapc.ParamGlobalDir, err)
 			}
@@ -99,7 +103,7 @@ func (j *job) startSnapC(ctx context.Context) error {
 	g, err := coord.NewGlobal(snapc.JobSpec{
 		Job: j.id, RankNodes: j.m.RankNode, Ref: ref, Settings: j.vals.Changed(), AMCA: amca,
 		Launch: crs.Launch{Argv: append([]string{j.program}, j.o.Args...), Dir: j.cwd, Env: j.o.Env},
-		Meta:   j.o.Meta, Values: j.vals, Log: p.FrameworkLogger(snapc.Name), FromOutside: j.mods.CRSFromOutside,
+		Meta:   newReplicaStore(j.o.Meta, j.vals, j.m.RankNode, p.FrameworkLogger(snapc.Name)), Values: j.vals, Log: p.FrameworkLogger(snapc.Name), FromOutside: j.mods.CRSFromOutside,
 	}, snapcLink{j})
 	if err != nil {
 		return err
