@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"gompi/frameworks/filem"
 	"gompi/frameworks/sstore"
@@ -100,13 +101,14 @@ func (m *module) copyToPartner(ctx context.Context, env sstore.Host, ref snapsho
 		return fmt.Errorf("sstore/stage: partner copy of %s seq %d: %w", ref.Name, seq, err)
 	}
 	defer m.release()
+	start := time.Now()
 	if err := env.FileM.Remove(ctx, dsts); err != nil {
 		return fmt.Errorf("sstore/stage: partner copy of %s seq %d to node %s: clear an earlier attempt: %w", ref.Name, seq, partner, err)
 	}
 	if err := env.FileM.Put(ctx, ts); err != nil {
 		return fmt.Errorf("sstore/stage: partner copy of %s seq %d to node %s: %w", ref.Name, seq, partner, err)
 	}
-	log.Info("copied to the partner node", "ref", ref.Name, "seq", seq, "partner", partner, "ranks", len(locals))
+	log.Info("copied to the partner node", "ref", ref.Name, "seq", seq, "partner", partner, "ranks", len(locals), "elapsed", time.Since(start))
 	return nil
 }
 

@@ -32,7 +32,7 @@ func TestXORSetOf(t *testing.T) {
 		{6, 3, "d", "def"},
 		{7, 3, "g", "defg"},
 		{8, 3, "g", "defgh"}, // sets abc, defgh: the last two join
-		{2, 3, "a", ""},    // too few nodes
+		{2, 3, "a", ""},      // too few nodes
 		{9, 4, "i", "efghi"},
 		{3, 0, "a", ""},
 		{3, 3, "z", ""},
