@@ -36,6 +36,10 @@ func suggestInterval(vals *mca.Values) *Interval {
 		iv.Note = err.Error()
 		return iv
 	}
+	if dir == snapc.GlobalNone {
+		iv.Note = fmt.Sprintf("%s = %s: gompi-info times checkpoints from a global snapshot folder only", snapc.ParamGlobalDir, snapc.GlobalNone)
+		return iv
+	}
 	if (snapshot.Ref{Dir: dir}).IsRemote() {
 		iv.Note = fmt.Sprintf("the global snapshot folder %s is remote; gompi-info times checkpoints from a local one only", dir)
 		return iv

@@ -33,6 +33,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Interval != nil {
 		fmt.Fprintln(b, r.Interval.text())
 	}
+	if r.Protection != "" {
+		fmt.Fprintln(b, r.Protection)
+	}
 	for _, f := range r.Frameworks {
 		fmt.Fprintf(b, "\nMCA %s: %s\n", f.Name, f.Description)
 		fmt.Fprintf(b, "  selection: %s = %q (%s)\n", f.Name, f.Selection.Value, f.Selection.Origin)
@@ -135,6 +138,9 @@ func (r *Report) WriteParsable(w io.Writer) error {
 		} else {
 			fmt.Fprintf(b, "checkpoint_interval:note:%s\n", oneLine(iv.Note))
 		}
+	}
+	if r.Protection != "" {
+		fmt.Fprintf(b, "snapshot_protection:note:%s\n", oneLine(r.Protection))
 	}
 	for _, f := range r.Frameworks {
 		pre := "mca:" + f.Name + ":base:framework:"

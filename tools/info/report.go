@@ -48,6 +48,9 @@ type Report struct {
 	// Interval is the suggested checkpoint interval, once errmgr_base_mtbf
 	// is set.
 	Interval *Interval `json:"checkpoint_interval,omitempty"`
+	// Protection says where a staged job keeps its snapshots and what
+	// losing nodes costs it (protection.go).
+	Protection string `json:"snapshot_protection,omitempty"`
 }
 
 // Framework is one framework and what selection would make of it.
@@ -180,7 +183,7 @@ func Collect(ctx context.Context, in Input, q Query) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Version: in.Version, AMCASets: append([]string{}, in.AMCASets...), Role: q.Role.String(), Level: int(q.Level), Frameworks: []Framework{},
-		Interval: suggestInterval(in.Values)}
+		Interval: suggestInterval(in.Values), Protection: protection(in.Values)}
 
 	byOwner := map[string][]*mca.Param{}
 	for _, prm := range in.Params.All() {
