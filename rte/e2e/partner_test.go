@@ -144,3 +144,45 @@ func damageAFile(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// TestXORSetNodeLost: heat on 6 ranks over three simulated nodes with no
+// global storage and no partner copies, only an XOR set of the three
+// (sstore_stage_xor_set 3), is checkpointed; n2's gompid is killed and
+// its node-local storage removed. The restart on n1 and n3 rebuilds n2's
+// ranks from the other two members' copies and parity and ends with the
+// checksum of an uninterrupted run.
+func TestXORSetNodeLost(t *testing.T) {
+	heat := []string{filepath.Join(bin, "heat"), "-size", autorSize, "-steps", autorSteps}
+	want := heatWant(t)
+	local := t.TempDir()
+	j := start(t, append([]string{"-np", "6", "--hostfile", hostfile(t, "n1 slots=2\nn2 slots=2\nn3 slots=2\n"), "-am", "ft-enable-cr",
+		"--mca", "snapc_base_global_snapshot_dir", "none", "--mca", "sstore", "stage",
+		"--mca", "sstore_stage_partner", "none", "--mca", "sstore_stage_xor_set", "3",
+		"--mca", "sstore_stage_local_snapshot_dir", local}, append(heat, "-every", "1", "-sleep", "5ms")...)...)
+	j.waitFor("heat's first step", func(lines []string, _ string) bool {
+		return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "step 1: residual") })
+	})
+	ref := snapshot.Ref{Dir: snapshot.StageRefsDir(local, "n1"), Name: refOf(t, j, "").Name}
+	if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
+		t.Fatalf("checkpoint: status %d\n%s%s", code, out, errs)
+	}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if _, err := os.Stat(filepath.Join(local, n, ref.Name, "0", ".xor", "parity")); err != nil {
+			t.Errorf("node %s keeps no parity segment: %v", n, err)
+		}
+	}
+	var pid int
+	j.waitFor("n2's daemon", func([]string, string) bool { pid = rankOrDaemonPID(t, j, -1, "n2"); return pid > 0 })
+	kill(t, "n2's daemon", pid)
+	if code, _, _ := j.wait(); code == 0 {
+		t.Errorf("the job went on without n2")
+	}
+	if err := os.RemoveAll(filepath.Join(local, "n2")); err != nil {
+		t.Fatal(err)
+	}
+	r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, "n1 slots=3\nn3 slots=3\n"), ref.Path())
+	code, out, errs := r.wait()
+	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
+		t.Errorf("restarted heat: status %d, checksum %q, want %q\n%s", code, got, want, errs)
+	}
+}
