@@ -34,3 +34,19 @@ func NodesOf(rankNodes []string) []string {
 	}
 	return out
 }
+
+type migrationKey struct{}
+
+// ForMigration marks a Sync of a migration's sequence, which saves only
+// the ranks that move and is no restart point: a Module copies nothing
+// of it to other nodes (only the nodes of the moving ranks sync it, so a
+// set of nodes that waited for each other would wait for ever).
+func ForMigration(ctx context.Context) context.Context {
+	return context.WithValue(ctx, migrationKey{}, true)
+}
+
+// IsMigration reports whether ctx is a migration's Sync (ForMigration).
+func IsMigration(ctx context.Context) bool {
+	v, _ := ctx.Value(migrationKey{}).(bool)
+	return v
+}

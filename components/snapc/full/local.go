@@ -377,6 +377,9 @@ func (l *local) sync(ctx context.Context, req snapc.LocalRequest, ranks []int, c
 	if notify := l.spec.Notify; notify != nil {
 		ctx = sstore.WithProgress(ctx, l.progressSender(req, notify))
 	}
+	if len(req.Ranks) > 0 {
+		ctx = sstore.ForMigration(ctx)
+	}
 	if err := l.spec.Store.Sync(ctx, req.Ref, req.Seq, locals); err != nil {
 		return nil, err.Error()
 	}

@@ -187,14 +187,16 @@ func (m *module) syncNodesOnly(ctx context.Context, env sstore.Host, nodeDir str
 
 // protected runs also (the drain to global storage; nil for none) while
 // the snapshots of seq are copied to the partner node and protected by
-// the node's XOR set. All must succeed; the first failure stops the
+// the node's XOR set (not a migration's: sstore.IsMigration). All must succeed; the first failure stops the
 // others, and is the one returned.
 func (m *module) protected(ctx context.Context, env sstore.Host, nodeDir string, ref snapshot.Ref, seq int, locals []sstore.Local, log *slog.Logger, also func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	parts := []func(context.Context) error{
-		func(ctx context.Context) error { return m.copyToPartner(ctx, env, ref, seq, locals, log) },
-		func(ctx context.Context) error { return m.protectXOR(ctx, env, nodeDir, ref, seq, locals, log) },
+	var parts []func(context.Context) error
+	if !sstore.IsMigration(ctx) { // no restart point: nothing to protect
+		parts = append(parts,
+			func(ctx context.Context) error { return m.copyToPartner(ctx, env, ref, seq, locals, log) },
+			func(ctx context.Context) error { return m.protectXOR(ctx, env, nodeDir, ref, seq, locals, log) })
 	}
 	if also != nil {
 		parts = append(parts, also)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
 )
 
@@ -162,4 +163,24 @@ func FuzzXORRecord(f *testing.F) {
 		}
 		_ = rec.set().SegmentSize(0)
 	})
+}
+
+// TestMigrationUnprotected: a migration's Sync, which only the nodes of
+// the moving ranks run, neither waits for the XOR set's other members
+// nor copies to the partner.
+func TestMigrationUnprotected(t *testing.T) {
+	c := newCluster(t, 3, ParamXORSet+"=3")
+	n1 := c.nodes[0]
+	l := n1.write(t, 2, 0, rankFiles{"state": random(1000, 1)})
+	ctx := sstore.ForMigration(sstore.WithNodes(context.Background(), c.names()))
+	if err := n1.m.Sync(ctx, n1.ref, 2, []sstore.Local{l}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range c.nodes {
+		for _, p := range tree(t, snapshot.StageSeqDir(f.nodeDir(), f.ref, 2)) {
+			if strings.HasPrefix(p, xorDirName) || strings.HasPrefix(p, partnerDirName) {
+				t.Errorf("node %s holds %s of a migration's sequence", f.node, p)
+			}
+		}
+	}
 }
