@@ -7,7 +7,10 @@
 // module with, the progress a Sync reports through its context, and its
 // parameters: sstore_base_group_readable (references are their owner's
 // only unless it is set) and sstore_base_keep (how many restart points a
-// job keeps; which ones go is snapshot.Prunable). What a
+// job keeps; which ones go is snapshot.Prunable). A Sync's context may
+// carry the job's node list (WithNodes) and mark a migration's sequence
+// (ForMigration), for a Module that protects snapshots on other nodes;
+// package xor holds the parity math of XOR sets. What a
 // snapshot reference is on disk (its layout, metadata, checksums and
 // verification) is package snapshot, which every Module and every reader
 // of references (cr, snapc, gompi-restart, gompi-checkpoint) shares.

@@ -21,9 +21,12 @@ import (
 const restartHint = "restart from an earlier committed sequence (gompi-restart -s N; gompi-restart -i lists them)"
 
 // Fetch returns a folder holding rank's snapshot of seq as the rank wrote
-// it: this node's cached copy when it is there and every file verifies,
-// otherwise a copy fetched from global storage, decompressed and verified,
-// which then serves as the node's cached copy.
+// it, from the fastest intact copy: this node's cached copy, a partner
+// copy this node keeps (partner.go), a rebuild from this node's XOR set
+// (xorfetch.go), and last a copy fetched from global storage, decompressed
+// and verified, which then serves as the node's cached copy. Each copy is
+// verified (sizes and checksums) before use; one that fails is logged,
+// named with why, and the next is tried.
 func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (string, error) {
 	op := fmt.Sprintf("fetch rank %d of %s seq %d", rank, ref.Name, seq)
 	if err := ctx.Err(); err != nil {
@@ -88,7 +91,7 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 		return "", fmt.Errorf("sstore/stage: %s: %w", op, errors.Join(append([]error{err}, skipped...)...))
 	}
 	if len(skipped) > 0 {
-		log.Warn("partner copies passed over; restart reads global storage", "ref", ref.Name, "seq", seq, "rank", rank, "skipped", len(skipped))
+		log.Warn("copies on the nodes passed over; restart reads global storage", "ref", ref.Name, "seq", seq, "rank", rank, "skipped", len(skipped))
 	}
 	plain := *meta
 	plain.Files = make([]snapshot.FileRecord, len(meta.Files))

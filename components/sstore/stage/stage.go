@@ -6,6 +6,14 @@
 // the last few sequences as a cache that a restart on the same node reads
 // instead of global storage.
 //
+// While a node drains a sequence it also protects it on other nodes: a
+// copy into its partner node's local storage (sstore_stage_partner,
+// partner.go) and its share of an XOR set's parity (sstore_stage_xor_set,
+// xorset.go, xorsync.go), so a restart rebuilds a lost node's snapshots
+// without global storage, or with none at all (snapc_base_global_snapshot_dir
+// none). Fetch takes the fastest intact copy: own cache, partner copy, XOR
+// rebuild, global storage.
+//
 // On a node the layout is
 //
 //	<root>/<node>/<ref name>/<seq>/gompi_snapshot_<rank>.ckpt/
