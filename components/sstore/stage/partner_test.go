@@ -320,3 +320,16 @@ func damageFile(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPartnerMissing: a partner node whose storage is gone fails the
+// node's sync, naming the partner, instead of losing the copy silently.
+func TestPartnerMissing(t *testing.T) {
+	c := newCluster(t, 2)
+	n1 := c.nodes[0]
+	l := n1.write(t, 0, 0, rankFiles{"state": random(100, 1)})
+	c.lose(t, 1)
+	err := n1.m.Sync(sstore.WithNodes(context.Background(), c.names()), n1.ref, 0, []sstore.Local{l})
+	if err == nil || !strings.Contains(err.Error(), "partner copy") || !strings.Contains(err.Error(), "node n2") {
+		t.Errorf("sync with the partner gone: %v", err)
+	}
+}
