@@ -145,20 +145,19 @@ func damageAFile(t *testing.T, dir string) {
 	}
 }
 
-// TestXORSetNodeLost: heat on 6 ranks over three simulated nodes with no
-// global storage and no partner copies, only an XOR set of the three
-// (sstore_stage_xor_set 3), is checkpointed; n2's gompid is killed and
-// its node-local storage removed. The restart on n1 and n3 rebuilds n2's
-// ranks from the other two members' copies and parity and ends with the
-// checksum of an uninterrupted run.
-func TestXORSetNodeLost(t *testing.T) {
+// threeNodesLost runs heat on 6 ranks over three simulated nodes with no
+// global storage and the protection of mca, checkpoints it, kills n2's
+// gompid and removes its node-local storage, and restarts it on the nodes
+// of hosts: n2's ranks must come back from the other nodes' copies, and
+// heat ends with the checksum of an uninterrupted run.
+func threeNodesLost(t *testing.T, hosts string, check func(local string, ref snapshot.Ref), mca ...string) {
 	heat := []string{filepath.Join(bin, "heat"), "-size", autorSize, "-steps", autorSteps}
 	want := heatWant(t)
 	local := t.TempDir()
-	j := start(t, append([]string{"-np", "6", "--hostfile", hostfile(t, "n1 slots=2\nn2 slots=2\nn3 slots=2\n"), "-am", "ft-enable-cr",
+	args := append([]string{"-np", "6", "--hostfile", hostfile(t, "n1 slots=2\nn2 slots=2\nn3 slots=2\n"), "-am", "ft-enable-cr",
 		"--mca", "snapc_base_global_snapshot_dir", "none", "--mca", "sstore", "stage",
-		"--mca", "sstore_stage_partner", "none", "--mca", "sstore_stage_xor_set", "3",
-		"--mca", "sstore_stage_local_snapshot_dir", local}, append(heat, "-every", "1", "-sleep", "5ms")...)...)
+		"--mca", "sstore_stage_local_snapshot_dir", local}, mca...)
+	j := start(t, append(args, append(heat, "-every", "1", "-sleep", "5ms")...)...)
 	j.waitFor("heat's first step", func(lines []string, _ string) bool {
 		return slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "step 1: residual") })
 	})
@@ -166,11 +165,7 @@ func TestXORSetNodeLost(t *testing.T) {
 	if code, out, errs := tool(t, "gompi-checkpoint", pidArg(j)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
 		t.Fatalf("checkpoint: status %d\n%s%s", code, out, errs)
 	}
-	for _, n := range []string{"n1", "n2", "n3"} {
-		if _, err := os.Stat(filepath.Join(local, n, ref.Name, "0", ".xor", "parity")); err != nil {
-			t.Errorf("node %s keeps no parity segment: %v", n, err)
-		}
-	}
+	check(local, ref)
 	var pid int
 	j.waitFor("n2's daemon", func([]string, string) bool { pid = rankOrDaemonPID(t, j, -1, "n2"); return pid > 0 })
 	kill(t, "n2's daemon", pid)
@@ -180,9 +175,32 @@ func TestXORSetNodeLost(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(local, "n2")); err != nil {
 		t.Fatal(err)
 	}
-	r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, "n1 slots=3\nn3 slots=3\n"), ref.Path())
+	r := startProg(t, "gompi-restart", "--hostfile", hostfile(t, hosts), ref.Path())
 	code, out, errs := r.wait()
 	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
 		t.Errorf("restarted heat: status %d, checksum %q, want %q\n%s", code, got, want, errs)
 	}
+}
+
+// TestXORSetNodeLost: with no partner copies, only an XOR set of the
+// three nodes (sstore_stage_xor_set 3), n2's ranks are rebuilt on n1 and
+// n3 from the other two members' copies and parity.
+func TestXORSetNodeLost(t *testing.T) {
+	threeNodesLost(t, "n1 slots=3\nn3 slots=3\n", func(local string, ref snapshot.Ref) {
+		for _, n := range []string{"n1", "n2", "n3"} {
+			if _, err := os.Stat(filepath.Join(local, n, ref.Name, "0", ".xor", "parity")); err != nil {
+				t.Errorf("node %s keeps no parity segment: %v", n, err)
+			}
+		}
+	}, "--mca", "sstore_stage_partner", "none", "--mca", "sstore_stage_xor_set", "3")
+}
+
+// TestPartnerOnOtherNode: the restart puts n2's ranks on n1, which is
+// not n2's partner (n3 is, in the ring): n1 gets their copies from n3.
+func TestPartnerOnOtherNode(t *testing.T) {
+	threeNodesLost(t, "n1 slots=4\nn3 slots=2\n", func(local string, ref snapshot.Ref) {
+		if _, err := os.Stat(filepath.Join(local, "n3", ref.Name, "0", ".partner", "n2", "gompi_snapshot_2.ckpt")); err != nil {
+			t.Errorf("n3 keeps no partner copy of rank 2: %v", err)
+		}
+	})
 }

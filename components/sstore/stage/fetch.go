@@ -22,7 +22,8 @@ const restartHint = "restart from an earlier committed sequence (gompi-restart -
 
 // Fetch returns a folder holding rank's snapshot of seq as the rank wrote
 // it, from the fastest intact copy: this node's cached copy, a partner
-// copy this node keeps (partner.go), a rebuild from this node's XOR set
+// copy this node keeps (partner.go) or its partner node keeps
+// (partnerfetch.go), a rebuild from this node's XOR set
 // (xorfetch.go), and last a copy fetched from global storage, decompressed
 // and verified, which then serves as the node's cached copy. Each copy is
 // verified (sizes and checksums) before use; one that fails is logged,
@@ -53,6 +54,13 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	pdir, skipped := m.fetchPartner(nodeDir, ref, seq, rank, log)
 	if pdir != "" {
 		return pdir, nil
+	}
+	switch pdir, err := m.fetchFromPartner(ctx, env, nodeDir, ref, seq, rank, log); {
+	case pdir != "":
+		return pdir, nil
+	case err != nil:
+		log.Warn("partner copy on the partner node unusable; trying the next copy", "ref", ref.Name, "seq", seq, "rank", rank, "err", err)
+		skipped = append(skipped, err)
 	}
 	switch xdir, err := m.fetchXOR(ctx, env, nodeDir, ref, seq, rank, log); {
 	case xdir != "":

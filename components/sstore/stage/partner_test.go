@@ -333,3 +333,43 @@ func TestPartnerMissing(t *testing.T) {
 		t.Errorf("sync with the partner gone: %v", err)
 	}
 }
+
+// TestPartnerOnAnotherNode: a restart places n2's rank on n1, which is
+// not n2's partner: n1 learns from its copy of the reference's metadata
+// that n3 keeps the partner copy, and gets it from there; a damaged one
+// is passed over for global storage.
+func TestPartnerOnAnotherNode(t *testing.T) {
+	c := newCluster(t, 3)
+	snaps := c.checkpoint(t, 4)
+	n1, n3 := c.nodes[0], c.nodes[2]
+	var procs []snapshot.ProcRecord
+	for r := range 6 {
+		procs = append(procs, snapshot.ProcRecord{Rank: r, Node: c.nodes[r/2].node, CRS: "self"})
+	}
+	replica := snapshot.Ref{Dir: snapshot.StageRefsDir(n1.root, "n1"), Name: n1.ref.Name}
+	if err := os.MkdirAll(replica.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	g := &snapshot.GlobalMeta{Job: "4711", Ranks: 6, Seqs: []snapshot.SeqRecord{{Seq: 4, Committed: true, Procs: procs}}}
+	if err := snapshot.ThisNode.WriteGlobal(context.Background(), replica, g); err != nil {
+		t.Fatal(err)
+	}
+	c.lose(t, 1)
+	dir, err := n1.m.Fetch(context.Background(), n1.ref, 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, dir, 2, snaps[2])
+	if !strings.Contains(c.log.String(), "restart reads a partner copy from its partner node") {
+		t.Errorf("no log of the copy from n3:\n%s", c.log)
+	}
+	damageFile(t, filepath.Join(partnerCopyDir(n3.nodeDir(), n3.ref, 4, "n2", 3), "state"))
+	dir, err = n1.m.Fetch(context.Background(), n1.ref, 4, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, dir, 3, snaps[3])
+	if log := c.log.String(); !strings.Contains(log, "partner copy on the partner node unusable") || !strings.Contains(log, "fetched from global storage") {
+		t.Errorf("the damaged copy on n3 and the fallback are not logged:\n%s", log)
+	}
+}
