@@ -49,20 +49,13 @@ func readXORRecord(nodeDir string, ref snapshot.Ref, seq int) (*xorRecord, error
 // error when this node keeps no set that holds the rank.
 func (m *module) fetchXOR(ctx context.Context, env sstore.Host, nodeDir string, ref snapshot.Ref, seq, rank int, log *slog.Logger) (string, error) {
 	rec, err := readXORRecord(nodeDir, ref, seq)
-	if err != nil || rec == nil {
+	if err == nil && (rec == nil || rec.memberOf(rank) < 0) {
+		rec, err = m.memberRecord(ctx, env, nodeDir, ref, seq, rank)
+	}
+	if err != nil || rec == nil || rec.memberOf(rank) < 0 {
 		return "", err
 	}
-	lost := -1
-	for i, mem := range rec.Members {
-		for _, f := range mem.Files {
-			if f.Rank == rank {
-				lost = i
-			}
-		}
-	}
-	if lost < 0 {
-		return "", nil
-	}
+	lost := rec.memberOf(rank)
 	work, done, err := m.tempDir(nodeDir, ".fetch-"+ref.Name+"-"+strconv.Itoa(seq)+"-"+strconv.Itoa(rank)+"-*")
 	if err != nil {
 		return "", err
@@ -184,4 +177,43 @@ func extractRank(payload string, mem xorMember, rank int, out string) error {
 		off += file.Size
 	}
 	return nil
+}
+
+// memberRecord reads the XOR record of rank's set from a surviving member
+// when this node is in no set of seq, or in another (a restart put the rank outside its
+// set): the set follows from the sequence's nodes in the reference's
+// metadata. nil and no error when there is no set to ask.
+func (m *module) memberRecord(ctx context.Context, env sstore.Host, nodeDir string, ref snapshot.Ref, seq, rank int) (*xorRecord, error) {
+	if m.cfg.xorSet == 0 {
+		return nil, nil
+	}
+	nodes, of, ok := m.seqNodes(env.Node, ref, seq, rank)
+	if !ok {
+		return nil, nil
+	}
+	for _, member := range xorSetOf(nodes, of, m.cfg.xorSet) {
+		if member == of || member == env.Node || checkName("node name", member) != nil {
+			continue
+		}
+		host, pdir := m.remoteNode(member)
+		if host != "" {
+			if env.FileM == nil {
+				continue
+			}
+			local, done, err := m.tempDir(nodeDir, ".fetch-"+ref.Name+"-"+strconv.Itoa(seq)+"-"+strconv.Itoa(rank)+"-*")
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+			src := filem.Remote{Host: host, Path: filepath.Join(xorDir(pdir, ref, seq), xorRecordFile)}
+			if err := env.FileM.Get(ctx, []filem.Transfer{{Local: filepath.Join(xorDir(local, ref, seq), xorRecordFile), Remote: src}}); err != nil {
+				continue
+			}
+			pdir = local
+		}
+		if rec, err := readXORRecord(pdir, ref, seq); err == nil && rec != nil && rec.memberOf(rank) >= 0 {
+			return rec, nil
+		}
+	}
+	return nil, nil
 }

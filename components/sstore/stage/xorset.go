@@ -77,6 +77,18 @@ func (r *xorRecord) set() xor.Set {
 	return s
 }
 
+// memberOf is the member whose data holds rank's snapshot, -1 if none.
+func (r *xorRecord) memberOf(rank int) int {
+	for i, m := range r.Members {
+		for _, f := range m.Files {
+			if f.Rank == rank {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
 // check refuses a record that does not describe a set (read from a node
 // folder, it may be damaged or planted): names must be plain, every rank
 // of one member only.

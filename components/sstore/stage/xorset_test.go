@@ -184,3 +184,36 @@ func TestMigrationUnprotected(t *testing.T) {
 		}
 	}
 }
+
+// TestXOROutsideSet: a restart puts the lost n2's rank on n4, of the
+// other set: n4 learns the set from its copy of the reference's metadata,
+// reads a surviving member's record and rebuilds the rank from n1 and n3.
+func TestXOROutsideSet(t *testing.T) {
+	c := newCluster(t, 6, ParamPartner+"=none", ParamXORSet+"=3")
+	snaps := c.checkpoint(t, 1)
+	n4 := c.nodes[3]
+	var procs []snapshot.ProcRecord
+	for r := range 12 {
+		procs = append(procs, snapshot.ProcRecord{Rank: r, Node: c.nodes[r/2].node, CRS: "self"})
+	}
+	replica := snapshot.Ref{Dir: snapshot.StageRefsDir(n4.root, "n4"), Name: n4.ref.Name}
+	if err := os.MkdirAll(replica.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	g := &snapshot.GlobalMeta{Job: "4711", Ranks: 12, Seqs: []snapshot.SeqRecord{{Seq: 1, Committed: true, Procs: procs}}}
+	if err := snapshot.ThisNode.WriteGlobal(context.Background(), replica, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(n4.global); err != nil {
+		t.Fatal(err)
+	}
+	c.lose(t, 1)
+	dir, err := n4.m.Fetch(context.Background(), n4.ref, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, dir, 3, snaps[3])
+	if !strings.Contains(c.log.String(), "lost=n2") {
+		t.Errorf("no rebuild of n2's rank logged:\n%s", c.log)
+	}
+}
