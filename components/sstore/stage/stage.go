@@ -295,8 +295,10 @@ func (m *module) LocalDir(ctx context.Context, ref snapshot.Ref, seq, rank int) 
 		return "", err
 	}
 	dir := snapshot.StageLocalDir(nodeDir, ref, seq, rank)
-	if err := os.RemoveAll(dir); err != nil {
-		return "", fmt.Errorf("sstore/stage: clear %s: %w", dir, err)
+	for _, d := range []string{dir, xorDir(nodeDir, ref, seq)} { // the XOR set's part of an attempt that failed goes too
+		if err := os.RemoveAll(d); err != nil {
+			return "", fmt.Errorf("sstore/stage: clear %s: %w", d, err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("sstore/stage: create %s: %w (set %s to a node-local folder with room)", dir, err, ParamLocalDir)

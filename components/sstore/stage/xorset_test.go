@@ -217,3 +217,31 @@ func TestXOROutsideSet(t *testing.T) {
 		t.Errorf("no rebuild of n2's rank logged:\n%s", c.log)
 	}
 }
+
+// TestXORStaleChunks: what a failed attempt at a sequence left in a
+// node's XOR folder (a manifest and chunk of another member) is cleared
+// when the sequence is written again, so the parity is this attempt's.
+func TestXORStaleChunks(t *testing.T) {
+	c := newCluster(t, 3, ParamPartner+"=none", ParamXORSet+"=3")
+	n1 := c.nodes[0]
+	in := filepath.Join(xorDir(n1.nodeDir(), n1.ref, 7), "in")
+	stale, _ := json.Marshal(xorMember{Node: "n2", Files: []xorFile{{Rank: 2, Name: "state", Size: 10}}})
+	if err := os.MkdirAll(in, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"n2.json": stale, "n2.chunk": []byte("stale")} {
+		if err := os.WriteFile(filepath.Join(in, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snaps := c.checkpoint(t, 7)
+	if err := os.RemoveAll(n1.global); err != nil {
+		t.Fatal(err)
+	}
+	c.lose(t, 1)
+	dir, err := n1.m.Fetch(context.Background(), n1.ref, 7, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, dir, 2, snaps[2])
+}

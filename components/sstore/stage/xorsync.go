@@ -20,7 +20,9 @@ import (
 	"gompi/frameworks/sstore/xor"
 )
 
-// xorDir is the XOR folder of seq under a node folder.
+// xorDir is the XOR folder of seq under a node folder. LocalDir clears it
+// as a new attempt at seq starts (every node writes before any syncs), so
+// chunks an attempt that failed left there are never taken for this one's.
 func xorDir(nodeDir string, ref snapshot.Ref, seq int) string {
 	return filepath.Join(snapshot.StageSeqDir(nodeDir, ref, seq), xorDirName)
 }
