@@ -373,3 +373,30 @@ func TestPartnerOnAnotherNode(t *testing.T) {
 		t.Errorf("the damaged copy on n3 and the fallback are not logged:\n%s", log)
 	}
 }
+
+// TestPartnerHostileMetadata: a copy of the reference's metadata that
+// names a node which is no plain name (a path out of the stage tree) is
+// refused, logged, and the restart reads global storage.
+func TestPartnerHostileMetadata(t *testing.T) {
+	c := newCluster(t, 3)
+	snaps := c.checkpoint(t, 0)
+	n1 := c.nodes[0]
+	procs := []snapshot.ProcRecord{{Rank: 0, Node: "n1"}, {Rank: 1, Node: "n1"}, {Rank: 2, Node: "../../evil"}, {Rank: 3, Node: "../../evil"}, {Rank: 4, Node: "n3"}, {Rank: 5, Node: "n3"}}
+	replica := snapshot.Ref{Dir: snapshot.StageRefsDir(n1.root, "n1"), Name: n1.ref.Name}
+	if err := os.MkdirAll(replica.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	g := &snapshot.GlobalMeta{Job: "4711", Ranks: 6, Seqs: []snapshot.SeqRecord{{Seq: 0, Committed: true, Procs: procs}}}
+	if err := snapshot.ThisNode.WriteGlobal(context.Background(), replica, g); err != nil {
+		t.Fatal(err)
+	}
+	c.lose(t, 1)
+	dir, err := n1.m.Fetch(context.Background(), n1.ref, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, dir, 2, snaps[2])
+	if log := c.log.String(); !strings.Contains(log, "cannot name a folder") || !strings.Contains(log, "fetched from global storage") {
+		t.Errorf("the hostile node name is not refused in the log:\n%s", log)
+	}
+}
