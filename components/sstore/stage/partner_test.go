@@ -301,8 +301,14 @@ func TestNoGlobal(t *testing.T) {
 		t.Errorf("fetch of a damaged copy with no global storage: %v", err)
 	}
 
+	// XOR sets with no cache are refused: nothing would be left to
+	// rebuild from.
+	_, vals := resolve(t, "sstore=stage", ParamXORSet+"=3", ParamCache+"=0")
+	if _, _, err := New().Query(context.Background(), mca.Query{Values: vals, Priority: Priority}); err == nil || !strings.Contains(err.Error(), ParamCache+" 1 or more") {
+		t.Errorf("XOR sets with no cache: %v", err)
+	}
 	// none with nothing but the node's own copy is refused.
-	_, vals := resolve(t, "sstore=stage", "snapc_base_global_snapshot_dir=none", ParamPartner+"=none")
+	_, vals = resolve(t, "sstore=stage", "snapc_base_global_snapshot_dir=none", ParamPartner+"=none")
 	if _, _, err := New().Query(context.Background(), mca.Query{Values: vals, Priority: Priority}); err == nil || !strings.Contains(err.Error(), ParamXORSet) {
 		t.Errorf("none with no partner and no XOR set: %v", err)
 	}

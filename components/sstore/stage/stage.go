@@ -148,6 +148,9 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 	if c.xorSet != 0 && c.xorSet < xor.MinMembers {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: a set needs at least %d nodes (0 = no XOR sets)", ParamXORSet, c.xorSet, xor.MinMembers))
 	}
+	if c.xorSet > 0 && c.cache < 1 {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d with %s = 0: a lost node is rebuilt from the other members' cached snapshots, so each must keep at least the last sequence (%s 1 or more)", ParamXORSet, c.xorSet, ParamCache, ParamCache))
+	}
 	if c.noGlobal && c.partner == PartnerNone && c.xorSet == 0 {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %s keeps snapshots on their own node only: set %s ring or %s (a lost node would lose the sequence)", snapc.ParamGlobalDir, snapc.GlobalNone, ParamPartner, ParamXORSet))
 	}
