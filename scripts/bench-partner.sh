@@ -75,9 +75,9 @@ seconds() {
 	}'
 }
 
-# times NAME MSG: per sequence after the warm-up (seq 0), the slowest
+# node_times NAME MSG: per sequence after the warm-up (seq 0), the slowest
 # node's elapsed time of the log lines MSG of configuration NAME.
-times() {
+node_times() {
 	grep "msg=\"$2\"" "$work/$1.err" | while read -r line; do
 		seq=$(sed -n 's/.* seq=\([0-9]*\) .*/\1/p' <<<"$line")
 		el=$(sed -n 's/.* elapsed=\([^ ]*\).*/\1/p' <<<"$line")
@@ -93,7 +93,7 @@ for row in "both:copied to the partner node:partner copy, beside the drain" "bot
 	"partner:copied to the partner node:partner copy alone (global none)" "drain:drained to global storage:drain alone (partner none)"; do
 	conf=${row%%:*} rest=${row#*:}
 	msg=${rest%%:*} name=${rest#*:}
-	read -r med lo hi < <(times "$conf" "$msg" | stats)
+	read -r med lo hi < <(node_times "$conf" "$msg" | stats)
 	rate=$(awk -v s="$med" -v mib="$mib" 'BEGIN { if (s > 0) printf "%.0f", 2 * mib * 1048576 / s / 1e6; else print "-" }')
 	printf '%-34s %10s %10s %10s %10s\n' "$name" "$med" "$lo" "$hi" "$rate"
 done
