@@ -22,6 +22,9 @@ type ports struct {
 	// read-only (handlers use them too).
 	snapc  snapc.Module
 	global snapc.Global
+	// replicas closes the FileM of the metadata copies on the nodes
+	// (replica.go), nil when the job makes none.
+	replicas io.Closer
 	// stderr gets gompirun's messages about the job (abort reports,
 	// recoveries, migrations); the ranks' output goes its own way.
 	stderr io.Writer

@@ -2,13 +2,17 @@ package hnp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
+	"gompi/frameworks/filem"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
@@ -55,18 +59,29 @@ func noGlobalRef(vals *mca.Values, rankNodes []string, name string) (snapshot.Re
 
 // replicaStore writes the reference's metadata to its own place, then a
 // copy into the stage folder of every node of the job (snapshot's
-// replica.go), so the commit record survives with the nodes' copies. A
-// node whose folder is not on this machine gets none (that needs a FileM
-// to reach it, which is not done): the warning says so once.
+// replica.go), so the commit record survives with the nodes' copies: on
+// this machine where a node's folder is here (simulated nodes, a shared
+// stage root), else on the node of that name through a FileM selected
+// with the job's parameters the first time one is needed (filem rsh or
+// sftp reach other hosts; raw does not). A copy that cannot be written
+// is warned about once per node and does not fail the commit, which the
+// reference itself holds.
 type replicaStore struct {
 	snapshot.MetaStore
-	root   string
-	nodes  []string
-	log    *slog.Logger
+	root      string
+	nodes     []string
+	groupRead bool
+	log       *slog.Logger
+	openFileM func(context.Context) (filem.Module, error)
+
+	mu     sync.Mutex // guards what follows
 	warned map[string]bool
+	opened bool
+	fm     filem.Module
+	fmErr  error
 }
 
-func newReplicaStore(inner snapshot.MetaStore, vals *mca.Values, rankNodes []string, log *slog.Logger) snapshot.MetaStore {
+func newReplicaStore(inner snapshot.MetaStore, vals *mca.Values, rankNodes []string, openFileM func(context.Context) (filem.Module, error), log *slog.Logger) snapshot.MetaStore {
 	if inner == nil {
 		inner = snapshot.ThisNode
 	}
@@ -74,7 +89,8 @@ func newReplicaStore(inner snapshot.MetaStore, vals *mca.Values, rankNodes []str
 		return inner
 	}
 	root, _ := stageRoot(vals)
-	return &replicaStore{MetaStore: inner, root: root, nodes: sstore.NodesOf(rankNodes), log: log, warned: map[string]bool{}}
+	return &replicaStore{MetaStore: inner, root: root, nodes: sstore.NodesOf(rankNodes), groupRead: sstore.GroupReadable(vals),
+		log: log, openFileM: openFileM, warned: map[string]bool{}}
 }
 
 func (r *replicaStore) WriteGlobal(ctx context.Context, ref snapshot.Ref, g *snapshot.GlobalMeta) error {
@@ -82,24 +98,68 @@ func (r *replicaStore) WriteGlobal(ctx context.Context, ref snapshot.Ref, g *sna
 		return err
 	}
 	for _, node := range r.nodes {
-		rr := snapshot.Ref{Dir: snapshot.StageRefsDir(r.root, node), Name: ref.Name}
-		if !ref.IsRemote() && filepath.Clean(rr.Path()) == filepath.Clean(ref.Path()) {
+		dir := snapshot.StageRefsDir(r.root, node)
+		if !ref.IsRemote() && filepath.Clean(filepath.Join(dir, ref.Name)) == filepath.Clean(ref.Path()) {
 			continue
 		}
-		if fi, err := os.Stat(snapshot.StageNodeDir(r.root, node)); err != nil || !fi.IsDir() {
-			if !r.warned[node] {
-				r.warned[node] = true
-				r.log.Warn("the reference's metadata is not copied to a node whose stage folder is not on this machine", "node", node, "ref", ref.Name)
+		var err error
+		if fi, serr := os.Stat(snapshot.StageNodeDir(r.root, node)); serr == nil && fi.IsDir() {
+			if err = os.MkdirAll(dir, 0o700); err == nil {
+				err = snapshot.ThisNode.WriteGlobal(ctx, snapshot.Ref{Dir: dir, Name: ref.Name}, g)
 			}
-			continue
-		}
-		err := os.MkdirAll(rr.Dir, 0o700)
-		if err == nil {
-			err = snapshot.ThisNode.WriteGlobal(ctx, rr, g)
+		} else {
+			err = r.writeRemote(ctx, node, dir, ref.Name, g)
 		}
 		if err != nil {
-			r.log.Warn("cannot copy the reference's metadata to a node", "node", node, "ref", ref.Name, "err", err)
+			r.warnOnce(node, ref, err)
 		}
+	}
+	return nil
+}
+
+// writeRemote writes the copy of node through FileM.
+func (r *replicaStore) writeRemote(ctx context.Context, node, dir, name string, g *snapshot.GlobalMeta) error {
+	fm, err := r.fileM(ctx)
+	if err != nil {
+		return fmt.Errorf("the node's stage folder is not on this machine and no FileM reaches it: %w", err)
+	}
+	rr := snapshot.Ref{Dir: filem.Location{Host: node, Path: dir}.String(), Name: name}
+	ms, err := snapshot.MetaStoreFor(rr, fm, r.groupRead)
+	if err != nil {
+		return err
+	}
+	return ms.WriteGlobal(ctx, rr, g)
+}
+
+func (r *replicaStore) fileM(ctx context.Context) (filem.Module, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.opened {
+		r.opened = true
+		if r.openFileM == nil {
+			r.fmErr = errors.New("no FileM to select")
+		} else {
+			r.fm, r.fmErr = r.openFileM(ctx)
+		}
+	}
+	return r.fm, r.fmErr
+}
+
+func (r *replicaStore) warnOnce(node string, ref snapshot.Ref, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.warned[node] {
+		r.warned[node] = true
+		r.log.Warn("cannot copy the reference's metadata to a node", "node", node, "ref", ref.Name, "err", err)
+	}
+}
+
+// Close closes the FileM the copies used, if one was selected.
+func (r *replicaStore) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.fm.(io.Closer); ok {
+		return c.Close()
 	}
 	return nil
 }

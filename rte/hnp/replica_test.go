@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"gompi/components/filem/raw"
+	"gompi/frameworks"
+	"gompi/frameworks/filem"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
@@ -51,32 +54,68 @@ func TestReplicaStore(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logBuf, nil))
 	global := snapshot.Ref{Dir: t.TempDir(), Name: snapshot.RefName("ab12")}
 	vals := replicaValues(t, "sstore=stage", snapshot.ParamStageRoot+"="+root)
-	ms := newReplicaStore(nil, vals, []string{"n1", "n1", "n2", "far"}, log)
+	// This machine's own name stands for a node elsewhere: its folder is
+	// not here, and filem raw reaches the host of that name (itself).
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opened int
+	open := func(ctx context.Context) (filem.Module, error) {
+		opened++
+		set, rv := replicaFileM(t)
+		c, err := set.FileM.SelectOne(ctx, rv, mca.RoleHNP, nil)
+		return c.Module, err
+	}
+	ms := newReplicaStore(nil, vals, []string{"n1", "n1", "n2", host, "far"}, open, log)
 	g := &snapshot.GlobalMeta{Job: "ab12", Ranks: 4}
 	if err := ms.WriteGlobal(context.Background(), global, g); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"n1", "n2"} {
+	for _, n := range []string{"n1", "n2", host} {
 		got, err := snapshot.ReadGlobal(snapshot.Ref{Dir: snapshot.StageRefsDir(root, n), Name: global.Name})
 		if err != nil || got.Job != "ab12" {
 			t.Errorf("node %s's copy: %+v, %v", n, got, err)
 		}
 	}
-	if _, err := os.Stat(snapshot.StageRefsDir(root, "far")); !os.IsNotExist(err) {
-		t.Errorf("a copy was made for a node not on this machine: %v", err)
+	// raw cannot reach a host "far": a warning, once, and no copy.
+	if err := ms.WriteGlobal(context.Background(), global, g); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(logBuf.String(), "node=far") {
-		t.Errorf("no warning for the node not on this machine: %s", logBuf.String())
+	if _, err := os.Stat(snapshot.StageRefsDir(root, "far")); !os.IsNotExist(err) {
+		t.Errorf("a copy was made for an unreachable node: %v", err)
+	}
+	if n := strings.Count(logBuf.String(), "node=far"); n != 1 || !strings.Contains(logBuf.String(), "host unreachable") {
+		t.Errorf("%d warnings for the unreachable node: %s", n, logBuf.String())
+	}
+	if opened != 1 {
+		t.Errorf("FileM selected %d times, want once", opened)
+	}
+	if err := ms.(*replicaStore).Close(); err != nil {
+		t.Error(err)
 	}
 
 	for _, settings := range [][]string{
 		{"sstore=central"},
 		{"sstore=stage", snapshot.ParamStagePartner + "=none"},
 	} {
-		if _, ok := newReplicaStore(snapshot.ThisNode, replicaValues(t, settings...), []string{"n1", "n2"}, log).(*replicaStore); ok {
+		if _, ok := newReplicaStore(snapshot.ThisNode, replicaValues(t, settings...), []string{"n1", "n2"}, nil, log).(*replicaStore); ok {
 			t.Errorf("%v: metadata copied to the nodes", settings)
 		}
 	}
+}
+
+// replicaFileM is a FileM framework with raw, as gompirun selects it.
+func replicaFileM(t *testing.T) (*frameworks.Set, *mca.Values) {
+	t.Helper()
+	params := mca.NewParams()
+	set := frameworks.New(params)
+	set.FileM.Register(raw.New())
+	vals, err := params.ResolveSettings(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set, vals
 }
 
 func TestNoGlobalRef(t *testing.T) {

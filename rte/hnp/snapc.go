@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"path/filepath"
@@ -100,10 +101,18 @@ func (j *job) startSnapC(ctx context.Context) error {
 	if p.Sources != nil {
 		amca = p.Sources.AMCASets()
 	}
+	// With copies on the nodes, the metadata goes to each node too.
+	meta := newReplicaStore(j.o.Meta, j.vals, j.m.RankNode, func(ctx context.Context) (filem.Module, error) {
+		c, err := p.Frameworks.FileM.SelectOne(ctx, j.vals, p.Role, p.FrameworkLogger(filem.Name))
+		return c.Module, err
+	}, p.FrameworkLogger(snapc.Name))
+	if c, ok := meta.(io.Closer); ok {
+		j.p.replicas = c
+	}
 	g, err := coord.NewGlobal(snapc.JobSpec{
 		Job: j.id, RankNodes: j.m.RankNode, Ref: ref, Settings: j.vals.Changed(), AMCA: amca,
 		Launch: crs.Launch{Argv: append([]string{j.program}, j.o.Args...), Dir: j.cwd, Env: j.o.Env},
-		Meta:   newReplicaStore(j.o.Meta, j.vals, j.m.RankNode, p.FrameworkLogger(snapc.Name)), Values: j.vals, Log: p.FrameworkLogger(snapc.Name), FromOutside: j.mods.CRSFromOutside,
+		Meta:   meta, Values: j.vals, Log: p.FrameworkLogger(snapc.Name), FromOutside: j.mods.CRSFromOutside,
 	}, snapcLink{j})
 	if err != nil {
 		return err
@@ -209,6 +218,9 @@ func (j *job) snapcSend(e evSnapcSend) {
 func (j *job) closeSnapC(why string) {
 	if j.p.global != nil {
 		j.p.global.Close(errors.New(why))
+	}
+	if j.p.replicas != nil { // after the coordinator, its last writer
+		j.p.replicas.Close()
 	}
 }
 
