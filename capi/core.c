@@ -284,7 +284,7 @@ int gompi_raise(MPI_Errhandler eh, void *obj, int code, const char *fn) {
 		snprintf(msg, sizeof msg, "%s: %s (error %d)", fn, es, code);
 	fprintf(stderr, "gompi: %s\n", msg);
 	fflush(stderr);
-	gompi_go_abort(code, msg);
+	gompi_go_fatal(code, msg);
 	return code; /* not reached */
 }
 
