@@ -7,5 +7,8 @@
 // outlives it, and checkpoint/restart: checkpoints, restarts on other nodes
 // and transports, refusals, damaged snapshots, and crashes of every kind of
 // process at each step of a checkpoint (held there by the
-// snapc_full_test_pause_at test hook).
+// snapc_full_test_pause_at test hook). The crs=criu tests of a C program
+// (criu_c_test.go) also compile examples/c/mixloop.c with gompicc, against
+// GOMPI_C_PREFIX's C interface when set, else one scripts/build-c.sh
+// builds into the tests' tree.
 package e2e

@@ -48,12 +48,12 @@ func recordExes(pids []int, meta map[string]string) error {
 	return nil
 }
 
-// checkExes refuses a restore whose programs are gone or changed size
-// since the dump.
+// checkExes refuses a restore whose programs or libraries (libs.go) are
+// gone or changed size since the dump.
 func checkExes(meta map[string]string) error {
 	var keys []string
 	for k := range meta {
-		if strings.HasPrefix(k, metaExePrefix) {
+		if strings.HasPrefix(k, metaExePrefix) || strings.HasPrefix(k, metaLibPrefix) {
 			keys = append(keys, k)
 		}
 	}
@@ -65,6 +65,12 @@ func checkExes(meta map[string]string) error {
 			return fmt.Errorf("%w: the snapshot's metadata %s = %q is not a size and a path", crs.ErrNoSnapshot, k, meta[k])
 		}
 		fi, err := os.Stat(path)
+		if strings.HasPrefix(k, metaLibPrefix) {
+			if err := libChanged(path, size, fi, err); err != nil {
+				return err
+			}
+			continue
+		}
 		switch {
 		case err != nil:
 			return fmt.Errorf("the program %s, which the checkpointed process ran, is not there any more (%w): CRIU restores a process only with the programs it ran; put it back (a rank's init is gompid)", path, err)

@@ -98,6 +98,9 @@ func inspect(pid int) (meta map[string]string, procs int, files []string, err er
 	if err := recordExes(pids, meta); err != nil {
 		return nil, 0, nil, err
 	}
+	if err := recordLibs(pids, meta); err != nil {
+		return nil, 0, nil, err
+	}
 	for _, p := range pids {
 		fds, err := descriptors(p)
 		if err != nil {
