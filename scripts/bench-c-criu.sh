@@ -31,6 +31,7 @@ singles=()
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	for u in "${singles[@]}"; do kill -KILL "$u" 2>/dev/null || true; done
+	wait 2>/dev/null || true # reaped quietly: no "Killed" line for each
 	rm -rf "$work"
 }
 trap cleanup EXIT
