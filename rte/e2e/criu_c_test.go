@@ -137,8 +137,9 @@ func lastIter(lines []string) int {
 // started anew. A random sample of the first sequences is restarted, each
 // on another placement (hence other transports: every pair on one node
 // over sm, on four nodes over tcp), and must end with that checksum
-// again. Everything random comes from one seed, logged
-// (GOMPI_CCRIU_SEED replays a run).
+// again; one more, paced again, ends on SIGTERM to its gompirun, which
+// the restored inits forward to the ranks. Everything random comes from
+// one seed, logged (GOMPI_CCRIU_SEED replays a run).
 func TestCRIUCProgram(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("CRIU and the rank init's PID namespace need root")
@@ -201,6 +202,27 @@ func TestCRIUCProgram(t *testing.T) {
 	for k := range min(2, seqs) {
 		restartC(t, ref.Path(), picked[k], placements[order[k]], want)
 	}
+	// The same pace file again holds the restored ranks, so they are
+	// still running when gompirun is signalled.
+	if err := os.WriteFile(pace, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signalRestoredC(t, ref.Path(), picked[len(picked)-1])
+}
+
+// signalRestoredC restarts sequence seq and, once the restored ranks run,
+// sends SIGTERM to gompirun: it reaches each restored C rank through its
+// restored init, the job ends with 128+15 and leaves nothing behind.
+func signalRestoredC(t *testing.T, refPath string, seq int) {
+	t.Helper()
+	r := startProg(t, "gompi-restart", append(criuParams(), "-s", strconv.Itoa(seq), "--hostfile", hostfile(t, twoNodes), refPath)...)
+	r.waitFor("the restored ranks' iterations", func(lines []string, _ string) bool { return lastIter(lines) > 0 })
+	r.waitConnected()
+	r.signal(syscall.SIGTERM)
+	if code, _, errs := r.wait(); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("restored mixloop after SIGTERM to gompirun: status %d, want 143\n%s", code, errs)
+	}
+	noSurvivors(t, "after SIGTERM to the restored job", func() []int { return marked(r.mark) })
 }
 
 // cRanksStopped checks that every rank of j (a process named name) is
