@@ -27,6 +27,9 @@
  *
  * which depends only on R, I and S: every value is an integer or a double
  * that is exact in binary, whatever the placement, transport or timing.
+ * With -stalls 1 every rank then prints "stalls rank=R p2p=N pace=N ..."
+ * the number of times each part of its iterations took 250 ms or more:
+ * where checkpoints found the rank (a dump holds it longer than that).
  *
  *     gompicc -O2 -o mixloop examples/c/mixloop.c -lpthread
  *     gompirun -np 4 ./mixloop -iters 200 -every 50
@@ -43,9 +46,25 @@
 #define SIDE 8
 #define NSTRUCT 16
 #define FNV_PRIME 1099511628211ULL
+#define STALL 0.25 /* seconds: a part of an iteration that took longer stalled */
+
+/* The parts of an iteration, for -stalls: a part that took STALL or more
+ * is where something held the rank, such as a checkpoint. */
+enum part { P2P, PACE, NBC, ALLREDUCE, ALLTOALL, IBARRIER, SCAN, THREAD, NPARTS };
+static const char *part_names[NPARTS] = {"p2p", "pace", "ibcast+iallreduce", "allreduce", "alltoall", "ibarrier", "scan", "thread"};
+static long stalled[NPARTS];
+
+/* TIMED runs stmt as part k, counting a stall. */
+#define TIMED(k, stmt)                                   \
+	do {                                             \
+		double t0_ = MPI_Wtime();                \
+		stmt;                                    \
+		if (MPI_Wtime() - t0_ >= STALL)          \
+			stalled[k]++;                    \
+	} while (0)
 
 struct options {
-	long iters, every, state_mib, pace_us;
+	long iters, every, state_mib, pace_us, stalls;
 	const char *pace_while;
 };
 
@@ -114,7 +133,7 @@ static uint64_t collect(struct worker *w)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){.iters = 200, .every = 0, .state_mib = 1, .pace_us = 0, .pace_while = NULL};
+	*o = (struct options){.iters = 200, .every = 0, .state_mib = 1, .pace_us = 0, .stalls = 0, .pace_while = NULL};
 	for (int i = 1; i < argc; i++) {
 		const char *name = argv[i];
 		while (*name == '-')
@@ -132,6 +151,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->state_mib = atol(val);
 		else if (strcmp(name, "pace-us") == 0)
 			o->pace_us = atol(val);
+		else if (strcmp(name, "stalls") == 0)
+			o->stalls = atol(val);
 		else
 			return -1;
 	}
@@ -174,11 +195,11 @@ static uint64_t step(const struct options *o, long i, int rank, int size, MPI_Da
 		block[r][SIDE - 1] = (int64_t)(i * 1000 + rank * SIDE + r);
 	MPI_Irecv(&block[0][0], 1, column, left, 7, MPI_COMM_WORLD, &rq[0]);
 	MPI_Isend(&block[0][SIDE - 1], 1, column, right, 7, MPI_COMM_WORLD, &rq[1]);
-	MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+	TIMED(P2P, MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
 	for (int r = 0; r < SIDE; r++)
 		h = fold(h, (uint64_t)block[r][0]);
 
-	pace(o, i, rank, size);
+	TIMED(PACE, pace(o, i, rank, size));
 	struct item its[NSTRUCT];
 	memset(its, 0, sizeof its);
 	if (rank == root)
@@ -187,20 +208,20 @@ static uint64_t step(const struct options *o, long i, int rank, int size, MPI_Da
 	uint64_t mine[4] = {(uint64_t)i, (uint64_t)rank, (uint64_t)(i * rank), h & 0xffff}, sum[4];
 	MPI_Ibcast(its, NSTRUCT, items, root, MPI_COMM_WORLD, &rq[2]);
 	MPI_Iallreduce(mine, sum, 4, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD, &rq[3]);
-	MPI_Waitall(2, rq + 2, MPI_STATUSES_IGNORE);
+	TIMED(NBC, MPI_Waitall(2, rq + 2, MPI_STATUSES_IGNORE));
 	for (int k = 0; k < NSTRUCT; k++)
 		h = fold(fold(fold(h, (uint64_t)its[k].a), (uint64_t)(its[k].b * 2)), (uint64_t)its[k].c);
 	for (int k = 0; k < 4; k++)
 		h = fold(h, sum[k]);
 
 	int64_t v = (int64_t)((h >> 8) & 0xffffff), mx;
-	MPI_Allreduce(&v, &mx, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+	TIMED(ALLREDUCE, MPI_Allreduce(&v, &mx, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
 	h = fold(h, (uint64_t)mx);
 	if (i % 3 == 0) {
 		int *out = malloc(sizeof(int) * (size_t)size), *in = malloc(sizeof(int) * (size_t)size);
 		for (int p = 0; p < size; p++)
 			out[p] = (int)(i * 100 + rank * 10 + p);
-		MPI_Alltoall(out, 1, MPI_INT, in, 1, MPI_INT, MPI_COMM_WORLD);
+		TIMED(ALLTOALL, MPI_Alltoall(out, 1, MPI_INT, in, 1, MPI_INT, MPI_COMM_WORLD));
 		for (int p = 0; p < size; p++)
 			h = fold(h, (uint64_t)in[p]);
 		free(out);
@@ -209,11 +230,11 @@ static uint64_t step(const struct options *o, long i, int rank, int size, MPI_Da
 	if (i % 5 == 0) {
 		MPI_Request b;
 		MPI_Ibarrier(MPI_COMM_WORLD, &b);
-		MPI_Wait(&b, MPI_STATUS_IGNORE);
+		TIMED(IBARRIER, MPI_Wait(&b, MPI_STATUS_IGNORE));
 	}
 	if (i % 7 == 0) {
 		long x = i + rank, pre;
-		MPI_Scan(&x, &pre, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+		TIMED(SCAN, MPI_Scan(&x, &pre, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
 		h = fold(h, (uint64_t)pre);
 	}
 	return h;
@@ -228,7 +249,7 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (parse_args(argc, argv, &o) != 0) {
 		if (rank == 0)
-			fprintf(stderr, "usage: mixloop [-iters N] [-every K] [-state MiB] [-pace-us U] [-pace-while FILE]\n");
+			fprintf(stderr, "usage: mixloop [-iters N] [-every K] [-state MiB] [-pace-us U] [-pace-while FILE] [-stalls 1]\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -252,7 +273,9 @@ int main(int argc, char **argv)
 	for (long i = 0; i < o.iters; i++) {
 		post(&w);
 		h = step(&o, i, rank, size, column, items, block, h);
-		h = fold(h, collect(&w));
+		uint64_t d;
+		TIMED(THREAD, d = collect(&w));
+		h = fold(h, d);
 		if (rank == 0 && o.every > 0 && (i + 1) % o.every == 0) {
 			printf("iter %ld\n", i + 1);
 			fflush(stdout);
@@ -272,6 +295,14 @@ int main(int argc, char **argv)
 			sum = fold(sum, all[p]);
 		printf("mixloop: %d ranks, %ld iterations, %ld MiB of state a rank\n", size, o.iters, o.state_mib);
 		printf("checksum: %016llx\n", (unsigned long long)sum);
+		fflush(stdout);
+	}
+	if (o.stalls) {
+		char line[512];
+		int n = snprintf(line, sizeof line, "stalls rank=%d", rank);
+		for (int k = 0; k < NPARTS; k++)
+			n += snprintf(line + n, sizeof line - (size_t)n, " %s=%ld", part_names[k], stalled[k]);
+		printf("%s\n", line);
 		fflush(stdout);
 	}
 	free(all);

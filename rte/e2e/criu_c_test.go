@@ -161,7 +161,7 @@ func TestCRIUCProgram(t *testing.T) {
 	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
 		"--mca", "snapc_base_global_snapshot_dir", dir, "--mca", "crcp", crcp,
 		"--mca", "errmgr", "crmig,autor,default"}, criuParams()...)
-	j := start(t, append(args, prog, "-iters", strconv.Itoa(iters), "-every", "25", "-pace-us", mixPace, "-pace-while", pace)...)
+	j := start(t, append(args, prog, "-iters", strconv.Itoa(iters), "-every", "25", "-pace-us", mixPace, "-pace-while", pace, "-stalls", "1")...)
 	j.waitFor("the first iterations", func(lines []string, _ string) bool { return lastIter(lines) > 0 })
 	first := j.output()[0]
 	ref := refOf(t, j, dir)
@@ -192,6 +192,7 @@ func TestCRIUCProgram(t *testing.T) {
 	if got, _ := heatChecksum(out, ""); code != 0 || got != want {
 		t.Fatalf("checkpointed, migrated and recovered mixloop: status %d, checksum %q, want %q\n%s", code, got, want, errs)
 	}
+	t.Logf("where the ranks were when something held them 250 ms or more (checkpoints, the migration, the recovery), over the 4 ranks: %s", stalls(out))
 	if n := strings.Count("\n"+strings.Join(out, "\n")+"\n", "\n"+first+"\n"); n != 1 {
 		t.Errorf("mixloop's first progress line %q printed %d times: the job started anew", first, n)
 	}
