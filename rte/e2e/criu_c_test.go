@@ -24,10 +24,11 @@ import (
 
 // cMixloop is the compiled mixloop (built once, by cProgram).
 var cMixloop struct {
-	once sync.Once
-	path string
-	err  error
-	skip string
+	once   sync.Once
+	path   string
+	prefix string // of the C interface it links
+	err    error
+	skip   string
 }
 
 // cProgram returns mixloop built with gompicc: against GOMPI_C_PREFIX's C
@@ -56,7 +57,7 @@ func cProgram(t *testing.T) string {
 				return
 			}
 		}
-		cMixloop.path = filepath.Join(bin, "mixloop")
+		cMixloop.path, cMixloop.prefix = filepath.Join(bin, "mixloop"), prefix
 		cc := exec.Command(filepath.Join(prefix, "bin", "gompicc"), "-O2", "-o", cMixloop.path,
 			filepath.Join(modRoot, "examples", "c", "mixloop.c"), "-lpthread")
 		if out, err := cc.CombinedOutput(); err != nil {
@@ -357,4 +358,45 @@ func TestCRIUCSignal(t *testing.T) {
 		t.Errorf("restored C rank after SIGTERM: gompirun's status %d, want 143 and the rank reported killed by signal 15:\n%s", code, errs)
 	}
 	noSurvivors(t, "after SIGTERM to the restored rank", func() []int { return marked(r.mark) })
+}
+
+// TestCRIUCLibraryChanged: a C rank maps gompi's library, and CRIU maps it
+// again from its path at a restore: one rebuilt since the checkpoint is
+// refused before CRIU runs, naming the library. mixloop runs as one rank
+// with its own copy of libmpi_abi.so.1 (LD_LIBRARY_PATH), is checkpointed
+// with --term, the copy grows a byte, and gompi-restart fails saying so.
+func TestCRIUCLibraryChanged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("CRIU and the rank init's PID namespace need root")
+	}
+	prog := cProgram(t)
+	libs := t.TempDir()
+	lib := filepath.Join(libs, "libmpi_abi.so.1")
+	b, err := os.ReadFile(filepath.Join(cMixloop.prefix, "lib", "libmpi_abi.so.1"))
+	if err == nil {
+		err = os.WriteFile(lib, b, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LD_LIBRARY_PATH", libs)
+	dir := t.TempDir()
+	j := start(t, append([]string{"-np", "1", "--host", "n1", "-am", "ft-enable-cr", "--mca", "snapc_base_global_snapshot_dir", dir},
+		append(criuParams(), prog, "-iters", "1000000", "-every", "10", "-pace-us", mixPace)...)...)
+	j.waitFor("the first iterations", func(lines []string, _ string) bool { return lastIter(lines) > 0 })
+	ref := refOf(t, j, dir)
+	checkpointCRIU(t, j, ref.Name, "0", "--term")
+	if code, _, errs := j.wait(); code != 0 {
+		t.Fatalf("job after --term: status %d\n%s", code, errs)
+	}
+	if err := os.WriteFile(lib, append(b, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := startProg(t, "gompi-restart", append(criuParams(), ref.Path())...)
+	code, _, errs := r.wait()
+	if want := fmt.Sprintf("the library %s changed since the checkpoint (%d bytes then, %d now)", lib, len(b), len(b)+1); code == 0 ||
+		!strings.Contains(errs, want) || strings.Contains(errs, "CRIU's restore failed") {
+		t.Errorf("restart after libmpi_abi.so.1 changed: status %d, want a refusal saying %q before CRIU runs:\n%s", code, want, errs)
+	}
+	noSurvivors(t, "after the refused restart", func() []int { return marked(r.mark) })
 }
