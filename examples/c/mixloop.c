@@ -4,7 +4,7 @@
  * measured on (rte/e2e's TestCRIUCProgram, scripts/bench-c-criu.sh).
  *
  * Each iteration i, every rank:
- *   - hands its own pthread (started after MPI_Init, never calling MPI) one
+ *   - hands its own pthread (started after MPI_Init; calling MPI only with -mt) one
  *     pass over the rank's state (-state MiB of 64-bit words, every word
  *     rewritten), which runs while the main thread communicates;
  *   - sends a column of its 8x8 block (a vector datatype) to its right
@@ -27,6 +27,9 @@
  *
  * which depends only on R, I and S: every value is an integer or a double
  * that is exact in binary, whatever the placement, transport or timing.
+ * With -mt 1 (MPI_THREAD_MULTIPLE) the pthread also calls MPI: an
+ * Allreduce of each pass's digest on a duplicate of MPI_COMM_WORLD, while
+ * the main thread is in its own calls; the checksum then differs.
  * With -stalls 1 every rank then prints "stalls rank=R p2p=N pace=N ..."
  * the number of times each part of its iterations took 250 ms or more:
  * where checkpoints found the rank (a dump holds it longer than that).
@@ -64,7 +67,7 @@ static long stalled[NPARTS];
 	} while (0)
 
 struct options {
-	long iters, every, state_mib, pace_us, stalls;
+	long iters, every, state_mib, pace_us, stalls, mt;
 	const char *pace_while;
 };
 
@@ -84,6 +87,7 @@ struct worker {
 	long posted, done; /* passes asked for and finished */
 	uint64_t digest;
 	int quit;
+	MPI_Comm comm; /* with -mt 1, a dup of MPI_COMM_WORLD the thread's Allreduce runs on */
 };
 
 static uint64_t fold(uint64_t h, uint64_t v) { return (h ^ v) * FNV_PRIME; }
@@ -103,6 +107,11 @@ static void *work(void *arg)
 		for (size_t j = 0; j < w->words; j++) {
 			w->state[j] = w->state[j] * 6364136223846793005ULL + (uint64_t)(pass ^ (long)j);
 			d ^= w->state[j];
+		}
+		if (w->comm != MPI_COMM_NULL) {
+			uint64_t sum;
+			MPI_Allreduce(&d, &sum, 1, MPI_UINT64_T, MPI_SUM, w->comm);
+			d = fold(d, sum);
 		}
 		pthread_mutex_lock(&w->mu);
 		w->digest = d;
@@ -133,7 +142,7 @@ static uint64_t collect(struct worker *w)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){.iters = 200, .every = 0, .state_mib = 1, .pace_us = 0, .stalls = 0, .pace_while = NULL};
+	*o = (struct options){.iters = 200, .every = 0, .state_mib = 1, .pace_us = 0, .stalls = 0, .mt = 0, .pace_while = NULL};
 	for (int i = 1; i < argc; i++) {
 		const char *name = argv[i];
 		while (*name == '-')
@@ -153,6 +162,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->pace_us = atol(val);
 		else if (strcmp(name, "stalls") == 0)
 			o->stalls = atol(val);
+		else if (strcmp(name, "mt") == 0)
+			o->mt = atol(val);
 		else
 			return -1;
 	}
@@ -243,17 +254,24 @@ static uint64_t step(const struct options *o, long i, int rank, int size, MPI_Da
 int main(int argc, char **argv)
 {
 	struct options o;
-	int rank, size;
-	MPI_Init(&argc, &argv);
+	int rank, size, provided;
+	MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (parse_args(argc, argv, &o) != 0) {
 		if (rank == 0)
-			fprintf(stderr, "usage: mixloop [-iters N] [-every K] [-state MiB] [-pace-us U] [-pace-while FILE] [-stalls 1]\n");
+			fprintf(stderr, "usage: mixloop [-iters N] [-every K] [-state MiB] [-pace-us U] [-pace-while FILE] [-stalls 1] [-mt 1]\n");
 		MPI_Finalize();
 		return 2;
 	}
-	struct worker w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	struct worker w = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .comm = MPI_COMM_NULL};
+	if (o.mt) {
+		if (provided < MPI_THREAD_MULTIPLE) {
+			fprintf(stderr, "mixloop: -mt needs MPI_THREAD_MULTIPLE (provided: %d)\n", provided);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
+	}
 	w.words = (size_t)o.state_mib * (1 << 20) / sizeof(uint64_t);
 	w.state = malloc(w.words * sizeof(uint64_t) + 1);
 	if (w.state == NULL) {
@@ -286,6 +304,8 @@ int main(int argc, char **argv)
 	pthread_cond_broadcast(&w.cv);
 	pthread_mutex_unlock(&w.mu);
 	pthread_join(th, NULL);
+	if (w.comm != MPI_COMM_NULL)
+		MPI_Comm_free(&w.comm);
 
 	uint64_t *all = malloc(sizeof(uint64_t) * (size_t)size);
 	MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);

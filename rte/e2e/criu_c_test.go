@@ -105,10 +105,10 @@ const mixPace = "8000"
 func mixIters(want int) int { return 300 + 30*want }
 
 // mixSum is the checksum of an uninterrupted 4-rank run of iters
-// iterations, without C/R.
-func mixSum(t *testing.T, prog string, iters int) string {
+// iterations, without C/R, with mt as mixloop's -mt.
+func mixSum(t *testing.T, prog string, iters int, mt string) string {
 	t.Helper()
-	code, out, errs := start(t, "-np", "4", "--hostfile", hostfile(t, twoNodes), prog, "-iters", strconv.Itoa(iters)).wait()
+	code, out, errs := start(t, "-np", "4", "--hostfile", hostfile(t, twoNodes), prog, "-iters", strconv.Itoa(iters), "-mt", mt).wait()
 	sum, ok := heatChecksum(out, "")
 	if code != 0 || !ok {
 		t.Fatalf("uninterrupted mixloop: status %d, output %q\n%s", code, out, errs)
@@ -131,7 +131,8 @@ func lastIter(lines []string) int {
 // ranks on two nodes with crs=criu: at random moments (GOMPI_CCRIU_MOMENTS,
 // default 20; the first with --stop: every rank stays stopped until
 // SIGCONT), most inside its collectives while the iteration's laggard is
-// held; then gompi-migrate moves node n2's ranks to n1, a checkpoint
+// held, its pthread computing (and, with -mt 1, drawn, in an Allreduce
+// of its own); then gompi-migrate moves node n2's ranks to n1, a checkpoint
 // saves them there, a rank is killed and errmgr autor restores every rank
 // from that checkpoint, and the restored ranks are checkpointed again.
 // The job must end with the checksum of an uninterrupted run, never
@@ -151,7 +152,11 @@ func TestCRIUCProgram(t *testing.T) {
 	t.Logf("seed %d (GOMPI_CCRIU_SEED=%d replays this run), %d moments", seed, seed, moments)
 	rng := rand.New(rand.NewPCG(seed, 24))
 	iters := mixIters(moments)
-	want := mixSum(t, prog, iters)
+	// With -mt 1 the program's pthread is in MPI calls of its own too
+	// (an Allreduce on a duplicate of MPI_COMM_WORLD) when the checkpoints
+	// come; drawn, as the CRCP is.
+	mt := strconv.Itoa(rng.IntN(2))
+	want := mixSum(t, prog, iters, mt)
 
 	dir := t.TempDir()
 	pace := filepath.Join(t.TempDir(), "pace")
@@ -162,7 +167,7 @@ func TestCRIUCProgram(t *testing.T) {
 	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
 		"--mca", "snapc_base_global_snapshot_dir", dir, "--mca", "crcp", crcp,
 		"--mca", "errmgr", "crmig,autor,default"}, criuParams()...)
-	j := start(t, append(args, prog, "-iters", strconv.Itoa(iters), "-every", "25", "-pace-us", mixPace, "-pace-while", pace, "-stalls", "1")...)
+	j := start(t, append(args, prog, "-iters", strconv.Itoa(iters), "-every", "25", "-pace-us", mixPace, "-pace-while", pace, "-stalls", "1", "-mt", mt)...)
 	j.waitFor("the first iterations", func(lines []string, _ string) bool { return lastIter(lines) > 0 })
 	first := j.output()[0]
 	ref := refOf(t, j, dir)
@@ -180,7 +185,7 @@ func TestCRIUCProgram(t *testing.T) {
 		}
 		seqs++
 	}
-	t.Logf("crcp %s: %d checkpoints by iteration %d of %d in %v", crcp, seqs, lastIter(j.output()), iters, time.Since(begin).Round(time.Millisecond))
+	t.Logf("crcp %s, -mt %s: %d checkpoints by iteration %d of %d in %v", crcp, mt, seqs, lastIter(j.output()), iters, time.Since(begin).Round(time.Millisecond))
 	if seqs < moments {
 		t.Fatalf("only %d of %d checkpoints before the iterations ran out", seqs, moments)
 	}
@@ -317,7 +322,8 @@ func restartC(t *testing.T, refPath string, seq int, pl placement, want string) 
 
 // TestCRIUCSignal: a C rank restored from its CRIU images still ends on a
 // signal it does not handle. mixloop (which handles none) runs as one
-// rank with crs=criu, paced so it outlasts the test, and is checkpointed
+// rank with crs=criu and -mt 1 (its pthread in MPI calls too), paced so
+// it outlasts the test, and is checkpointed
 // with --term; gompi-restart restores it, and SIGTERM to the restored C
 // process (the only child of its restored init) ends it: gompirun reports
 // the rank killed by signal 15 and exits with 128+15, as for a rank never
@@ -329,7 +335,7 @@ func TestCRIUCSignal(t *testing.T) {
 	prog := cProgram(t)
 	dir := t.TempDir()
 	j := start(t, append([]string{"-np", "1", "--host", "n1", "-am", "ft-enable-cr", "--mca", "snapc_base_global_snapshot_dir", dir},
-		append(criuParams(), prog, "-iters", "1000000", "-every", "10", "-pace-us", mixPace)...)...)
+		append(criuParams(), prog, "-iters", "1000000", "-every", "10", "-pace-us", mixPace, "-mt", "1")...)...)
 	j.waitFor("the first iterations", func(lines []string, _ string) bool { return lastIter(lines) > 0 })
 	ref := refOf(t, j, dir)
 	checkpointCRIU(t, j, ref.Name, "0", "--term")
