@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gompi/frameworks/sstore/snapshot"
 )
@@ -88,11 +89,19 @@ func VerifyFile(ctx context.Context, srcDir string, rec snapshot.FileRecord) err
 }
 
 // Verify checks every file of the local snapshot l in dir, whether stored
-// compressed or not (snapshot.RestartPoint.VerifyAllWith takes it).
+// compressed, as blocks (dir is then a rank folder of a reference, whose
+// sequence folder's name is its sequence) or as is
+// (snapshot.RestartPoint.VerifyAllWith takes it).
 func Verify(ctx context.Context, dir string, l *snapshot.LocalMeta) error {
 	for _, rec := range l.Files {
 		var err error
-		if rec.Compression == "" {
+		if rec.Blocks != "" {
+			seq, serr := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+			if serr != nil {
+				return fmt.Errorf("decompress: %s: stored as blocks outside a sequence folder of a reference", filepath.Join(dir, rec.Name))
+			}
+			err = VerifyBlocks(ctx, dir, seq, rec)
+		} else if rec.Compression == "" {
 			// sstore's own check, whose messages say what a user sees
 			// wrong with a plain file (its size, its checksum).
 			err = (&snapshot.LocalMeta{Files: []snapshot.FileRecord{rec}}).VerifyContext(ctx, dir)

@@ -433,6 +433,13 @@ type LocalMeta struct {
 // Filter, only with Compression, names the filter (FilterShuffle4,
 // FilterShuffle8 or FilterDeltaShuffle8) the bytes passed before compression; metadata written
 // before filters existed has none.
+//
+// Blocks, when set, names the file's block manifest (package
+// frameworks/sstore/blocks): the file is stored as fixed blocks, those
+// that changed in this sequence's pack and the others referenced in the
+// packs of the older sequences From lists, which retention keeps while
+// this sequence is kept (RemoveSeqsKept). Compression, Stored and Filter
+// are then empty: the manifest says how each block is stored.
 type FileRecord struct {
 	Name        string
 	Size        int64
@@ -440,6 +447,8 @@ type FileRecord struct {
 	Compression string
 	Stored      string // file name as stored, when compressed
 	Filter      string
+	Blocks      string // file name of the block manifest, when stored as blocks
+	From        []int  // older sequences whose packs Blocks references, increasing
 }
 
 // Encode writes the local metadata.
@@ -464,6 +473,9 @@ func (l *LocalMeta) Encode(w io.Writer) error {
 			if f.Filter != "" {
 				kv = append(kv, "filter", f.Filter)
 			}
+		}
+		if f.Blocks != "" {
+			kv = append(kv, "blocks", f.Blocks, "from", joinSeqs(f.From))
 		}
 		writeRecord(b, "File", f.Name, kv...)
 	}
@@ -566,7 +578,73 @@ func (p *localParser) file(rec record) (FileRecord, error) {
 		}
 		p.seen[f.Stored] = true
 	}
+	if err := p.blocks(&f, rec); err != nil {
+		return FileRecord{}, err
+	}
 	return f, nil
+}
+
+// blocks reads a File record's block manifest name and the older
+// sequences it references.
+func (p *localParser) blocks(f *FileRecord, rec record) error {
+	f.Blocks = rec.fields["blocks"]
+	from, hasFrom := rec.fields["from"]
+	if f.Blocks == "" {
+		if hasFrom {
+			return fmt.Errorf("file %s: referenced sequences without a block manifest", rec.pos)
+		}
+		return nil
+	}
+	if f.Compression != "" {
+		return fmt.Errorf("file %s: stored as blocks and compressed as a whole: the manifest says how each block is stored", rec.pos)
+	}
+	if checkFileName(f.Blocks) != nil || p.seen[f.Blocks] {
+		return fmt.Errorf("file %s: stored as blocks without a valid manifest name", rec.pos)
+	}
+	p.seen[f.Blocks] = true
+	seqs, err := ParseSeqs(from)
+	if err != nil {
+		return fmt.Errorf("file %s: %w", rec.pos, err)
+	}
+	f.From = seqs
+	return nil
+}
+
+// maxFrom bounds the sequences one file references: a chain longer than
+// this is not one a sstore_stage_full_every a user sets would give.
+const maxFrom = 1 << 16
+
+// ParseSeqs reads a list of sequence numbers as a File record's from
+// field holds it: comma-separated, strictly increasing, each a sequence
+// number ("" is none).
+func ParseSeqs(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > maxFrom {
+		return nil, fmt.Errorf("%d referenced sequences, more than %d", len(parts), maxFrom)
+	}
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > maxSeq || strconv.Itoa(n) != p {
+			return nil, fmt.Errorf("bad referenced sequence %q", p)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("referenced sequences %q not strictly increasing", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func joinSeqs(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // checkFileName refuses a snapshot file name that is not one plain name

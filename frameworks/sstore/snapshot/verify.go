@@ -158,6 +158,9 @@ func (l *LocalMeta) VerifyContext(ctx context.Context, dir string) error {
 		if f.Compression != "" {
 			return fmt.Errorf("sstore: %s: stored compressed (%s); decompress it before verifying", filepath.Join(dir, f.Name), f.Compression)
 		}
+		if f.Blocks != "" {
+			return fmt.Errorf("sstore: %s: stored as blocks (%s); reassemble it before verifying", filepath.Join(dir, f.Name), f.Blocks)
+		}
 		path := filepath.Join(dir, f.Name)
 		size, sum, err := ChecksumFileContext(ctx, path)
 		switch {
@@ -175,8 +178,9 @@ func (l *LocalMeta) VerifyContext(ctx context.Context, dir string) error {
 // VerifySizes checks what can be checked without reading a file's bytes
 // (what gompi-restart -i checks unless -v): every recorded file is there,
 // a regular file of the snapshot, and of its recorded size. A file stored
-// compressed is checked for presence only: its recorded size is of the
-// bytes it decodes to. Its errors are VerifyContext's.
+// compressed, or as blocks (its manifest), is checked for presence only:
+// its recorded size is of the bytes it decodes to. Its errors are
+// VerifyContext's.
 func (l *LocalMeta) VerifySizes(dir string) error {
 	for _, f := range l.Files {
 		name, err := f.StoredName()
@@ -193,7 +197,7 @@ func (l *LocalMeta) VerifySizes(dir string) error {
 		switch {
 		case err != nil:
 			return fmt.Errorf("sstore: %s: %w", path, err)
-		case f.Compression == "" && fi.Size() != f.Size:
+		case f.Compression == "" && f.Blocks == "" && fi.Size() != f.Size:
 			return sizeError(path, fi.Size(), f)
 		}
 	}
@@ -206,12 +210,16 @@ func sizeError(path string, size int64, f FileRecord) error {
 }
 
 // StoredName is the name f is stored under in its snapshot folder: its
-// own, or when compressed the stored one; either must be a plain file name
+// own, when compressed the stored one, when stored as blocks its
+// manifest's; each must be a plain file name
 // (a record naming a path could lead a restart outside the snapshot).
 func (f FileRecord) StoredName() (string, error) {
 	name := f.Name
 	if f.Compression != "" {
 		name = f.Stored
+	}
+	if f.Blocks != "" {
+		name = f.Blocks
 	}
 	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
 		return "", fmt.Errorf("%w: stored name %q is not a file name", ErrCorrupt, name)
