@@ -37,6 +37,12 @@ type rankPlan struct {
 	stored []string     // per file, its name on global storage when compressed
 	global filem.Remote // the rank's folder of seq on global storage
 	tmp    string       // the drain's temporary folder for this rank
+
+	// Differential checkpoints (dcp.go): the base sequence (-1: none),
+	// what is known of it, and per file its pack and manifest names.
+	base       int
+	basis      basis
+	blockNames [][2]string
 }
 
 // Sync drains the local snapshots of seq on this node to global storage:
@@ -81,6 +87,10 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 	if err != nil {
 		return err
 	}
+	base := m.baseOf(ctx, env.FileM, ref, seq, log)
+	for _, p := range plans {
+		p.base, p.basis.log = base, log
+	}
 	globals := make([]filem.Remote, len(plans))
 	for i, p := range plans {
 		globals[i] = p.global
@@ -111,7 +121,8 @@ func (m *module) Sync(ctx context.Context, ref snapshot.Ref, seq int, locals []s
 	prog.report(ctx)
 	p := prog.snapshot()
 	log.Info("drained to global storage", "ref", ref.Name, "seq", seq, "ranks", len(plans), "files", files,
-		"bytes", p.Bytes, "stored", p.Stored, "elapsed", p.Elapsed, "MB/s", fmt.Sprintf("%.1f", p.Rate()/1e6))
+		"bytes", p.Bytes, "stored", p.Stored, "elapsed", p.Elapsed, "MB/s", fmt.Sprintf("%.1f", p.Rate()/1e6),
+		"blocks", prog.blocks.Load(), "changed", prog.changed.Load(), "base", base)
 	m.evict(nodeDir, ref, seq, locals, log)
 	return nil
 }
@@ -138,20 +149,19 @@ func (m *module) plan(ref snapshot.Ref, seq int, locals []sstore.Local, tmp stri
 		}
 		taken := map[string]bool{snapshot.LocalMetaFile: true}
 		for _, f := range meta.Files {
-			if f.Compression != "" {
-				return fail("%s is recorded as stored %s; a rank writes its files as they are", f.Name, f.Compression)
+			if f.Compression != "" || f.Blocks != "" {
+				return fail("%s is recorded as stored %s%s; a rank writes its files as they are", f.Name, f.Compression, f.Blocks)
 			}
 			taken[f.Name] = true
 		}
-		p := &rankPlan{local: l, meta: meta, stored: make([]string, len(meta.Files)), tmp: filepath.Join(tmp, strconv.Itoa(l.Rank))}
+		p := &rankPlan{local: l, meta: meta, stored: make([]string, len(meta.Files)), tmp: filepath.Join(tmp, strconv.Itoa(l.Rank)),
+			blockNames: make([][2]string, len(meta.Files))}
 		for i, f := range meta.Files {
 			// name.zst, unless the rank wrote a file of that name too.
-			s := f.Name + compress.Suffix(m.cfg.alg)
-			for n := 1; taken[s]; n++ {
-				s = f.Name + "." + strconv.Itoa(n) + compress.Suffix(m.cfg.alg)
+			p.stored[i] = takeName(taken, f.Name, compress.Suffix(m.cfg.alg))
+			if m.asBlocks(f.Size) {
+				p.blockNames[i] = [2]string{takeName(taken, f.Name, ".pack"), takeName(taken, f.Name, ".blocks")}
 			}
-			taken[s] = true
-			p.stored[i] = s
 			total += f.Size
 		}
 		files += len(meta.Files)
@@ -164,6 +174,17 @@ func (m *module) plan(ref snapshot.Ref, seq int, locals []sstore.Local, tmp stri
 		plans = append(plans, p)
 	}
 	return plans, files, total, nil
+}
+
+// takeName is name with suffix, or with a number before it when a file
+// of the snapshot already takes that name; it takes the name.
+func takeName(taken map[string]bool, name, suffix string) string {
+	s := name + suffix
+	for n := 1; taken[s]; n++ {
+		s = name + "." + strconv.Itoa(n) + suffix
+	}
+	taken[s] = true
+	return s
 }
 
 // drain moves every rank's files; the first failure stops the others.
@@ -259,6 +280,9 @@ func fileError(ref snapshot.Ref, seq int, p *rankPlan, name string, err error) e
 func (m *module) drainFile(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq int, p *rankPlan, i int, prog *progress) (snapshot.FileRecord, error) {
 	rec := p.meta.Files[i]
 	src := filepath.Join(p.local.Dir, rec.Name)
+	if p.blockNames[i][0] != "" {
+		return m.drainBlocks(ctx, fm, ref, seq, p, i, prog)
+	}
 	fi, err := os.Stat(src)
 	switch {
 	case err != nil:
@@ -417,6 +441,8 @@ type progress struct {
 	filesDone atomic.Int64
 	bytesDone atomic.Int64 // source bytes read (compressed) or moved (as is)
 	stored    atomic.Int64 // bytes established on global storage
+	blocks    atomic.Int64 // blocks of the files drained as blocks
+	changed   atomic.Int64 // of those, blocks stored in this sequence
 
 	mu sync.Mutex
 }

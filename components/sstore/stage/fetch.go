@@ -104,7 +104,7 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	plain := *meta
 	plain.Files = make([]snapshot.FileRecord, len(meta.Files))
 	for i, f := range meta.Files {
-		f.Compression, f.Stored, f.Filter = "", "", ""
+		f.Compression, f.Stored, f.Filter, f.Blocks, f.From = "", "", "", "", nil
 		plain.Files[i] = f
 	}
 	if err := snapshot.WriteLocal(out, &plain); err != nil {
@@ -178,6 +178,9 @@ func (m *module) fetchFiles(ctx context.Context, fm filem.Module, ref snapshot.R
 }
 
 func (m *module) fetchFile(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq, rank int, rec snapshot.FileRecord, in, out string) error {
+	if rec.Blocks != "" {
+		return m.fetchBlocks(ctx, fm, ref, seq, rank, rec, in, out)
+	}
 	stored := rec.Name
 	if rec.Compression != "" {
 		stored = rec.Stored

@@ -44,6 +44,7 @@ import (
 	"gompi/frameworks/filem"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
+	"gompi/frameworks/sstore/blocks"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/frameworks/sstore/xor"
@@ -91,6 +92,12 @@ func newComponent(hooks bool) mca.Component[sstore.Module] {
 			Help: "Partner copies: ring puts each node's local snapshots into the local storage of the next node of the job's node list (the last node's into the first's) while they drain, so a restart on the partner node reads them when their node is lost; none keeps them on their own node only. A job of one node has no partner"},
 		{Name: ParamXORSet, Type: mca.Int, Default: "0", Level: mca.LevelUser,
 			Help: "XOR sets of this many nodes (at least 3; 0 = none), as SCR's: the job's node list is cut into sets of consecutive nodes (a last set of fewer than 3 joins the one before), each node keeps its own snapshots and 1/(k-1) of its set's parity while they drain, and a restart rebuilds a lost node's snapshots from the other members' (it needs their cached copies: keep sstore_stage_cache at 1 or more)"},
+		{Name: ParamDifferential, Type: mca.Bool, Default: "off", Level: mca.LevelUser,
+			Help: "Differential checkpoints: each file stored as blocks (" + ParamBlockSize + "), of which a sequence stores only those that changed since the previous committed sequence and references the others; restart reassembles and verifies each block; removing an old sequence keeps the blocks newer ones reference"},
+		{Name: ParamBlockSize, Type: mca.Size, Default: "1MiB", Level: mca.LevelTuner,
+			Help: "Block size of differential checkpoints (4KiB to 64MiB, a multiple of 4KiB): smaller finds more unchanged blocks and records more hashes"},
+		{Name: ParamFullEvery, Type: mca.Int, Default: "8", Level: mca.LevelTuner,
+			Help: "With differential checkpoints, every this many sequences one is full, which bounds how many older sequences a restart reads (1 = every one full)"},
 	}
 	if hooks {
 		params = append(params, mca.ParamSpec{Name: ParamHoldFetch, Type: mca.String, Level: mca.LevelDev + 2,
@@ -112,11 +119,15 @@ type config struct {
 	level       int
 	shuffle     string // compress.ShuffleModes
 	cache       int
-	partner     string     // PartnerModes
-	xorSet      int        // nodes per XOR set, 0 = none
-	noGlobal    bool       // snapc_base_global_snapshot_dir none
-	groupRead   bool       // sstore_base_group_readable
-	hold        *fetchHold // ParamHoldFetch, in a build with the test hooks
+	partner     string // PartnerModes
+	xorSet      int    // nodes per XOR set, 0 = none
+	noGlobal    bool   // snapc_base_global_snapshot_dir none
+	groupRead   bool   // sstore_base_group_readable
+	// Differential checkpoints (dcp.go).
+	differential bool
+	blockSize    int
+	fullEvery    int
+	hold         *fetchHold // ParamHoldFetch, in a build with the test hooks
 }
 
 // query answers when checkpoint/restart is on (ft_cr_enabled) or when
@@ -137,7 +148,12 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 		xorSet:      v.Int(ParamXORSet),
 		noGlobal:    snapc.NoGlobal(v),
 		groupRead:   sstore.GroupReadable(v),
+
+		differential: v.Bool(ParamDifferential),
+		fullEvery:    v.Int(ParamFullEvery),
 	}
+	bs := v.Size(ParamBlockSize)
+	c.blockSize = int(min(bs, blocks.MaxBlockSize+1))
 	var errs []error
 	if c.localRoot != "" && !filepath.IsAbs(c.localRoot) {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %q: must be an absolute path (each node's daemon resolves it, from its own working directory)", ParamLocalDir, c.localRoot))
@@ -156,6 +172,12 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 	}
 	if c.cache < 0 {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be 0 or more", ParamCache, c.cache))
+	}
+	if bs < blocks.MinBlockSize || bs > blocks.MaxBlockSize || bs%blocks.MinBlockSize != 0 {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be a multiple of 4KiB from 4KiB to 64MiB", ParamBlockSize, bs))
+	}
+	if c.fullEvery < 1 {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be at least 1", ParamFullEvery, c.fullEvery))
 	}
 	if _, err := compress.LevelsOf(c.alg); err != nil {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %q: %w", ParamCompress, c.alg, err))
