@@ -186,7 +186,7 @@ func (m *module) drainBlocks(ctx context.Context, fm filem.Module, ref snapshot.
 	prog.blocks.Add(int64(st.Blocks))
 	prog.changed.Add(int64(st.Changed))
 	prog.fileDone(ctx)
-	rec.Blocks, rec.From = names[1], man.Referenced()
+	rec.Blocks, rec.From = names[1], snapshot.JoinSeqs(man.Referenced())
 	return rec, nil
 }
 

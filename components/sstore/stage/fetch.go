@@ -104,7 +104,7 @@ func (m *module) Fetch(ctx context.Context, ref snapshot.Ref, seq, rank int) (st
 	plain := *meta
 	plain.Files = make([]snapshot.FileRecord, len(meta.Files))
 	for i, f := range meta.Files {
-		f.Compression, f.Stored, f.Filter, f.Blocks, f.From = "", "", "", "", nil
+		f.Compression, f.Stored, f.Filter, f.Blocks, f.From = "", "", "", "", ""
 		plain.Files[i] = f
 	}
 	if err := snapshot.WriteLocal(out, &plain); err != nil {

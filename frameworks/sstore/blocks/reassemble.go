@@ -76,8 +76,12 @@ func (m *Manifest) Check(rec snapshot.FileRecord) error {
 	if m.Size != rec.Size {
 		return fmt.Errorf("%w: manifest of %s records %d bytes, snapshot_meta %d", snapshot.ErrCorrupt, rec.Name, m.Size, rec.Size)
 	}
+	from, err := snapshot.ParseSeqs(rec.From)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", snapshot.ErrCorrupt, rec.Name, err)
+	}
 	for _, s := range m.Referenced() {
-		if !slices.Contains(rec.From, s) {
+		if !slices.Contains(from, s) {
 			return fmt.Errorf("%w: manifest of %s references sequence %d, which snapshot_meta does not list (from %v)", snapshot.ErrCorrupt, rec.Name, s, rec.From)
 		}
 	}

@@ -448,7 +448,7 @@ type FileRecord struct {
 	Stored      string // file name as stored, when compressed
 	Filter      string
 	Blocks      string // file name of the block manifest, when stored as blocks
-	From        []int  // older sequences whose packs Blocks references, increasing
+	From        string // older sequences whose packs Blocks references: increasing, comma-separated (ParseSeqs, JoinSeqs)
 }
 
 // Encode writes the local metadata.
@@ -475,7 +475,7 @@ func (l *LocalMeta) Encode(w io.Writer) error {
 			}
 		}
 		if f.Blocks != "" {
-			kv = append(kv, "blocks", f.Blocks, "from", joinSeqs(f.From))
+			kv = append(kv, "blocks", f.Blocks, "from", f.From)
 		}
 		writeRecord(b, "File", f.Name, kv...)
 	}
@@ -602,11 +602,10 @@ func (p *localParser) blocks(f *FileRecord, rec record) error {
 		return fmt.Errorf("file %s: stored as blocks without a valid manifest name", rec.pos)
 	}
 	p.seen[f.Blocks] = true
-	seqs, err := ParseSeqs(from)
-	if err != nil {
+	if _, err := ParseSeqs(from); err != nil {
 		return fmt.Errorf("file %s: %w", rec.pos, err)
 	}
-	f.From = seqs
+	f.From = from
 	return nil
 }
 
@@ -639,7 +638,8 @@ func ParseSeqs(s string) ([]int, error) {
 	return out, nil
 }
 
-func joinSeqs(v []int) string {
+// JoinSeqs writes sequence numbers as ParseSeqs reads them.
+func JoinSeqs(v []int) string {
 	s := make([]string, len(v))
 	for i, n := range v {
 		s[i] = strconv.Itoa(n)

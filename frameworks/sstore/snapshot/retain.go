@@ -116,22 +116,92 @@ func Orphans(ref Ref, g *GlobalMeta) ([]int, error) {
 // metadata as read; the caller has checked the reference is its own
 // (CheckSafe) and chosen seqs (Prunable, CanRemove, Orphans).
 func RemoveSeqs(ref Ref, g *GlobalMeta, seqs []int) error {
+	_, err := RemoveSeqsKept(ref, g, seqs)
+	return err
+}
+
+// Kept is a sequence whose folder a removal kept although its record went:
+// the files of sequences By (which stay) are stored as blocks, some of
+// them in its packs (differential checkpoints). It stops being a restart
+// point; its folder goes with the last sequence that references it, at a
+// later removal or prune.
+type Kept struct {
+	Seq int
+	By  []int
+}
+
+func (k Kept) String() string {
+	return fmt.Sprintf("sequence %d's folder (sequences %s store blocks in it)", k.Seq, joinInts(k.By))
+}
+
+// RemoveSeqsKept is RemoveSeqs keeping the folders of the sequences whose
+// blocks the sequences that stay reference, which it returns.
+func RemoveSeqsKept(ref Ref, g *GlobalMeta, seqs []int) ([]Kept, error) {
 	if err := RefIsFolder(ref); err != nil {
-		return err
+		return nil, err
 	}
+	kept := KeptBlocks(ref, g, seqs)
 	recorded := slices.ContainsFunc(seqs, func(s int) bool { _, ok := g.Seq(s); return ok })
 	if recorded {
 		if err := WriteGlobal(ref, g.Without(seqs)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	var errs []error
 	for _, seq := range seqs {
+		if slices.ContainsFunc(kept, func(k Kept) bool { return k.Seq == seq }) {
+			continue
+		}
 		if err := os.RemoveAll(ref.SeqDir(seq)); err != nil {
 			errs = append(errs, fmt.Errorf("sstore: remove sequence %d: %w", seq, err))
 		}
 	}
-	return errors.Join(errs...)
+	return kept, errors.Join(errs...)
+}
+
+// KeptBlocks says which of seqs a removal from the reference on this node
+// must keep the folder of: those whose packs hold blocks of the sequences
+// g records that stay (their snapshot_meta's From fields). References are
+// flat, each naming the sequence that stores the block, so the sequences
+// that stay are all there is to read.
+func KeptBlocks(ref Ref, g *GlobalMeta, seqs []int) []Kept {
+	by := referencedBy(ref, g.Without(seqs))
+	var out []Kept
+	for _, s := range seqs {
+		if len(by[s]) > 0 {
+			out = append(out, Kept{Seq: s, By: by[s]})
+		}
+	}
+	slices.SortFunc(out, func(a, b Kept) int { return a.Seq - b.Seq })
+	return out
+}
+
+// referencedBy maps each sequence whose packs the sequences of g
+// reference to those sequences, increasing. A rank's snapshot_meta that
+// cannot be read references nothing: that sequence cannot be restarted
+// anyway.
+func referencedBy(ref Ref, g *GlobalMeta) map[int][]int {
+	by := map[int][]int{}
+	for _, s := range g.Seqs {
+		for _, p := range s.Procs {
+			l, err := ReadLocal(ref.LocalPath(s.Seq, p.Rank))
+			if err != nil {
+				continue
+			}
+			for _, f := range l.Files {
+				from, _ := ParseSeqs(f.From) // ParseLocal checked it
+				for _, from := range from {
+					if !slices.Contains(by[from], s.Seq) {
+						by[from] = append(by[from], s.Seq)
+					}
+				}
+			}
+		}
+	}
+	for _, v := range by {
+		slices.Sort(v)
+	}
+	return by
 }
 
 // RefIsFolder refuses, wrapping ErrUnsafeRef, a reference whose own folder
@@ -170,6 +240,10 @@ func (r Removal) Plan(ref Ref, g *GlobalMeta, busy ...int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An orphan a recorded sequence stores blocks in is a kept folder, not
+	// a leftover: it goes once nothing references it.
+	by := referencedBy(ref, g)
+	orphans = slices.DeleteFunc(orphans, func(s int) bool { return len(by[s]) > 0 })
 	out := append(g.Prunable(r.Keep, busy...), orphans...)
 	slices.Sort(out)
 	return out, nil
