@@ -28,6 +28,11 @@ type Removed struct {
 	Dir     string `json:"dir"`
 	Removed []int  `json:"removed"`
 	DryRun  bool   `json:"dry_run,omitempty"`
+	// Kept are removed sequences whose folders stay because sequences
+	// that stay store blocks in them (differential checkpoints); only
+	// known when acting on a reference (a running job's gompirun logs
+	// them).
+	Kept []snapshot.Kept `json:"kept,omitempty"`
 }
 
 func (o *options) removing() bool { return o.remove >= 0 || o.prune }
@@ -105,13 +110,14 @@ func (o *options) runRemoveRef(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	kept := snapshot.KeptBlocks(ref, meta, gone)
 	if !o.dryRun && len(gone) > 0 {
-		if err := snapshot.RemoveSeqs(ref, meta, gone); err != nil {
+		if kept, err = snapshot.RemoveSeqsKept(ref, meta, gone); err != nil {
 			return err
 		}
 	}
 	abs, _ := filepath.Abs(ref.Dir)
-	return o.printRemoved(w, Removed{Ref: ref.Name, Dir: abs, Removed: gone, DryRun: o.dryRun})
+	return o.printRemoved(w, Removed{Ref: ref.Name, Dir: abs, Removed: gone, DryRun: o.dryRun, Kept: kept})
 }
 
 // runRemoveJob asks the job's gompirun, which removes between two
@@ -148,6 +154,9 @@ func (o *options) printRemoved(w io.Writer, r Removed) error {
 		fmt.Fprintf(w, "Would remove from %s: sequences %s\n", ref, strings.Join(seqs, ", "))
 	default:
 		fmt.Fprintf(w, "Removed from %s: sequences %s\n", ref, strings.Join(seqs, ", "))
+	}
+	for _, k := range r.Kept {
+		fmt.Fprintf(w, "Kept %s\n", k)
 	}
 	return nil
 }

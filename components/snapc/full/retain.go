@@ -3,6 +3,7 @@ package full
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/snapshot"
@@ -25,8 +26,9 @@ func (c *ckpt) retain() {
 		return
 	}
 	gone, err := snapshot.Removal{Seq: -1, Keep: keep}.Plan(c.ref, c.meta, c.seq)
+	var kept []snapshot.Kept
 	if err == nil && len(gone) > 0 {
-		err = snapshot.RemoveSeqs(c.ref, c.meta, gone)
+		kept, err = snapshot.RemoveSeqsKept(c.ref, c.meta, gone)
 	}
 	if err != nil {
 		c.g.log.Warn("sequences beyond sstore_base_keep not removed", "ref", c.ref.String(), "keep", keep, "err", err)
@@ -36,6 +38,7 @@ func (c *ckpt) retain() {
 		c.meta = c.meta.Without(gone)
 		c.g.log.Info("sequences beyond sstore_base_keep removed", "ref", c.ref.String(), "keep", keep, "removed", gone)
 	}
+	logKept(c.g.log, c.ref, kept)
 }
 
 // Remove removes sequences of the job's reference (gompi-checkpoint
@@ -69,12 +72,25 @@ func (g *global) Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([
 		return nil, err
 	}
 	gone, err := r.Plan(ref, meta, busy...)
-	if err != nil || dryRun || len(gone) == 0 {
+	if err != nil || len(gone) == 0 {
 		return gone, err
 	}
-	if err := snapshot.RemoveSeqs(ref, meta, gone); err != nil {
+	if dryRun {
+		logKept(g.log, ref, snapshot.KeptBlocks(ref, meta, gone))
+		return gone, nil
+	}
+	kept, err := snapshot.RemoveSeqsKept(ref, meta, gone)
+	if err != nil {
 		return nil, err
 	}
 	g.log.Info("sequences removed on request", "ref", ref.String(), "removed", gone)
+	logKept(g.log, ref, kept)
 	return gone, nil
+}
+
+// logKept says which removed sequences' folders stay, and why.
+func logKept(log *slog.Logger, ref snapshot.Ref, kept []snapshot.Kept) {
+	for _, k := range kept {
+		log.Info("removed sequence's folder kept: sequences that stay store blocks in it (differential checkpoints)", "ref", ref.String(), "seq", k.Seq, "by", k.By)
+	}
 }
