@@ -141,6 +141,17 @@ func TestHostileLocal(t *testing.T) {
 		{"filter of another element size", "# File: a" + sum + " compression=zstd stored=a.zst filter=shuffle16"},
 		{"filter without compression", "# File: a" + sum + " filter=shuffle8"},
 		{"empty-named filter", "# File: a" + sum + " compression=zstd stored=a.zst filter=\"\\x00\""},
+		{"manifest as parent", "# File: a" + sum + " blocks=.. from=\"\""},
+		{"manifest in another folder", "# File: a" + sum + " blocks=../../3/x/a.blocks from=\"\""},
+		{"manifest as the metadata", "# File: a" + sum + " blocks=snapshot_meta from=\"\""},
+		{"manifest named as the file", "# File: a" + sum + " blocks=a from=\"\""},
+		{"blocks and compression", "# File: a" + sum + " compression=zstd stored=a.zst blocks=a.blocks from=\"\""},
+		{"references without a manifest", "# File: a" + sum + " from=3"},
+		{"negative referenced sequence", "# File: a" + sum + " blocks=a.blocks from=-1"},
+		{"referenced sequences out of order", "# File: a" + sum + " blocks=a.blocks from=3,1"},
+		{"referenced sequence twice", "# File: a" + sum + " blocks=a.blocks from=1,1"},
+		{"referenced sequence too large", "# File: a" + sum + " blocks=a.blocks from=4294967296"},
+		{"referenced sequence not a number", "# File: a" + sum + " blocks=a.blocks from=1,x"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := ParseLocal(strings.NewReader(head+tt.line+"\n"), "hostile_local")

@@ -331,6 +331,9 @@ func FuzzParseLocal(f *testing.F) {
 		f.Add(head + "# File: " + name + " size=1 checksum=crc32c:00000001\n")
 		f.Add(head + "# File: a size=1 checksum=crc32c:00000001 compression=zstd stored=" + name + "\n")
 	}
+	for _, from := range []string{"", "1", "1,2,3", "3,1", "-1", "01"} {
+		f.Add(head + "# File: a size=1 checksum=crc32c:00000001 blocks=a.blocks from=\"" + from + "\"\n")
+	}
 	for _, filter := range []string{FilterShuffle8, FilterShuffle4, "shuffle16", "", "\"x y\""} {
 		f.Add(head + "# File: a size=1 checksum=crc32c:00000001 compression=zstd stored=a.zst filter=" + filter + "\n")
 	}
@@ -348,6 +351,12 @@ func FuzzParseLocal(f *testing.F) {
 			}
 			if CheckFilter(fr.Filter) != nil || (fr.Filter != "" && fr.Compression == "") {
 				t.Fatalf("filter %q accepted (compression %q)", fr.Filter, fr.Compression)
+			}
+			if fr.Blocks != "" && (checkFileName(fr.Blocks) != nil || fr.Compression != "") {
+				t.Fatalf("manifest %q accepted (compression %q)", fr.Blocks, fr.Compression)
+			}
+			if seqs, err := ParseSeqs(fr.From); err != nil || (fr.Blocks == "" && fr.From != "") || JoinSeqs(seqs) != fr.From {
+				t.Fatalf("referenced sequences %q accepted: %v", fr.From, err)
 			}
 		}
 		var out bytes.Buffer
