@@ -250,8 +250,8 @@ func TestDamage(t *testing.T) {
 	m, _, _ := s.put(t, data, nil, 1, bs)
 	_, rec, _ := s.put(t, next, m, 2, bs)
 	for _, bad := range []func(r *snapshot.FileRecord){
-		func(r *snapshot.FileRecord) { r.From = "" },  // a reference retention would not keep
-		func(r *snapshot.FileRecord) { r.Size++ },     // another size
+		func(r *snapshot.FileRecord) { r.From = "" }, // a reference retention would not keep
+		func(r *snapshot.FileRecord) { r.Size++ },    // another size
 		func(r *snapshot.FileRecord) { r.Checksum = snapshot.FormatChecksum(1) },
 	} {
 		r := rec
