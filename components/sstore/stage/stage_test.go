@@ -39,6 +39,10 @@ func TestQuery(t *testing.T) {
 		{settings: []string{"sstore=stage", ParamCache + "=-1"}, errHas: ParamCache + " = -1"},
 		{settings: []string{"sstore=stage", ParamCache + "=0"}, answers: true},
 		{settings: []string{"sstore=stage", ParamLocalDir + "=relative/dir"}, errHas: ParamLocalDir + ` = "relative/dir": must be an absolute path`},
+		{settings: []string{"sstore=stage", ParamDifferential + "=on", ParamBlockSize + "=64KiB", ParamFullEvery + "=4"}, answers: true},
+		{settings: []string{"sstore=stage", ParamBlockSize + "=1000"}, errHas: ParamBlockSize + " = 1000: must be a multiple of 4KiB"},
+		{settings: []string{"sstore=stage", ParamBlockSize + "=1GiB"}, errHas: ParamBlockSize + " = 1073741824"},
+		{settings: []string{"sstore=stage", ParamFullEvery + "=0"}, errHas: ParamFullEvery + " = 0: must be at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.settings, ","), func(t *testing.T) {
