@@ -166,3 +166,69 @@ func TestRemoveSeqsRefusesLinkedReference(t *testing.T) {
 		t.Errorf("metadata behind the link changed: %v %v", after, err)
 	}
 }
+
+// TestKeptBlocks: with differential checkpoints (File records whose From
+// lists older sequences), removing a sequence that sequences which stay
+// reference keeps its folder, says so, and a later prune spares it as an
+// orphan until nothing references it.
+func TestKeptBlocks(t *testing.T) {
+	ref := Ref{Dir: t.TempDir(), Name: "r.ckpt"}
+	g := metaOf("CCCCC")
+	// Sequence s's file references from[s].
+	from := map[int]string{0: "", 1: "0", 2: "0,1", 3: "", 4: "3"}
+	for s := range 5 {
+		dir := ref.LocalPath(s, 0)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		rec := FileRecord{Name: "a", Size: 1, Checksum: FormatChecksum(1), Blocks: "a.blocks", From: from[s]}
+		if err := WriteLocal(dir, &LocalMeta{Rank: 0, CRS: "self", Files: []FileRecord{rec}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteGlobal(ref, g); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(s int) bool { _, err := os.Stat(ref.SeqDir(s)); return err == nil }
+
+	if got := KeptBlocks(ref, g, []int{0, 1}); len(got) != 2 || got[0].Seq != 0 || !slices.Equal(got[0].By, []int{2}) || got[1].Seq != 1 || !slices.Equal(got[1].By, []int{2}) {
+		t.Errorf("KeptBlocks(0, 1) = %v", got)
+	}
+	// Prune to the newest 3 (2, 3, 4): 0 and 1 lose their records, keep
+	// their folders for 2.
+	gone, err := Removal{Seq: -1, Keep: 3}.Plan(ref, g)
+	if err != nil || !slices.Equal(gone, []int{0, 1}) {
+		t.Fatalf("Plan = %v, %v", gone, err)
+	}
+	kept, err := RemoveSeqsKept(ref, g, gone)
+	if err != nil || len(kept) != 2 || kept[0].String() != "sequence 0's folder (sequences 2 store blocks in it)" {
+		t.Fatalf("RemoveSeqsKept = %v, %v", kept, err)
+	}
+	if !exists(0) || !exists(1) {
+		t.Errorf("a referenced folder went")
+	}
+	g, _ = ReadGlobal(ref)
+	if !slices.Equal(g.Committed(), []int{2, 3, 4}) {
+		t.Errorf("committed %v", g.Committed())
+	}
+	// A prune that takes nothing new does not list the kept folders.
+	if gone, err := (Removal{Seq: -1, Keep: 3}).Plan(ref, g); err != nil || len(gone) != 0 {
+		t.Errorf("second prune plans %v, %v", gone, err)
+	}
+	// Removing 2 frees 0 and 1: the next prune takes them as orphans.
+	if kept, err := RemoveSeqsKept(ref, g, []int{2}); err != nil || len(kept) != 0 || exists(2) {
+		t.Fatalf("remove 2: kept %v, %v", kept, err)
+	}
+	g, _ = ReadGlobal(ref)
+	gone, err = Removal{Seq: -1, Keep: 3}.Plan(ref, g)
+	if err != nil || !slices.Equal(gone, []int{0, 1}) {
+		t.Fatalf("Plan after 2 went = %v, %v", gone, err)
+	}
+	if kept, err := RemoveSeqsKept(ref, g, gone); err != nil || len(kept) != 0 || exists(0) || exists(1) {
+		t.Errorf("orphans: kept %v, %v", kept, err)
+	}
+	// 3 is referenced by 4: --remove 3 keeps its folder.
+	if kept, err := RemoveSeqsKept(ref, g, []int{3}); err != nil || len(kept) != 1 || !slices.Equal(kept[0].By, []int{4}) || !exists(3) {
+		t.Errorf("remove 3: kept %v, %v", kept, err)
+	}
+}
