@@ -13,7 +13,8 @@ import (
 
 type options struct {
 	solver.Options
-	migrateAt int
+	migrateAt       int
+	checkpointEvery int
 }
 
 func parse(args []string, out io.Writer) (options, error) {
@@ -22,14 +23,15 @@ func parse(args []string, out io.Writer) (options, error) {
 	fs.SetOutput(out)
 	o.Register(fs)
 	fs.IntVar(&o.migrateAt, "migrate-at", 0, "after this step the last rank asks to move off its node (cr.Migrate; 0: never)")
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", 0, "at every this many steps the ranks checkpoint together (cr.Checkpoint, under gompirun -am ft-enable-cr); a restarted run takes none, so each snapshot restarts to the end alone (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if err := o.Check(); err != nil {
 		return o, err
 	}
-	if o.migrateAt < 0 {
-		return o, fmt.Errorf("-migrate-at must be >= 0")
+	if o.migrateAt < 0 || o.checkpointEvery < 0 {
+		return o, fmt.Errorf("-migrate-at and -checkpoint-every must be >= 0")
 	}
 	return o, nil
 }
@@ -62,7 +64,7 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 		return "", err
 	}
 	for ; step <= o.Steps; step++ {
-		if err := c.SafePoint(); err != nil {
+		if err := point(c, o, step); err != nil {
 			return "", err
 		}
 		if residual, err = s.Iterate(w, o.Options, step, out); err != nil {
@@ -75,6 +77,18 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 		}
 	}
 	return s.Finish(w, out, "heat", o.Steps, residual)
+}
+
+// point is the safe point at the top of step: a checkpoint of the whole
+// job at every -checkpoint-every steps of a run that was not restarted.
+// A restart from one of them meets it as a safe point (the count is the
+// same), which is where the rank resumes.
+func point(c *cr.Coordinator, o options, step int) error {
+	if o.checkpointEvery > 0 && step%o.checkpointEvery == 0 && !c.IsRestart() {
+		_, err := c.Checkpoint(context.Background(), cr.Options{})
+		return err
+	}
+	return c.SafePoint()
 }
 
 // migrateLast has the last rank ask to move off its node: the ranks

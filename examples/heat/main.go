@@ -9,7 +9,9 @@
 // -size 64 -steps 50`) or under gompirun. It is restartable: under
 // `gompirun -am ft-enable-cr`, gompi-checkpoint saves it at the top of a
 // step (its grid and step are registered with package cr) and
-// gompi-restart finishes it with the same checksum.
+// gompi-restart finishes it with the same checksum. With -checkpoint-every
+// K it checkpoints itself every K steps (cr.Checkpoint), at steps a test
+// knows, and a restart from any of them takes no more.
 package main
 
 import (
