@@ -159,3 +159,26 @@ func damageReferenced(t *testing.T, ref snapshot.Ref, seq int) (older, rank int,
 	t.Fatalf("sequence %d references no block of an older sequence", seq)
 	return
 }
+
+// TestCRIUDifferential: plainheat's CRIU images (crs=criu) checkpointed
+// twice with differential checkpoints: the second sequence stores only
+// some blocks of the images and references the first's; restarted from
+// it, the job ends with the uninterrupted checksum.
+func TestCRIUDifferential(t *testing.T) {
+	dir := t.TempDir()
+	j := criuJobWith(t, dir, append(criuParams(), "--mca", "sstore", "stage",
+		"--mca", "sstore_stage_local_snapshot_dir", t.TempDir(), "--mca", "sstore_stage_cache", "0",
+		"--mca", "sstore_stage_differential", "on", "--mca", "sstore_stage_block_size", "64KiB"))
+	ref := refOf(t, j, dir)
+	checkpointCRIU(t, j, ref.Name, "0")
+	checkpointCRIU(t, j, ref.Name, "1", "--term")
+	if code, _, errs := j.wait(); code != 0 {
+		t.Fatalf("job after --term: status %d\n%s", code, errs)
+	}
+	own, total := blockCounts(t, ref, 1)
+	t.Logf("the second sequence stores %d of its %d blocks", own, total)
+	if own == 0 || own >= total {
+		t.Errorf("the second sequence stores %d of its %d blocks", own, total)
+	}
+	restartCRIU(t, ref.Path(), plainSum(t))
+}
