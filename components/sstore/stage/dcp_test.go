@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"gompi/frameworks/filem/filemtest"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/blocks"
 	"gompi/frameworks/sstore/compress"
@@ -128,4 +130,46 @@ func TestDifferentialBase(t *testing.T) {
 			t.Errorf("seq %d references %q, want %q", seq, meta.Files[0].From, want)
 		}
 	}
+}
+
+// TestDifferentialSFTP: differential checkpoints with the global folder
+// reached over sftp: the base's metadata and manifests are read, and the
+// packs fetched back, through FileM.
+func TestDifferentialSFTP(t *testing.T) {
+	s := filemtest.StartSSHD(t)
+	sp := &spy{Module: sftpModule(t, s)}
+	f := newFixture(t, nil, ParamDifferential+"=on", ParamBlockSize+"=4KiB", ParamCompress+"=zstd")
+	if err := f.m.Provision(context.Background(), sstore.Host{Node: "n1", FileM: sp}); err != nil {
+		t.Fatal(err)
+	}
+	local := f.ref
+	f.ref.Dir = fmt.Sprintf("sftp://root@127.0.0.1:%d%s", s.Port, f.global)
+	ctx := context.Background()
+	data := random(64<<10, 1)
+	var snaps []rankFiles
+	for seq := range 3 {
+		data = bytes.Clone(data)
+		data[seq*4096] ^= 1
+		snap := rankFiles{"state": data}
+		if err := f.m.Sync(ctx, f.ref, seq, []sstore.Local{f.write(t, seq, 0, snap)}); err != nil {
+			t.Fatal(err)
+		}
+		lf := *f
+		lf.ref = local
+		lf.commit(t, []int{0, 1, 2}[:seq+1]...)
+		snaps = append(snaps, snap)
+	}
+	meta, err := snapshot.ReadLocal(local.LocalPath(2, 0))
+	if err != nil || meta.Files[0].From != "0,1" {
+		t.Fatalf("seq 2 references %q, want 0,1: %v", meta.Files[0].From, err)
+	}
+	for seq, snap := range snaps {
+		f.m.Remove(ctx, f.ref, seq)
+		dir, err := f.m.Fetch(ctx, f.ref, seq, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameSnapshot(t, dir, 0, snap)
+	}
+	noTemporaries(t, f.nodeDir())
 }
