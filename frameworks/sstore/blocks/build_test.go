@@ -215,6 +215,8 @@ func TestDamage(t *testing.T) {
 		{"flipped byte in its own pack", func(s store) { flip(s.rankDir(2), "f.pack", 3) }, "sequence 2, file f, block 2"},
 		{"truncated older pack", func(s store) { os.Truncate(filepath.Join(s.rankDir(1), "f.pack"), bs+1) }, "sequence 1, file f, block 1"},
 		{"older pack gone", func(s store) { os.Remove(filepath.Join(s.rankDir(1), "f.pack")) }, "sequence 1, file f, block 0: pack f.pack"},
+		{"older sequence gone", func(s store) { os.RemoveAll(filepath.Join(s.root, "1")) }, "sequence 1, file f, block 0: pack f.pack: sequence 1 does not exist in the reference"},
+		{"older rank folder gone", func(s store) { os.RemoveAll(s.rankDir(1)) }, "gompi_snapshot_0.ckpt in sequence 1 does not exist"},
 		{"older pack a link out of the tree", func(s store) {
 			p := filepath.Join(s.rankDir(1), "f.pack")
 			os.Rename(p, p+".x")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,9 +35,13 @@ func DirOpener(rankDir string) Opener {
 			return nil, err
 		}
 		dir := root
-		for _, part := range []string{strconv.Itoa(seq), rank} {
+		for i, part := range []string{strconv.Itoa(seq), rank} {
 			dir = filepath.Join(dir, part)
 			fi, err := os.Lstat(dir)
+			if errors.Is(err, fs.ErrNotExist) {
+				what := []string{"sequence " + strconv.Itoa(seq), rank + " in sequence " + strconv.Itoa(seq)}[i]
+				return nil, fmt.Errorf("%s does not exist in the reference (%s): %w", what, dir, err)
+			}
 			if err != nil {
 				return nil, err
 			}
