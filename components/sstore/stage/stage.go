@@ -23,6 +23,12 @@
 // there: StageNodeDir, StageLocalDir, StagedCopy), since gompi-restart -i
 // reads it too.
 //
+// With sstore_stage_differential on (dcp.go), the drain stores each file as
+// blocks (package frameworks/sstore/blocks): only the blocks that changed
+// since the previous committed sequence, which it reads the manifests of
+// from global storage, go into the sequence's pack; a fetch reassembles
+// and verifies the file from the packs its manifest references.
+//
 // A rank's snapshot on global storage is complete once its snapshot_meta is
 // there: Sync puts it after every file it records. The sequence itself
 // counts only once the global coordinator commits it, after every node's

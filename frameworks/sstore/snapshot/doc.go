@@ -18,7 +18,9 @@
 // reference (OpenFile), the owner-only access of a reference and the
 // check gompi-restart makes of it (perm.go), how a restart point is chosen
 // and verified (ChooseSeq, RestartPoint: sizes and checksums, or sizes
-// alone for gompi-restart -i), MetaStore, which reads and writes the
+// alone for gompi-restart -i), which sequences retention removes and
+// which removed sequences' folders it keeps because newer ones store
+// blocks in them (retain.go), MetaStore, which reads and writes the
 // metadata of a reference wherever it lives (this node, or a remote host
 // through FileM), and the per-user index of remote references with the
 // FileM settings that reach them, never credentials (index.go).
