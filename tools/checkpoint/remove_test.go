@@ -242,3 +242,43 @@ func TestRemoveDeadPID(t *testing.T) {
 		t.Errorf("dead pid: status %d: %s", code, errs)
 	}
 }
+
+// With differential checkpoints: a removed sequence whose blocks a kept
+// one references loses its record, keeps its folder, and the output (text
+// and --json, dry run too) says which and why.
+func TestRemoveKeepsReferencedBlocks(t *testing.T) {
+	isolate(t)
+	for _, dry := range []bool{false, true} {
+		ref := reference(t, "CCC")
+		for rank := range 2 { // sequence 2's file references sequence 1's pack
+			dir := ref.LocalPath(2, rank)
+			l, err := snapshot.ReadLocal(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Files[0].Blocks, l.Files[0].From = "app.state.blocks", "1"
+			if err := snapshot.WriteLocal(dir, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args := []string{"--remove", "1"}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		code, out, errs := run(append(args, ref.Path())...)
+		verb := map[bool]string{false: "Removed", true: "Would remove"}[dry]
+		want := verb + " from " + ref.String() + ": sequences 1\nKept sequence 1's folder (sequences 2 store blocks in it)\n"
+		if code != 0 || out != want {
+			t.Errorf("%v: status %d\n%s%s\nwant %q", args, code, out, errs, want)
+		}
+		recorded, folders := seqsLeft(t, ref)
+		if wantRec := map[bool][]int{false: {0, 2}, true: {0, 1, 2}}[dry]; !slices.Equal(recorded, wantRec) || !slices.Equal(folders, []int{0, 1, 2}) {
+			t.Errorf("%v: left records %v, folders %v", args, recorded, folders)
+		}
+		code, out, _ = run(append(args, "--json", ref.Path())...)
+		var r Removed
+		if err := json.Unmarshal([]byte(out), &r); dry && (code != 0 || err != nil || len(r.Kept) != 1 || r.Kept[0].Seq != 1 || !slices.Equal(r.Kept[0].By, []int{2})) {
+			t.Errorf("--json: status %d, %+v, %v", code, r, err)
+		}
+	}
+}

@@ -126,8 +126,8 @@ func RemoveSeqs(ref Ref, g *GlobalMeta, seqs []int) error {
 // point; its folder goes with the last sequence that references it, at a
 // later removal or prune.
 type Kept struct {
-	Seq int
-	By  []int
+	Seq int   `json:"seq"`
+	By  []int `json:"by"`
 }
 
 func (k Kept) String() string {
