@@ -136,6 +136,12 @@ func (m *module) fetchBaseMeta(ctx context.Context, fm filem.Module, ref snapsho
 func (m *module) drainBlocks(ctx context.Context, fm filem.Module, ref snapshot.Ref, seq int, p *rankPlan, i int, prog *progress) (snapshot.FileRecord, error) {
 	rec := p.meta.Files[i]
 	src := filepath.Join(p.local.Dir, rec.Name)
+	if fi, err := os.Stat(src); err != nil || !fi.Mode().IsRegular() {
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file", src)
+		}
+		return rec, err
+	}
 	choice, err := m.choose(ctx, src, rec.Size)
 	if err != nil {
 		return rec, err
