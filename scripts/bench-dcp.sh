@@ -2,12 +2,13 @@
 # Differential checkpoints' figure: stored bytes and checkpoint time per
 # sequence, differential against full, side by side in one run. examples/heat
 # on 4 ranks over two simulated nodes (an N x N grid, N = SIZE, default
-# 2048: 8.4 MB per rank) checkpoints itself every 10 steps for 100 steps
+# 4096: 33.6 MB per rank) checkpoints itself every 10 steps for 100 steps
 # (-checkpoint-every: 10 sequences at known steps, no timing) with sstore
 # stage draining into a global folder on this machine. Heat's hot region is
 # the top edge: its front moves one row a step, so between two checkpoints
-# only the rows above it change (at N = 2048, 1 MiB blocks: about 2 of a
-# rank 0's 8 blocks, 6 % of the job's 32), the case differential
+# only the rows above it change, with each rank's first block (step and
+# residual) and its small library state: at N = 4096 and 1 MiB blocks,
+# 12 to 15 of the job's 136 blocks (9-11 %), the case differential
 # checkpoints are for. Each configuration: full or differential
 # (sstore_stage_differential, 1 MiB blocks, a full sequence every 8), with
 # no compression and with zstd (per block). For each sequence: the bytes
@@ -15,10 +16,10 @@
 # of its files, and the checkpoint's time (request to commit, from the
 # global metadata). Not part of CI.
 #
-#   [SIZE=2048] bash scripts/bench-dcp.sh
+#   [SIZE=4096] bash scripts/bench-dcp.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-size=${SIZE:-2048}
+size=${SIZE:-4096}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/" ./cmd/gompirun ./cmd/gompid ./examples/heat
