@@ -337,7 +337,7 @@ func layRemoteFileM(o Options) error {
 // remover is a global coordinator that removes sequences of its
 // reference between checkpoints (snapc/full's does; a plugin's may not).
 type remover interface {
-	Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([]int, error)
+	Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([]int, []snapshot.Kept, error)
 }
 
 // Remove serves gompi-checkpoint --remove and --prune: the coordinator
@@ -351,7 +351,7 @@ func (s *service) Remove(ctx context.Context, req *pb.RemoveRequest) (*pb.Remove
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "this job's snapc component cannot remove sequences: wait for the job to end and give gompi-checkpoint its reference")
 	}
-	gone, err := rm.Remove(ctx, snapshot.Removal{Seq: int(req.GetSeq()), Keep: int(req.GetKeep())}, req.GetDryRun())
+	gone, kept, err := rm.Remove(ctx, snapshot.Removal{Seq: int(req.GetSeq()), Keep: int(req.GetKeep())}, req.GetDryRun())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, status.Error(codes.NotFound, err.Error())
@@ -362,6 +362,13 @@ func (s *service) Remove(ctx context.Context, req *pb.RemoveRequest) (*pb.Remove
 	resp := &pb.RemoveResponse{Dir: ref.Dir, Ref: ref.Name}
 	for _, seq := range gone {
 		resp.Removed = append(resp.Removed, int32(seq))
+	}
+	for _, k := range kept {
+		kf := &pb.KeptFolder{Seq: int32(k.Seq)}
+		for _, b := range k.By {
+			kf.By = append(kf.By, int32(b))
+		}
+		resp.Kept = append(resp.Kept, kf)
 	}
 	return resp, nil
 }

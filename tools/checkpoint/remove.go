@@ -29,9 +29,7 @@ type Removed struct {
 	Removed []int  `json:"removed"`
 	DryRun  bool   `json:"dry_run,omitempty"`
 	// Kept are removed sequences whose folders stay because sequences
-	// that stay store blocks in them (differential checkpoints); only
-	// known when acting on a reference (a running job's gompirun logs
-	// them).
+	// that stay store blocks in them (differential checkpoints).
 	Kept []snapshot.Kept `json:"kept,omitempty"`
 }
 
@@ -131,6 +129,13 @@ func (o *options) runRemoveJob(ctx context.Context, client pb.ToolClient, w io.W
 	r := Removed{PID: o.pid, Ref: resp.Ref, Dir: resp.Dir, DryRun: o.dryRun}
 	for _, s := range resp.Removed {
 		r.Removed = append(r.Removed, int(s))
+	}
+	for _, k := range resp.Kept {
+		kept := snapshot.Kept{Seq: int(k.GetSeq())}
+		for _, b := range k.GetBy() {
+			kept.By = append(kept.By, int(b))
+		}
+		r.Kept = append(r.Kept, kept)
 	}
 	return o.printRemoved(w, r)
 }

@@ -46,11 +46,12 @@ func (c *ckpt) retain() {
 // progress to end, and holds the next until it is done. A prune's Keep
 // below 0 is sstore_base_keep. The sequence of a migration whose ranks
 // are held is in use and stays. It returns what went (with dryRun, what
-// would go).
-func (g *global) Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([]int, error) {
+// would go) and which of those keep their folders because sequences that
+// stay store blocks in them.
+func (g *global) Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([]int, []snapshot.Kept, error) {
 	ref := g.spec.Ref
 	if ref.IsRemote() {
-		return nil, fmt.Errorf("snapc/full: %s is on another host: removing from a remote reference is not supported", ref)
+		return nil, nil, fmt.Errorf("snapc/full: %s is on another host: removing from a remote reference is not supported", ref)
 	}
 	if r.Seq < 0 && r.Keep < 0 {
 		r.Keep = sstore.Keep(g.spec.Values)
@@ -59,7 +60,7 @@ func (g *global) Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([
 	case g.storage <- struct{}{}:
 		defer func() { <-g.storage }()
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	var busy []int
 	g.mu.Lock()
@@ -69,23 +70,22 @@ func (g *global) Remove(ctx context.Context, r snapshot.Removal, dryRun bool) ([
 	g.mu.Unlock()
 	meta, err := g.metaStore().ReadGlobal(ctx, ref)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	gone, err := r.Plan(ref, meta, busy...)
 	if err != nil || len(gone) == 0 {
-		return gone, err
+		return gone, nil, err
 	}
 	if dryRun {
-		logKept(g.log, ref, snapshot.KeptBlocks(ref, meta, gone))
-		return gone, nil
+		return gone, snapshot.KeptBlocks(ref, meta, gone), nil
 	}
 	kept, err := snapshot.RemoveSeqsKept(ref, meta, gone)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g.log.Info("sequences removed on request", "ref", ref.String(), "removed", gone)
 	logKept(g.log, ref, kept)
-	return gone, nil
+	return gone, kept, nil
 }
 
 // logKept says which removed sequences' folders stay, and why.

@@ -100,7 +100,7 @@ func TestCoordinatorRemove(t *testing.T) {
 		{snapshot.Removal{Seq: 2}, false, nil, snapshot.ErrBusy, []int{2}},
 	}
 	for _, tt := range tests {
-		gone, err := c.g.Remove(t.Context(), tt.r, tt.dryRun)
+		gone, _, err := c.g.Remove(t.Context(), tt.r, tt.dryRun)
 		if !slices.Equal(gone, tt.gone) || !errors.Is(err, tt.err) {
 			t.Errorf("Remove(%+v, dry %v): %v %v, want %v %v", tt.r, tt.dryRun, gone, err, tt.gone, tt.err)
 		}
@@ -127,20 +127,52 @@ func TestRemoveKeepsHeldMigration(t *testing.T) {
 	if err != nil || res.Seq != 2 {
 		t.Fatalf("migration: %+v %v", res, err)
 	}
-	if _, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: 2}, false); !errors.Is(err, snapshot.ErrBusy) {
+	if _, _, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: 2}, false); !errors.Is(err, snapshot.ErrBusy) {
 		t.Errorf("Remove of the held migration: %v, want ErrBusy", err)
 	}
-	if gone, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: -1, Keep: 1}, false); err != nil || !slices.Equal(gone, []int{0}) {
+	if gone, _, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: -1, Keep: 1}, false); err != nil || !slices.Equal(gone, []int{0}) {
 		t.Errorf("prune during the hold: %v %v, want [0]", gone, err)
 	}
 	if err := c.g.Release(snapc.Release{}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitReleased()
-	if gone, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: 2}, false); err != nil || !slices.Equal(gone, []int{2}) {
+	if gone, _, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: 2}, false); err != nil || !slices.Equal(gone, []int{2}) {
 		t.Errorf("Remove of the migration once released: %v %v", gone, err)
 	}
 	if got := c.recorded(); !slices.Equal(got, []int{1}) {
 		t.Errorf("recorded %v, want [1]", got)
+	}
+}
+
+// With differential checkpoints, Remove keeps the folder of a sequence
+// whose blocks a sequence that stays references, and says so (what
+// gompi-checkpoint PID --remove prints), dry run or not.
+func TestRemoveKeepsReferencedBlocks(t *testing.T) {
+	c := newCluster(t, twoNodes)
+	for i := 0; i < 3; i++ {
+		if _, err := c.g.Checkpoint(t.Context(), snapc.Request{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range c.meta().Seqs[2].Procs { // seq 2 stores blocks in seq 1
+		dir := c.ref.LocalPath(2, p.Rank)
+		l, err := snapshot.ReadLocal(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Files = append(l.Files, snapshot.FileRecord{Name: "blocked", Checksum: snapshot.FormatChecksum(0), Blocks: "blocked.blocks", From: "1"})
+		if err := snapshot.WriteLocal(dir, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dry := range []bool{true, false} {
+		gone, kept, err := c.g.Remove(t.Context(), snapshot.Removal{Seq: 1}, dry)
+		if err != nil || !slices.Equal(gone, []int{1}) || len(kept) != 1 || kept[0].Seq != 1 || !slices.Equal(kept[0].By, []int{2}) {
+			t.Errorf("Remove(1, dry %v): %v %v %v", dry, gone, kept, err)
+		}
+	}
+	if got := c.recorded(); !slices.Equal(got, []int{0, 2}) || !slices.Equal(c.folders(), []int{0, 1, 2}) {
+		t.Errorf("records %v, folders %v; want [0 2], [0 1 2]", got, c.folders())
 	}
 }

@@ -3201,6 +3201,7 @@ type RemoveResponse struct {
 	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
 	Ref           string                 `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
 	Removed       []int32                `protobuf:"varint,3,rep,packed,name=removed,proto3" json:"removed,omitempty"` // removed (or, dry_run, would be)
+	Kept          []*KeptFolder          `protobuf:"bytes,4,rep,name=kept,proto3" json:"kept,omitempty"`               // removed sequences whose folders stay
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3252,6 +3253,13 @@ func (x *RemoveResponse) GetRef() string {
 func (x *RemoveResponse) GetRemoved() []int32 {
 	if x != nil {
 		return x.Removed
+	}
+	return nil
+}
+
+func (x *RemoveResponse) GetKept() []*KeptFolder {
+	if x != nil {
+		return x.Kept
 	}
 	return nil
 }
@@ -4555,6 +4563,60 @@ func (x *RankMigrateDone) GetError() string {
 	return ""
 }
 
+// KeptFolder is a removed sequence whose folder stays because sequences
+// that stay store blocks in it (differential checkpoints).
+type KeptFolder struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           int32                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	By            []int32                `protobuf:"varint,2,rep,packed,name=by,proto3" json:"by,omitempty"` // the sequences that reference its blocks
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeptFolder) Reset() {
+	*x = KeptFolder{}
+	mi := &file_control_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeptFolder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeptFolder) ProtoMessage() {}
+
+func (x *KeptFolder) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeptFolder.ProtoReflect.Descriptor instead.
+func (*KeptFolder) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *KeptFolder) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *KeptFolder) GetBy() []int32 {
+	if x != nil {
+		return x.By
+	}
+	return nil
+}
+
 var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
@@ -4778,11 +4840,12 @@ const file_control_proto_rawDesc = "" +
 	"\rRemoveRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x05R\x03seq\x12\x12\n" +
 	"\x04keep\x18\x02 \x01(\x05R\x04keep\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"N\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"|\n" +
 	"\x0eRemoveResponse\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x10\n" +
 	"\x03ref\x18\x02 \x01(\tR\x03ref\x12\x18\n" +
-	"\aremoved\x18\x03 \x03(\x05R\aremoved\"\x9d\x02\n" +
+	"\aremoved\x18\x03 \x03(\x05R\aremoved\x12,\n" +
+	"\x04kept\x18\x04 \x03(\v2\x18.gompi.rte.v1.KeptFolderR\x04kept\"\x9d\x02\n" +
 	"\fSnapcRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\x05R\x04kind\x12\x10\n" +
@@ -4887,7 +4950,11 @@ const file_control_proto_rawDesc = "" +
 	"\arequest\x18\x02 \x01(\v2\x1c.gompi.rte.v1.MigrateRequestR\arequest\"7\n" +
 	"\x0fRankMigrateDone\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error*F\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\".\n" +
+	"\n" +
+	"KeptFolder\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x05R\x03seq\x12\x0e\n" +
+	"\x02by\x18\x02 \x03(\x05R\x02by*F\n" +
 	"\x06Stream\x12\x16\n" +
 	"\x12STREAM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTREAM_STDOUT\x10\x01\x12\x11\n" +
@@ -4932,7 +4999,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_control_proto_goTypes = []any{
 	(Stream)(0),                    // 0: gompi.rte.v1.Stream
 	(Phase)(0),                     // 1: gompi.rte.v1.Phase
@@ -4999,11 +5066,12 @@ var file_control_proto_goTypes = []any{
 	(*RankMove)(nil),               // 62: gompi.rte.v1.RankMove
 	(*RankMigrate)(nil),            // 63: gompi.rte.v1.RankMigrate
 	(*RankMigrateDone)(nil),        // 64: gompi.rte.v1.RankMigrateDone
-	nil,                            // 65: gompi.rte.v1.RankData.DataEntry
-	nil,                            // 66: gompi.rte.v1.FenceRequest.DataEntry
+	(*KeptFolder)(nil),             // 65: gompi.rte.v1.KeptFolder
+	nil,                            // 66: gompi.rte.v1.RankData.DataEntry
+	nil,                            // 67: gompi.rte.v1.FenceRequest.DataEntry
 }
 var file_control_proto_depIdxs = []int32{
-	65, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
+	66, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
 	5,  // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
 	6,  // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
 	7,  // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
@@ -5036,62 +5104,63 @@ var file_control_proto_depIdxs = []int32{
 	19, // 30: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
 	3,  // 31: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
 	2,  // 32: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	66, // 33: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	67, // 33: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
 	3,  // 34: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
 	38, // 35: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
 	39, // 36: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
 	40, // 37: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
 	43, // 38: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
-	40, // 39: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
-	3,  // 40: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
-	50, // 41: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
-	43, // 42: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
-	40, // 43: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
-	40, // 44: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
-	3,  // 45: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
-	40, // 46: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	60, // 47: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
-	62, // 48: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
-	59, // 49: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
-	4,  // 50: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
-	36, // 51: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
-	41, // 52: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
-	44, // 53: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
-	46, // 54: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
-	59, // 55: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
-	24, // 56: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
-	26, // 57: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
-	28, // 58: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
-	30, // 59: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	53, // 60: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
-	55, // 61: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
-	57, // 62: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
-	32, // 63: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
-	59, // 64: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
-	26, // 65: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
-	33, // 66: gompi.rte.v1.Daemon.Heartbeat:input_type -> gompi.rte.v1.RankBeat
-	13, // 67: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	37, // 68: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	42, // 69: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
-	45, // 70: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
-	47, // 71: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
-	61, // 72: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	25, // 73: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	27, // 74: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	29, // 75: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	31, // 76: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	54, // 77: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
-	56, // 78: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
-	58, // 79: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
-	35, // 80: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
-	61, // 81: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	27, // 82: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
-	34, // 83: gompi.rte.v1.Daemon.Heartbeat:output_type -> gompi.rte.v1.HeartbeatResponse
-	67, // [67:84] is the sub-list for method output_type
-	50, // [50:67] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	65, // 39: gompi.rte.v1.RemoveResponse.kept:type_name -> gompi.rte.v1.KeptFolder
+	40, // 40: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
+	3,  // 41: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
+	50, // 42: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
+	43, // 43: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
+	40, // 44: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
+	40, // 45: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
+	3,  // 46: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
+	40, // 47: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	60, // 48: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
+	62, // 49: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
+	59, // 50: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
+	4,  // 51: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
+	36, // 52: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
+	41, // 53: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
+	44, // 54: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
+	46, // 55: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
+	59, // 56: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	24, // 57: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
+	26, // 58: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
+	28, // 59: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
+	30, // 60: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
+	53, // 61: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
+	55, // 62: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
+	57, // 63: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
+	32, // 64: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
+	59, // 65: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	26, // 66: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
+	33, // 67: gompi.rte.v1.Daemon.Heartbeat:input_type -> gompi.rte.v1.RankBeat
+	13, // 68: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	37, // 69: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	42, // 70: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
+	45, // 71: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
+	47, // 72: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
+	61, // 73: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	25, // 74: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	27, // 75: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	29, // 76: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	31, // 77: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	54, // 78: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
+	56, // 79: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
+	58, // 80: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
+	35, // 81: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
+	61, // 82: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	27, // 83: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
+	34, // 84: gompi.rte.v1.Daemon.Heartbeat:output_type -> gompi.rte.v1.HeartbeatResponse
+	68, // [68:85] is the sub-list for method output_type
+	51, // [51:68] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -5133,7 +5202,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   65,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
