@@ -91,6 +91,7 @@ bare() {
 		# Incremental dumps need the kernel's soft-dirty page tracking.
 		echo "criu alone, --prev-images-dir: not measurable here: $(grep -h Error "$work/d1.err" "$work/d1/dump.log" 2>/dev/null | head -n 1)"
 		kill -KILL "$single"
+		wait "$single" 2>/dev/null || true
 		single=
 		return
 	fi
@@ -98,6 +99,7 @@ bare() {
 	criu dump -t "$p" -D "$work/d2" --leave-running --shell-job --track-mem --prev-images-dir ../d1 -o dump.log ||
 		{ tail -n 5 "$work/d2/dump.log" >&2; exit 1; }
 	kill -KILL "$single"
+	wait "$single" 2>/dev/null || true
 	single=
 	rm -f "$work"/d?/dump.log
 	local b1 b2
