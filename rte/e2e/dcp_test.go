@@ -83,6 +83,20 @@ func TestDifferentialCheckpoints(t *testing.T) {
 	if yes, _ := committed(t, ref); !slices.Equal(yes, []int{9}) {
 		t.Errorf("committed after the removals: %v", yes)
 	}
+	// The kept folders nothing references any more go with a prune; seq
+	// 8's, whose blocks seq 9 uses, stays.
+	if code, out, errs := tool(t, "gompi-checkpoint", "--prune", ref.Path()); code != 0 || !strings.HasPrefix(out, "Removed from") {
+		t.Errorf("--prune: status %d\n%s%s", code, out, errs)
+	}
+	var folders []int
+	for seq := range 10 {
+		if _, err := os.Stat(ref.SeqDir(seq)); err == nil {
+			folders = append(folders, seq)
+		}
+	}
+	if !slices.Equal(folders, []int{8, 9}) {
+		t.Errorf("folders after the prune: %v, want [8 9]", folders)
+	}
 
 	// Damage a block seq 9 references in seq 8's pack (seq 8 is full, 9
 	// differential; 8's record is gone, its folder kept).
