@@ -53,7 +53,7 @@ const (
 	maxFileSize = 1 << 50
 	// MaxBlocks bounds a file's blocks; a larger file is stored whole.
 	MaxBlocks = 1 << 20
-	maxLine   = 512
+	maxLine   = 2048 // a pack line holds a quoted file name of up to 255 bytes, escaped
 	maxChain  = 1 << 16
 	maxSeq    = 1<<31 - 1
 )

@@ -81,7 +81,7 @@ var hostile = []struct{ name, in, want string }{
 	{"raw block of the wrong length", Header + "\nseq 5 size 10 blocksize 4096 chain 0\npack 5 \"p\"\nblock 0 5 0 9 none - " + sum0 + "\n", "stored as is"},
 	{"unknown filter", Header + "\nseq 5 size 10 blocksize 4096 chain 0\npack 5 \"p\"\nblock 0 5 0 9 zstd rot13 " + sum0 + "\n", "unknown filter"},
 	{"short hash", Header + "\nseq 5 size 10 blocksize 4096 chain 0\npack 5 \"p\"\nblock 0 5 0 10 none - abcd\n", "is not 64 hex digits"},
-	{"a line past the bound", Header + "\nseq 5 size 10 blocksize 4096 chain 0\npack 5 \"" + strings.Repeat("x", 600) + "\"\n", "longer than 512 bytes"},
+	{"a line past the bound", Header + "\nseq 5 size 10 blocksize 4096 chain 0\npack 5 \"" + strings.Repeat("x", 3000) + "\"\n", "longer than 2048 bytes"},
 	{"unknown record", Header + "\nseq 5 size 0 blocksize 4096 chain 0\nexec rm -rf /\n", "unknown record"},
 }
 
