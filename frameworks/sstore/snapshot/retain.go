@@ -242,8 +242,10 @@ func (r Removal) Plan(ref Ref, g *GlobalMeta, busy ...int) ([]int, error) {
 	}
 	// An orphan a recorded sequence stores blocks in is a kept folder, not
 	// a leftover: it goes once nothing references it.
-	by := referencedBy(ref, g)
-	orphans = slices.DeleteFunc(orphans, func(s int) bool { return len(by[s]) > 0 })
+	if len(orphans) > 0 {
+		by := referencedBy(ref, g)
+		orphans = slices.DeleteFunc(orphans, func(s int) bool { return len(by[s]) > 0 })
+	}
 	out := append(g.Prunable(r.Keep, busy...), orphans...)
 	slices.Sort(out)
 	return out, nil
