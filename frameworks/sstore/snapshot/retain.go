@@ -165,6 +165,9 @@ func RemoveSeqsKept(ref Ref, g *GlobalMeta, seqs []int) ([]Kept, error) {
 // flat, each naming the sequence that stores the block, so the sequences
 // that stay are all there is to read.
 func KeptBlocks(ref Ref, g *GlobalMeta, seqs []int) []Kept {
+	if len(seqs) == 0 {
+		return nil
+	}
 	by := referencedBy(ref, g.Without(seqs))
 	var out []Kept
 	for _, s := range seqs {
