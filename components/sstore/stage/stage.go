@@ -185,6 +185,9 @@ func query(_ context.Context, q mca.Query) (sstore.Module, int, error) {
 	if c.fullEvery < 1 {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %d: must be at least 1", ParamFullEvery, c.fullEvery))
 	}
+	if c.differential && c.noGlobal {
+		errs = append(errs, fmt.Errorf("sstore/stage: %s applies to what drains to global storage, and %s = %s has none: drop one of them", ParamDifferential, snapc.ParamGlobalDir, snapc.GlobalNone))
+	}
 	if _, err := compress.LevelsOf(c.alg); err != nil {
 		errs = append(errs, fmt.Errorf("sstore/stage: %s = %q: %w", ParamCompress, c.alg, err))
 	} else if err := compress.Check(c.alg, c.level); err != nil {

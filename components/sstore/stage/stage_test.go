@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"gompi/frameworks/filem"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore"
 	"gompi/frameworks/sstore/compress"
 	"gompi/frameworks/sstore/snapshot"
@@ -43,6 +44,7 @@ func TestQuery(t *testing.T) {
 		{settings: []string{"sstore=stage", ParamBlockSize + "=1000"}, errHas: ParamBlockSize + " = 1000: must be a multiple of 4KiB"},
 		{settings: []string{"sstore=stage", ParamBlockSize + "=1GiB"}, errHas: ParamBlockSize + " = 1073741824"},
 		{settings: []string{"sstore=stage", ParamFullEvery + "=0"}, errHas: ParamFullEvery + " = 0: must be at least 1"},
+		{settings: []string{"sstore=stage", ParamDifferential + "=on", snapc.ParamGlobalDir + "=" + snapc.GlobalNone}, errHas: ParamDifferential + " applies to what drains to global storage"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.settings, ","), func(t *testing.T) {
