@@ -136,13 +136,15 @@ func orNone(name string) string {
 }
 
 // checkFiles refuses a local snapshot with files a new rank could not
-// read in place (stored compressed) or that are the rank's alone (an
-// OnCheckpoint callback's).
+// read in place (stored compressed or as blocks of a differential
+// checkpoint) or that are the rank's alone (an OnCheckpoint callback's).
 func checkFiles(dir string, l *snapshot.LocalMeta) error {
 	for _, f := range l.Files {
 		switch {
 		case f.Compression != "":
 			return fmt.Errorf("%s is stored compressed (%s): a new rank reads the old ranks' runs in place; restart from a sequence on global storage as it was written (sstore central)", filepath.Join(dir, f.Name), f.Compression)
+		case f.Blocks != "":
+			return fmt.Errorf("%s is stored as blocks of a differential checkpoint (manifest %s): a new rank reads the old ranks' runs in place; restart from a sequence written with sstore_stage_differential off", filepath.Join(dir, f.Name), f.Blocks)
 		case f.Name != cr.AppStateFile && f.Name != snapc.LibraryStateFile:
 			return fmt.Errorf("%s was written by an OnCheckpoint callback: such files are the rank's own and cannot be redistributed; save that state with cr.ProtectDistributed, ProtectReplicated or ProtectFunc", filepath.Join(dir, f.Name))
 		}

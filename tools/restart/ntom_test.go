@@ -11,6 +11,7 @@ import (
 	"gompi/cr"
 	"gompi/cr/crtest"
 	"gompi/frameworks/crs"
+	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
 	"gompi/mpi"
@@ -326,5 +327,30 @@ func TestCheckStorage(t *testing.T) {
 		if (err != nil) != tt.refused || (err != nil && !strings.Contains(err.Error(), "restart with --mca sstore central")) {
 			t.Errorf("params %v, overrides %q: %v", tt.meta.Params, tt.overrides, err)
 		}
+	}
+}
+
+func TestCheckFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		file snapshot.FileRecord
+		want string // "" when accepted
+	}{
+		{"plain state", snapshot.FileRecord{Name: cr.AppStateFile}, ""},
+		{"library state", snapshot.FileRecord{Name: snapc.LibraryStateFile}, ""},
+		{"compressed", snapshot.FileRecord{Name: cr.AppStateFile, Compression: "zstd"}, "stored compressed (zstd)"},
+		{"blocks", snapshot.FileRecord{Name: cr.AppStateFile, Blocks: "app.state.blocks"}, "stored as blocks of a differential checkpoint"},
+		{"callback file", snapshot.FileRecord{Name: "mine.dat"}, "written by an OnCheckpoint callback"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkFiles("/snap/0/rank.0", &snapshot.LocalMeta{Files: []snapshot.FileRecord{tt.file}})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("checkFiles: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("checkFiles: %v, want %q", err, tt.want)
+			}
+		})
 	}
 }
