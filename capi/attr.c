@@ -293,6 +293,8 @@ int gompi_attr_copy(int kind, uintptr_t old, uintptr_t new) {
 /* The predefined attributes' values (MPI gives the address of each). A
  * message's tag travels as an int; 2^30-1 leaves the sign bit alone. */
 static int tag_ub = 0x3fffffff, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0, appnum = 0;
+/* MPIX_FT (mpi-ext.h): ULFM's calls work on every communicator. */
+static int ft = 1;
 
 /* predefined answers the predefined keyvals; 0 for another. */
 static int predefined(int keyval, void *attribute_val, int *flag) {
@@ -304,6 +306,7 @@ static int predefined(int keyval, void *attribute_val, int *flag) {
 	case MPI_WTIME_IS_GLOBAL: v = &wtime_global; break;
 	case MPI_APPNUM: v = &appnum; break;
 	case MPI_LASTUSEDCODE: v = &gompi_lastusedcode; break;
+	case MPIX_FT: v = &ft; break;
 	case MPI_UNIVERSE_SIZE: /* no dynamic processes: the universe is the job */
 		*flag = 0;
 		return 1;

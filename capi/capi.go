@@ -79,7 +79,6 @@ const (
 	errType       = 3
 	errOp         = 10
 	errRank       = 6
-	errProcAbortd = 58
 )
 
 func handleOf(kind int, id uint64) uintptr { return uintptr(handleBase + id<<4 + uint64(kind)) }
@@ -96,10 +95,12 @@ func code(err error) C.int {
 		return errUnsupp
 	case errors.Is(err, mpi.ErrTruncate):
 		return errTruncate
-	case errors.Is(err, mpi.ErrProcFailed), errors.Is(err, mpi.ErrProcFailedPending):
-		// ULFM's MPIX_ERR_PROC_FAILED(_PENDING) come with the C faces of
-		// fault tolerance; until then the closest MPI class.
-		return errProcAbortd
+	case errors.Is(err, mpi.ErrProcFailedPending):
+		return errProcFailedPending
+	case errors.Is(err, mpi.ErrRevoked):
+		return errRevoked
+	case errors.Is(err, mpi.ErrProcFailed):
+		return errProcFailed
 	case errors.Is(err, mpi.ErrArg):
 		return errArg
 	}

@@ -158,6 +158,9 @@ static const char *class_strings[] = {
 	[MPI_ERR_VALUE_TOO_LARGE] = "value too large to store",
 	[MPI_ERR_ERRHANDLER] = "invalid error handler",
 	[MPI_ERR_ABI] = "ABI mismatch",
+	[MPIX_ERR_PROC_FAILED] = "process failure",
+	[MPIX_ERR_PROC_FAILED_PENDING] = "process failure, request pending",
+	[MPIX_ERR_REVOKED] = "communication object revoked",
 };
 
 /* Error classes and codes a program adds (MPI_Add_error_class/code):

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "mpi.h"
+#include "mpi-ext.h"
 
 /* A generated stub of a function gompi does not implement; each also has
  * an alias gompi_stub_MPI_X, by which capi's tests tell stubs from

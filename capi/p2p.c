@@ -28,7 +28,7 @@ int gompi_wait_request(uintptr_t *h, MPI_Status *st) {
 	int64_t end = 0;
 	for (;;) {
 		int flag, rc = gompi_go_test(h, &flag, st);
-		if (flag) return rc;
+		if (flag || rc != MPI_SUCCESS) return rc;
 		int64_t t = now_ns();
 		if (end == 0)
 			end = t + POLL_NS;
@@ -114,6 +114,25 @@ int PMPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int des
 	return send(buf, count, datatype, dest, tag, comm, "MPI_Send_c");
 }
 
+/* recv_failed ends a blocking AnySource receive that a failure not yet
+ * acknowledged interrupted: ULFM's blocking receive fails with
+ * MPIX_ERR_PROC_FAILED and leaves nothing posted, so the receive is
+ * cancelled. A message that matched it first completes it instead. */
+static int recv_failed(uintptr_t *h, MPI_Status *st) {
+	MPI_Status s = {0};
+	gompi_go_cancel(*h);
+	int rc = gompi_go_wait(h, &s);
+	if (rc == MPIX_ERR_PROC_FAILED_PENDING) { /* not cancelled yet: leave it to the library */
+		gompi_go_request_free(h);
+		return MPIX_ERR_PROC_FAILED;
+	}
+	int cancelled = 0;
+	if (rc == MPI_SUCCESS) PMPI_Test_cancelled(&s, &cancelled);
+	if (rc != MPI_SUCCESS || cancelled) return rc != MPI_SUCCESS ? rc : MPIX_ERR_PROC_FAILED;
+	if (st != MPI_STATUS_IGNORE) *st = s;
+	return MPI_SUCCESS;
+}
+
 static int recv(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Status *st, const char *fn) {
 	int rc = gompi_check_init(fn);
 	if ((rc = check_buf(count, t)) || (rc = check_peer(comm, src, 1)) || (rc = check_tag(tag, 1)))
@@ -125,6 +144,7 @@ static int recv(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MP
 	uintptr_t h;
 	if ((rc = gompi_go_irecv((uintptr_t)comm, buf, count, (uintptr_t)t, src, tag, &h)) == MPI_SUCCESS)
 		rc = gompi_wait_request(&h, st);
+	if (rc == MPIX_ERR_PROC_FAILED_PENDING) rc = recv_failed(&h, st);
 	if (rc != MPI_SUCCESS && st != MPI_STATUS_IGNORE) st->MPI_ERROR = rc;
 	return gompi_error(comm, rc, fn);
 }

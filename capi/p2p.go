@@ -18,6 +18,9 @@ import (
 type creq struct {
 	r *mpi.Request
 	p *mpi.Prequest
+	// done writes a one-shot request's C outputs once it completed
+	// (MPIX_Comm_ishrink's communicator, MPIX_Comm_iagree's flag).
+	done func()
 }
 
 // current is the operation in flight, nil for an inactive persistent
@@ -205,6 +208,9 @@ func finish(req *C.uintptr_t, q *creq, s mpi.Status, err error, st *C.MPI_Status
 	} else {
 		dropRequest(*req)
 		*req = requestNull
+		if q.done != nil {
+			q.done()
+		}
 	}
 	switch {
 	case q.current() == nil && q.p == nil:
@@ -261,8 +267,10 @@ func gompi_go_test(req *C.uintptr_t, flag *C.int, st *C.MPI_Status) C.int {
 	if r != nil {
 		var done bool
 		if s, done, err = r.Test(); !done {
+			// an AnySource receive with a failure unacknowledged:
+			// MPIX_ERR_PROC_FAILED_PENDING, the request still active
 			*flag = 0
-			return 0
+			return code(err)
 		}
 	}
 	return finish(req, q, s, err, st)

@@ -3,7 +3,8 @@
 # repository's root):
 #   PREFIX/lib/libmpi_abi.so.1   the library (soname libmpi_abi.so.1), with
 #                                libmpi_abi.so and libmpi.so links beside it
-#   PREFIX/include/mpi.h         the header (MPI-5.0 standard ABI)
+#   PREFIX/include/mpi.h         the header (MPI-5.0 standard ABI), with
+#                                mpi-ext.h (ULFM) and gompi_cr.h (C/R API)
 #   PREFIX/bin/gompicc, gompicxx the compiler wrappers
 #   PREFIX/share/gompi/wrappers/ mpicc, mpicxx, mpiexec and mpirun (links
 #                                to gompicc, gompicxx and gompirun): the
@@ -26,7 +27,7 @@ go build -buildmode=c-shared -ldflags "-extldflags=-Wl,-soname,libmpi_abi.so.1" 
 rm -f "$prefix/lib/libmpi_abi.so.1.h" # cgo's header of the Go exports: internal
 ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi_abi.so"
 ln -sf libmpi_abi.so.1 "$prefix/lib/libmpi.so"
-install -m 644 capi/include/mpi.h "$prefix/include/mpi.h"
+install -m 644 capi/include/mpi.h capi/include/mpi-ext.h capi/include/gompi_cr.h "$prefix/include/"
 
 go build -o "$prefix/bin/" ./cmd/gompicc ./cmd/gompicxx
 ln -sf ../../../bin/gompicc "$prefix/share/gompi/wrappers/mpicc"
