@@ -59,26 +59,26 @@ var lib struct {
 
 // Handle kinds and layout: gompi.h's GOMPI_HANDLE.
 const (
-	handleBase    = 0x10000
-	kindComm      = 1
-	kindRequest   = 7
-	commNull      = 0x100
-	commWorld     = 0x101
-	commSelf      = 0x102
-	requestNull   = 0x180
-	anyTagABI     = -2
-	procNull      = -3
-	undefinedABI  = -32766
-	threadMult    = 4096
-	errUnsupp     = 55
-	errOther      = 16
-	errArg        = 13
-	errComm       = 5
-	errTruncate   = 15
-	errRequest    = 7
-	errType       = 3
-	errOp         = 10
-	errRank       = 6
+	handleBase   = 0x10000
+	kindComm     = 1
+	kindRequest  = 7
+	commNull     = 0x100
+	commWorld    = 0x101
+	commSelf     = 0x102
+	requestNull  = 0x180
+	anyTagABI    = -2
+	procNull     = -3
+	undefinedABI = -32766
+	threadMult   = 4096
+	errUnsupp    = 55
+	errOther     = 16
+	errArg       = 13
+	errComm      = 5
+	errTruncate  = 15
+	errRequest   = 7
+	errType      = 3
+	errOp        = 10
+	errRank      = 6
 )
 
 func handleOf(kind int, id uint64) uintptr { return uintptr(handleBase + id<<4 + uint64(kind)) }
