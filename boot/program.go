@@ -15,11 +15,12 @@ const crPackage = "gompi/cr"
 
 // programUsesCR reports whether the program at path is a Go program
 // linking package cr, read from its function table (.gopclntab, which
-// stripping keeps), so that gompirun can choose the job's CRS before any
-// rank runs. A program that is not a Go ELF executable (a C program, a
-// script) has no C/R code of gompi's. An error says the file cannot be
-// read as an executable at all: the caller then keeps the priorities'
-// choice.
+// stripping keeps), or a C or C++ program calling gompi_cr.h (package
+// cr's API for C, in libmpi), so that gompirun can choose the job's CRS
+// before any rank runs. Another program (a C program without
+// gompi_cr.h, a script) has no C/R code of gompi's. An error says the
+// file cannot be read as an executable at all: the caller then keeps the
+// priorities' choice.
 func programUsesCR(path string) (bool, error) {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -31,7 +32,7 @@ func programUsesCR(path string) (bool, error) {
 	defer f.Close()
 	pcln, text := f.Section(".gopclntab"), f.Section(".text")
 	if pcln == nil || text == nil {
-		return false, nil // ELF but not Go (C, C++, ...)
+		return cProgramUsesCR(f), nil // ELF but not Go (C, C++, ...)
 	}
 	data, err := pcln.Data()
 	if err != nil {
@@ -47,4 +48,23 @@ func programUsesCR(path string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// cPrefix starts the name of every function of gompi_cr.h.
+const cPrefix = "GOMPI_CR_"
+
+// cProgramUsesCR reports whether an ELF program that is not Go imports a
+// function of gompi_cr.h from libmpi (its dynamic symbols, which
+// stripping keeps).
+func cProgramUsesCR(f *elf.File) bool {
+	syms, err := f.ImportedSymbols()
+	if err != nil {
+		return false // no dynamic symbols: a static program, not one of libmpi's
+	}
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, cPrefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -74,6 +74,7 @@ func TestProgramUsesCR(t *testing.T) {
 		{"heat stripped", example(t, "heat", true), true, true},
 		{"plainheat (no cr)", example(t, "plainheat", true), false, true},
 		{"a C program", sh, false, true},
+		{"a C program calling gompi_cr.h", cProgram(t), true, true},
 		{"a script", script, false, true},
 		{"missing", filepath.Join(t.TempDir(), "gone"), false, false},
 	} {
@@ -123,4 +124,31 @@ func TestOutsideForProgram(t *testing.T) {
 		}
 		mca.Close(best.Module)
 	}
+}
+
+// cProgram builds a C program that calls a function of gompi_cr.h, linked
+// against a stand-in library defining it (the C build is capi's).
+func cProgram(t *testing.T) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler")
+	}
+	dir := t.TempDir()
+	lib, prog := filepath.Join(dir, "lib.c"), filepath.Join(dir, "prog.c")
+	if err := os.WriteFile(lib, []byte("int GOMPI_CR_Safe_point(void) { return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, []byte("int GOMPI_CR_Safe_point(void);\nint main(void) { return GOMPI_CR_Safe_point(); }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-shared", "-fPIC", "-o", filepath.Join(dir, "libstub.so"), lib},
+		{"-o", filepath.Join(dir, "prog"), prog, "-L" + dir, "-lstub"},
+	} {
+		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("cc %v: %v\n%s", args, err, out)
+		}
+	}
+	return filepath.Join(dir, "prog")
 }
