@@ -105,7 +105,7 @@ func run(ch C.uintptr_t, req *C.uintptr_t, block func(*mpi.Comm) error, start fu
 	if after != nil {
 		r = r.Then(after)
 	}
-	*req = newRequest(r)
+	*req = newRequest(r, ch)
 	return 0
 }
 

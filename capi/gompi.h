@@ -50,6 +50,10 @@ int gompi_check_init(const char *fn);
 /* gompi_wait_request completes the request *h as MPI_Wait does (p2p.c):
  * polling from C, then parked in Go. */
 int gompi_wait_request(uintptr_t *h, MPI_Status *st);
+/* gompi_set_err_comm notes, on this thread, the communicator of a request
+ * whose completion failed (p2p.c): the error handler its error goes to. */
+extern __thread uintptr_t gompi_err_comm;
+void gompi_set_err_comm(uintptr_t c);
 /* gompi_raise applies error handler eh (of any object kind) to code; obj
  * points to the object's handle, which a user handler is given. */
 int gompi_raise(MPI_Errhandler eh, void *obj, int code, const char *fn);

@@ -237,37 +237,57 @@ static int known_request(MPI_Request r) {
 	return r == MPI_REQUEST_NULL || (h >= GOMPI_HANDLE_BASE && GOMPI_HANDLE_KIND(h) == GOMPI_KIND_REQUEST);
 }
 
+/* gompi_err_comm is the communicator of the request whose completion
+ * failed last on this thread (set by the Go side, 0 for none): its error
+ * handler gets the error, so MPI_ERRORS_RETURN set there returns it, as
+ * ULFM programs rely on. err_comm takes it (MPI_COMM_SELF when unset). */
+__thread uintptr_t gompi_err_comm;
+
+void gompi_set_err_comm(uintptr_t c) { gompi_err_comm = c; }
+
+static MPI_Comm err_comm(void) {
+	uintptr_t c = gompi_err_comm;
+	gompi_err_comm = 0;
+	return c ? (MPI_Comm)c : MPI_COMM_SELF;
+}
+
 int PMPI_Wait(MPI_Request *request, MPI_Status *status) {
 	if (!known_request(*request)) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Wait");
 	uintptr_t h = (uintptr_t)*request;
+	gompi_err_comm = 0;
 	int rc = gompi_wait_request(&h, status);
 	*request = (MPI_Request)h;
-	if (rc != MPI_SUCCESS && status != MPI_STATUS_IGNORE) status->MPI_ERROR = rc;
-	return gompi_error(MPI_COMM_SELF, rc, "MPI_Wait");
+	if (rc == MPI_SUCCESS) return rc;
+	if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = rc;
+	return gompi_error(err_comm(), rc, "MPI_Wait");
 }
 
 int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
 	if (!known_request(*request)) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Test");
 	uintptr_t h = (uintptr_t)*request;
+	gompi_err_comm = 0;
 	int rc = gompi_go_test(&h, flag, status);
 	*request = (MPI_Request)h;
-	return gompi_error(MPI_COMM_SELF, rc, "MPI_Test");
+	return rc == MPI_SUCCESS ? rc : gompi_error(err_comm(), rc, "MPI_Test");
 }
 
 /* In the array calls a failed request's code goes to its status and the
  * call returns MPI_ERR_IN_STATUS, as the standard has it. */
 int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]) {
 	int failed = 0;
+	MPI_Comm fc = MPI_COMM_SELF; /* the first failed request's */
 	for (int i = 0; i < count; i++) {
 		MPI_Status s, *sp = array_of_statuses == MPI_STATUSES_IGNORE ? &s : &array_of_statuses[i];
 		if (!known_request(array_of_requests[i])) return gompi_error(MPI_COMM_SELF, MPI_ERR_REQUEST, "MPI_Waitall");
 		uintptr_t h = (uintptr_t)array_of_requests[i];
+		gompi_err_comm = 0;
 		int rc = gompi_wait_request(&h, sp);
 		array_of_requests[i] = (MPI_Request)h;
 		sp->MPI_ERROR = rc;
+		if (rc != MPI_SUCCESS && !failed) fc = err_comm();
 		failed |= rc != MPI_SUCCESS;
 	}
-	return failed ? gompi_error(MPI_COMM_SELF, MPI_ERR_IN_STATUS, "MPI_Waitall") : MPI_SUCCESS;
+	return failed ? gompi_error(fc, MPI_ERR_IN_STATUS, "MPI_Waitall") : MPI_SUCCESS;
 }
 
 int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]) {
@@ -292,8 +312,9 @@ int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Sta
 	int flag, rc;
 	for (int64_t end = now_ns() + POLL_NS; now_ns() < end; sched_yield())
 		if ((rc = PMPI_Testany(count, array_of_requests, index, &flag, status)) != MPI_SUCCESS || flag) return rc;
+	gompi_err_comm = 0;
 	rc = gompi_go_waitany(count, (uintptr_t *)array_of_requests, index, status);
-	return gompi_error(MPI_COMM_SELF, rc, "MPI_Waitany");
+	return rc == MPI_SUCCESS ? rc : gompi_error(err_comm(), rc, "MPI_Waitany");
 }
 
 int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status) {

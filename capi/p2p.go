@@ -18,9 +18,20 @@ import (
 type creq struct {
 	r *mpi.Request
 	p *mpi.Prequest
+	// comm is the communicator the operation runs on, whose error
+	// handler its completion's errors go to (MPI_COMM_SELF when none).
+	comm C.uintptr_t
 	// done writes a one-shot request's C outputs once it completed
 	// (MPIX_Comm_ishrink's communicator, MPIX_Comm_iagree's flag).
 	done func()
+}
+
+// noteErr tells C that an error of q's completion goes to q's
+// communicator's error handler (gompi_set_err_comm).
+func (q *creq) noteErr() {
+	if q != nil && q.comm != 0 {
+		C.gompi_set_err_comm(q.comm)
+	}
 }
 
 // current is the operation in flight, nil for an inactive persistent
@@ -119,7 +130,9 @@ func commBuf(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.uintptr_t
 }
 
 // newRequest files r and returns its handle: a creation sequence number.
-func newRequest(r *mpi.Request) C.uintptr_t { return fileRequest(&creq{r: r}) }
+func newRequest(r *mpi.Request, ch C.uintptr_t) C.uintptr_t {
+	return fileRequest(&creq{r: r, comm: ch})
+}
 
 func fileRequest(q *creq) C.uintptr_t {
 	lib.mu.Lock()
@@ -171,7 +184,7 @@ func gompi_go_irecv(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.ui
 // and files its request; one with MPI_PROC_NULL completes at once.
 func start(ch C.uintptr_t, peer C.int, req *C.uintptr_t, op func(*mpi.Comm) (*mpi.Request, error)) C.int {
 	if peer == procNull {
-		*req = newRequest(nil)
+		*req = newRequest(nil, ch)
 		return 0
 	}
 	c, err := comm(ch)
@@ -182,7 +195,7 @@ func start(ch C.uintptr_t, peer C.int, req *C.uintptr_t, op func(*mpi.Comm) (*mp
 	if err != nil {
 		return code(err)
 	}
-	*req = newRequest(r)
+	*req = newRequest(r, ch)
 	return 0
 }
 
@@ -211,6 +224,9 @@ func finish(req *C.uintptr_t, q *creq, s mpi.Status, err error, st *C.MPI_Status
 		if q.done != nil {
 			q.done()
 		}
+	}
+	if err != nil {
+		q.noteErr()
 	}
 	switch {
 	case q.current() == nil && q.p == nil:
@@ -249,6 +265,7 @@ func gompi_go_wait(req *C.uintptr_t, st *C.MPI_Status) C.int {
 	var err error
 	if r != nil {
 		if s, err = r.Wait(); errors.Is(err, mpi.ErrProcFailedPending) {
+			q.noteErr()
 			return code(err) // still active: the handle stays
 		}
 	}
@@ -270,6 +287,9 @@ func gompi_go_test(req *C.uintptr_t, flag *C.int, st *C.MPI_Status) C.int {
 			// an AnySource receive with a failure unacknowledged:
 			// MPIX_ERR_PROC_FAILED_PENDING, the request still active
 			*flag = 0
+			if err != nil {
+				q.noteErr()
+			}
 			return code(err)
 		}
 	}
@@ -344,10 +364,11 @@ func gompi_go_waitany(n C.int, reqs *C.uintptr_t, index *C.int, st *C.MPI_Status
 	}
 	i, s, err := mpi.Waitany(rs)
 	*index = C.int(i)
+	q, _ := request(hs[i])
 	if errors.Is(err, mpi.ErrProcFailedPending) {
+		q.noteErr()
 		return code(err) // still active: the handle stays
 	}
-	q, _ := request(hs[i])
 	return finish(&hs[i], q, s, err, st)
 }
 

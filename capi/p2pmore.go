@@ -52,7 +52,7 @@ func gompi_go_send_init(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt 
 	if err != nil {
 		return code(err)
 	}
-	*req = fileRequest(&creq{p: q})
+	*req = fileRequest(&creq{p: q, comm: ch})
 	return 0
 }
 
@@ -67,7 +67,7 @@ func gompi_go_recv_init(ch C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt 
 	if err != nil {
 		return code(err)
 	}
-	*req = fileRequest(&creq{p: q})
+	*req = fileRequest(&creq{p: q, comm: ch})
 	return 0
 }
 
@@ -152,7 +152,7 @@ func gompi_go_mrecv(msg C.uintptr_t, buf unsafe.Pointer, count C.int64_t, dt C.u
 	if req != nil {
 		r, err := m.IrecvBuf(b)
 		if r != nil {
-			*req = newRequest(r)
+			*req = newRequest(r, commSelf)
 		}
 		return code(err)
 	}

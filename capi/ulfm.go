@@ -67,7 +67,7 @@ func gompi_go_comm_shrink(ch C.uintptr_t, out *C.uintptr_t, req *C.uintptr_t) C.
 	if err != nil {
 		return code(err)
 	}
-	*req = fileRequest(&creq{r: r, done: func() {
+	*req = fileRequest(&creq{r: r, comm: ch, done: func() {
 		if nc != nil {
 			*out = addComm(nc, ch)
 		}
@@ -96,7 +96,7 @@ func gompi_go_comm_agree(ch C.uintptr_t, flag *C.int, req *C.uintptr_t) C.int {
 	if err != nil {
 		return code(err)
 	}
-	*req = fileRequest(&creq{r: r, done: func() { *flag = C.int(*v) }})
+	*req = fileRequest(&creq{r: r, comm: ch, done: func() { *flag = C.int(*v) }})
 	return 0
 }
 
