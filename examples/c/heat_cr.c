@@ -13,6 +13,11 @@
  *     it;
  *   - -ckpt-at K: the program asks for a checkpoint itself at step K,
  *     named "step-K" (GOMPI_CR_Checkpoint);
+ *   - -wait-ckpt K: at step K rank 0 prints "heat_cr: waiting for a
+ *     checkpoint at step K" and waits, before its safe point, until one is
+ *     requested (GOMPI_CR_Need_checkpoint; the others wait for it in the
+ *     halo exchange): a test's checkpoint from outside then always finds
+ *     the job running;
  *   - callbacks: at each checkpoint rank 0 writes progress.txt (the step)
  *     into its snapshot; on a restart it reads it back and prints
  *
@@ -22,7 +27,7 @@
  * from outside, end it, and restart it, on the same or another layout:
  *
  *     gompicc -O2 -o heat_cr examples/c/heat_cr.c
- *     gompirun -am ft-enable-cr -np 4 ./heat_cr -size 512 -steps 2000 -every 100
+ *     gompirun -am ft-enable-cr -np 4 ./heat_cr -size 512 -steps 5000 -every 100
  *     gompi-checkpoint --term <gompirun's pid>
  *     gompi-restart --mca btl tcp <the reference it printed>
  */
@@ -38,7 +43,7 @@
 #define HOT 100.0
 
 struct options {
-	long size, steps, every, ckpt_at;
+	long size, steps, every, ckpt_at, wait_ckpt;
 	double sleep_s;
 };
 
@@ -78,7 +83,7 @@ static int parse_duration(const char *s, double *out)
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	int i;
-	o->size = 256, o->steps = 500, o->every = 0, o->ckpt_at = 0, o->sleep_s = 0;
+	o->size = 256, o->steps = 500, o->every = 0, o->ckpt_at = 0, o->wait_ckpt = 0, o->sleep_s = 0;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *val, *eq;
 		char name[32];
@@ -115,10 +120,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->every = v;
 		else if (strcmp(name, "ckpt-at") == 0)
 			o->ckpt_at = v;
+		else if (strcmp(name, "wait-ckpt") == 0)
+			o->wait_ckpt = v;
 		else
 			return -1;
 	}
-	if (o->size < 1 || o->steps < 0 || o->every < 0 || o->ckpt_at < 0)
+	if (o->size < 1 || o->steps < 0 || o->every < 0 || o->ckpt_at < 0 || o->wait_ckpt < 0)
 		return -2;
 	return 0;
 }
@@ -296,6 +303,24 @@ static void protect(struct state *st, struct slab *s, int rank)
 	}
 }
 
+/* wait_checkpoint waits until the job's coordinator wants the rank at a
+ * safe point (on a restart, at once until the restart point is passed). */
+static void wait_checkpoint(long step)
+{
+	int need = 0;
+	printf("heat_cr: waiting for a checkpoint at step %ld\n", step);
+	fflush(stdout);
+	for (;;) {
+		int rc = GOMPI_CR_Need_checkpoint(&need);
+		if (rc != MPI_SUCCESS)
+			die("need checkpoint", rc);
+		if (need)
+			return;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -310,7 +335,7 @@ int main(int argc, char **argv)
 	if (rc != 0) {
 		if (rank == 0)
 			fprintf(stderr, rc == -2 ? "heat_cr: -size must be >= 1, -steps, -every and -ckpt-at >= 0\n"
-			                         : "usage: heat_cr [-size N] [-steps S] [-every K] [-sleep DURATION] [-ckpt-at K]\n");
+			                         : "usage: heat_cr [-size N] [-steps S] [-every K] [-sleep DURATION] [-ckpt-at K] [-wait-ckpt K]\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -328,6 +353,8 @@ int main(int argc, char **argv)
 	protect(&st, &s, rank);
 	for (; st.step <= o.steps; st.step++) {
 		double res;
+		if (rank == 0 && st.step == o.wait_ckpt)
+			wait_checkpoint(st.step);
 		if (st.step == o.ckpt_at) {
 			char name[64], ref[4096];
 			int seq;

@@ -1,0 +1,199 @@
+package ctest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cjob is a C program's job under one of the prefix's commands, its
+// standard output read line by line as it comes.
+type cjob struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []string
+	more  chan struct{} // poked at every line
+	done  chan struct{} // closed when the output ends
+	err   error         // the command's, once done
+	errb  strings.Builder
+}
+
+// startC starts prog (gompirun, gompi-restart) of the C build's prefix.
+func startC(t *testing.T, ctx context.Context, prog string, args ...string) *cjob {
+	t.Helper()
+	j := &cjob{more: make(chan struct{}, 1), done: make(chan struct{})}
+	j.cmd = exec.CommandContext(ctx, filepath.Join(filepath.Dir(gompi.cc), prog), args...)
+	j.cmd.Cancel = func() error { return j.cmd.Process.Signal(syscall.SIGTERM) }
+	j.cmd.WaitDelay = 10 * time.Second
+	j.cmd.Stderr = &j.errb
+	out, err := j.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // owner: the job; ends with its output
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			j.mu.Lock()
+			j.lines = append(j.lines, sc.Text())
+			j.mu.Unlock()
+			select {
+			case j.more <- struct{}{}:
+			default:
+			}
+		}
+		j.err = j.cmd.Wait()
+		close(j.done)
+	}()
+	return j
+}
+
+func (j *cjob) output() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]string(nil), j.lines...)
+}
+
+// waitLine waits for a line matching re and returns its submatches.
+func (j *cjob) waitLine(t *testing.T, ctx context.Context, re *regexp.Regexp) []string {
+	t.Helper()
+	for {
+		for _, l := range j.output() {
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		}
+		select {
+		case <-j.more:
+		case <-j.done:
+			for _, l := range j.output() {
+				if m := re.FindStringSubmatch(l); m != nil {
+					return m
+				}
+			}
+			t.Fatalf("the job ended (%v) without a line matching %q:\n%s\n%s", j.err, re, strings.Join(j.output(), "\n"), j.errb.String())
+		case <-ctx.Done():
+			t.Fatalf("no line matching %q: %v:\n%s", re, ctx.Err(), strings.Join(j.output(), "\n"))
+		}
+	}
+}
+
+// wait waits for the job's end and returns its error.
+func (j *cjob) wait() error {
+	<-j.done
+	return j.err
+}
+
+var checksumLine = regexp.MustCompile(`^checksum: [0-9a-f]{16}$`)
+
+// checksumOf returns the job's checksum line, failing t when it ended
+// badly or printed none.
+func (j *cjob) checksumOf(t *testing.T, what string) string {
+	t.Helper()
+	if err := j.wait(); err != nil {
+		t.Fatalf("%s: %v\n%s\n%s", what, err, strings.Join(j.output(), "\n"), j.errb.String())
+	}
+	for _, l := range j.output() {
+		if checksumLine.MatchString(l) {
+			return l
+		}
+	}
+	t.Fatalf("%s printed no checksum:\n%s\n%s", what, strings.Join(j.output(), "\n"), j.errb.String())
+	return ""
+}
+
+// TestHeatCR checkpoints examples/c/heat_cr.c (gompi_cr.h: protected grid
+// and state, whose communicators from MPI_Comm_dup and MPI_Comm_split and
+// row datatype the restarted ranks use as restored) from outside with
+// gompi-checkpoint, ends the job, and restarts it on the same layout (two
+// simulated nodes, the default BTLs) and on another (one node, tcp only):
+// both finish with the uninterrupted run's checksum. A second job takes
+// its own named checkpoint (-ckpt-at) and is restarted from it.
+func TestHeatCR(t *testing.T) {
+	setup(t)
+	dir := t.TempDir()
+	bin := gompi.compile(t, filepath.Join(repoRoot, "examples", "c", "heat_cr.c"), dir)
+	hosts := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	two, one := hosts("two", "n1 slots=2\nn2 slots=2\n"), hosts("one", "n1 slots=4\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := []string{bin, "-size", "48", "-steps", "120", "-every", "20"}
+	want := startC(t, ctx, "gompirun", append([]string{"--oversubscribe", "-np", "4"}, args...)...).checksumOf(t, "the uninterrupted run")
+
+	t.Run("gompi-checkpoint", func(t *testing.T) {
+		snaps := t.TempDir()
+		j := startC(t, ctx, "gompirun", append([]string{"-am", "ft-enable-cr", "--mca", "snapc_base_global_snapshot_dir", snaps,
+			"--hostfile", two, "-np", "4"}, append(args, "-wait-ckpt", "50")...)...)
+		j.waitLine(t, ctx, regexp.MustCompile(`^heat_cr: waiting for a checkpoint at step 50$`))
+		ck := exec.CommandContext(ctx, filepath.Join(filepath.Dir(gompi.cc), "gompi-checkpoint"), fmt.Sprint(j.cmd.Process.Pid))
+		out, err := ck.CombinedOutput()
+		m := regexp.MustCompile(`Snapshot Ref\.: +\d+ (\S+)`).FindStringSubmatch(string(out))
+		if err != nil || m == nil {
+			t.Fatalf("gompi-checkpoint: %v\n%s", err, out)
+		}
+		j.cmd.Process.Signal(syscall.SIGTERM) // the job ends unfinished
+		if err := j.wait(); err == nil {
+			t.Fatalf("the job finished before it was ended:\n%s", strings.Join(j.output(), "\n"))
+		}
+		ref := filepath.Join(snaps, m[1])
+		for _, tt := range []struct {
+			name string
+			args []string
+		}{
+			{"same layout", nil},
+			{"one node, tcp", []string{"--hostfile", one, "--mca", "btl", "tcp"}},
+		} {
+			r := startC(t, ctx, "gompi-restart", append(tt.args, ref)...)
+			if got := r.checksumOf(t, "the restart on "+tt.name); got != want {
+				t.Errorf("restart on %s: %q, the uninterrupted run %q", tt.name, got, want)
+			}
+			restarted := regexp.MustCompile(`^heat_cr: restarted from ` + regexp.QuoteMeta(ref) + ` seq 0 \(gompi-checkpoint\) at step (5[01])$`)
+			if !slicesMatch(r.output(), restarted) {
+				t.Errorf("restart on %s: no line matching %q:\n%s", tt.name, restarted, strings.Join(r.output(), "\n"))
+			}
+		}
+	})
+
+	t.Run("named checkpoint", func(t *testing.T) {
+		snaps := t.TempDir()
+		j := startC(t, ctx, "gompirun", append([]string{"-am", "ft-enable-cr", "--mca", "snapc_base_global_snapshot_dir", snaps,
+			"--hostfile", two, "-np", "4"}, append(args, "-ckpt-at", "30")...)...)
+		if got := j.checksumOf(t, "the job checkpointing itself"); got != want {
+			t.Errorf("the job checkpointing itself: %q, the uninterrupted run %q", got, want)
+		}
+		m := j.waitLine(t, ctx, regexp.MustCompile(`^heat_cr: checkpoint step-30: (\S+) seq 0$`))
+		r := startC(t, ctx, "gompi-restart", "--hostfile", one, m[1])
+		if got := r.checksumOf(t, "the restart"); got != want {
+			t.Errorf("restart: %q, the uninterrupted run %q", got, want)
+		}
+		if re := regexp.MustCompile(`^heat_cr: restarted from ` + regexp.QuoteMeta(m[1]) + ` seq 0 \(step-30\) at step 30$`); !slicesMatch(r.output(), re) {
+			t.Errorf("no line matching %q:\n%s", re, strings.Join(r.output(), "\n"))
+		}
+	})
+}
+
+func slicesMatch(lines []string, re *regexp.Regexp) bool {
+	for _, l := range lines {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
