@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,18 +18,37 @@ import (
 // packages ship without its ULFM extension. The programs are
 // testdata/ulfm/, outside the differential tests' glob.
 
-// ulfmRun runs testdata/ulfm/ulfm.c's case at n ranks under errmgr
-// sustain (a lost rank leaves the job running); when kill, it kills the
-// rank that wrote DIR/pid once it has. It returns the job's output and
-// exit error.
+// ulfmRun runs testdata/ulfm/ulfm.c's case at n ranks; when kill, it
+// kills the rank that wrote DIR/pid once it has.
 func ulfmRun(t *testing.T, bin, mode string, n int, kill bool) (string, error) {
 	t.Helper()
 	dir := t.TempDir()
+	var victim func(context.Context) error
+	if kill {
+		victim = func(ctx context.Context) error {
+			pid, err := waitPid(ctx, filepath.Join(dir, "pid"))
+			if err != nil {
+				return err
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				return fmt.Errorf("kill the victim rank (pid %d): %w", pid, err)
+			}
+			return nil
+		}
+	}
+	return sustainRun(t, n, victim, bin, mode, dir)
+}
+
+// sustainRun runs argv at n ranks under errmgr sustain (a lost rank
+// leaves the job running), calling during (when not nil) once the job
+// started, and returns the job's output and exit error.
+func sustainRun(t *testing.T, n int, during func(context.Context) error, argv ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runBound)
 	defer cancel()
-	argv := []string{filepath.Join(gompiBin, "gompirun"), "--oversubscribe", "--mca", "errmgr", "sustain,default",
-		"-np", fmt.Sprint(n), bin, mode, dir}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	all := append([]string{filepath.Join(gompiBin, "gompirun"), "--oversubscribe", "--mca", "errmgr", "sustain,default",
+		"-np", fmt.Sprint(n)}, argv...)
+	cmd := exec.CommandContext(ctx, all[0], all[1:]...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	var out strings.Builder
@@ -36,15 +56,11 @@ func ulfmRun(t *testing.T, bin, mode string, n int, kill bool) (string, error) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if kill {
-		pid, err := waitPid(ctx, filepath.Join(dir, "pid"))
-		if err != nil {
+	if during != nil {
+		if err := during(ctx); err != nil {
 			cmd.Cancel()
 			cmd.Wait()
 			t.Fatalf("%v\n%s", err, out.String())
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill the victim rank (pid %d): %v", pid, err)
 		}
 	}
 	err := cmd.Wait()
@@ -177,5 +193,41 @@ func TestULFMCompiles(t *testing.T) {
 	checkLines(t, out, []string{"rank 0: ulfm yes: agree 0 flag 1, 0 failed, 2 left", "rank 1: ulfm yes: agree 0 flag 1, 0 failed, 2 left"})
 	if out, err := ompi.run(2, ref); err != nil || !strings.Contains(out, "rank 0: ulfm") {
 		t.Errorf("under Open MPI (%v):\n%s", err, out)
+	}
+}
+
+// TestResilientC runs examples/c/resilient.c, the C twin of
+// examples/resilient, as rte/e2e's TestResilientSolver runs the Go one: a
+// rank killing itself mid-solve, right after a save, or at the start, the
+// survivors revoke, agree, shrink and finish with the failure-free run's
+// checksum, having printed their recovery.
+func TestResilientC(t *testing.T) {
+	setup(t)
+	bin := gompi.compile(t, filepath.Join(repoRoot, "examples", "c", "resilient.c"), t.TempDir())
+	done := regexp.MustCompile(`(?m)^resilient: done: 3000 points, 300 iterations, checksum [0-9a-f]{16}$`)
+	args := []string{bin, "-points", "3000", "-iters", "300", "-every", "10"}
+	out, err := sustainRun(t, 2, nil, args...)
+	want := done.FindString(out)
+	if err != nil || want == "" {
+		t.Fatalf("the failure-free run (%v):\n%s", err, out)
+	}
+	for _, tt := range []struct{ name, rank, at string }{
+		{"a rank dies mid-solve", "2", "105"},
+		{"the first rank dies right after a save", "0", "50"},
+		{"the last rank dies at the start", "3", "0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := sustainRun(t, 4, nil, append(args, "-crash-rank", tt.rank, "-crash-at", tt.at)...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if got := done.FindString(out); got != want {
+				t.Errorf("done line %q, want the failure-free run's %q:\n%s", got, want, out)
+			}
+			recovered := regexp.MustCompile(`(?m)^resilient: failure at iteration \d+ \(.*\): 3 ranks left \(lost world ranks \[` + tt.rank + `\]\); going on from iteration \d+$`)
+			if !recovered.MatchString(out) {
+				t.Errorf("no recovery line for rank %s in:\n%s", tt.rank, out)
+			}
+		})
 	}
 }
