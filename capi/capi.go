@@ -17,6 +17,15 @@
 // runs again the same way sees the same handles (see gompi.h). A C handle
 // never becomes a Go pointer: Go sees it as a uintptr.
 //
+// Beside the standard's functions the library has two headers of its own:
+// mpi-ext.h, ULFM's MPIX_ calls with Open MPI's names and feature macros
+// (ulfm.c, ulfm.go: package mpi's fault tolerance, its errors mapped to
+// MPIX_ERR_PROC_FAILED, _PENDING and MPIX_ERR_REVOKED by code), and
+// gompi_cr.h, package cr's API for C (crapi.c, crapi.go: protected C
+// memory regions, safe points, checkpoints, callbacks). A request's
+// completion raises its error on the request's communicator, so that
+// MPI_ERRORS_RETURN set there returns it.
+//
 // Waits entered from C poll their request from C, yielding the processor
 // between looks, before they park in Go (p2p.c's gompi_wait_request): a Go
 // function called from C that blocks parks a locked OS thread, whose

@@ -21,4 +21,11 @@
 // examples/heat, and TestNetPIPE builds and runs NetPIPE's NPmpi
 // (scripts/netpipe.sh) under both MPIs; the same file names them ("heat",
 // "netpipe") once they must pass on gompi.
+//
+// The fault-tolerance tests run on gompi alone (Open MPI's packages ship
+// without ULFM, and without gompi_cr.h): TestULFM and TestResilientC run
+// testdata/ulfm/ulfm.c and examples/c/resilient.c under errmgr sustain,
+// killing ranks; TestULFMCompiles builds an Open MPI-style ULFM program
+// with both MPIs; TestHeatCR checkpoints examples/c/heat_cr.c (gompi_cr.h)
+// and restarts it on other layouts.
 package ctest
