@@ -44,7 +44,7 @@ connected() {
 # start CRS: runs the job and waits for every rank to be connected and
 # the first step done.
 start() {
-	rm -rf "$work/ck" && mkdir "$work/ck"
+	rm -rf "$work/ck" "$work/out" && mkdir "$work/ck"
 	"$bin/gompirun" -np 4 --host n1:2,n2:2 -am ft-enable-cr --mca crs "$1" \
 		--mca snapc_base_global_snapshot_dir "$work/ck" "$work/heat_cr" -size "$size" -steps 1000000000 -every 1 >"$work/out" 2>&1 &
 	pid=$!
@@ -65,12 +65,15 @@ seqbytes() { du -sb "$work/ck"/*/"$1" | awk '{print $1}'; }
 # $pid (not in a subshell, for stop).
 restart() {
 	local start
+	rm -f "$work/out" && : >"$work/out" # not the last job's lines
 	sync
 	start=$(date +%s.%N)
-	"$bin/gompi-restart" "$work"/ck/*.ckpt >"$work/out" 2>&1 &
+	"$bin/gompi-restart" "$work"/ck/*.ckpt >>"$work/out" 2>&1 &
 	pid=$!
 	until grep -q '^step ' "$work/out"; do
 		kill -0 "$pid" 2>/dev/null || { cat "$work/out" >&2; exit 1; }
+		awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {exit !(b - a > 300)}' &&
+			{ echo "bench-c-cr: the restarted job printed no step in 300 s:" >&2; cat "$work/out" >&2; exit 1; }
 		sleep 0.02
 	done
 	awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f\n", b - a}' >"$work/t"
