@@ -42,10 +42,99 @@ var crState struct {
 	regions  map[string]*[]byte
 	name     string // protected: the checkpoint being taken's name
 	restored string // name as the snapshot restarted from held it
+	handles  handleTable
+	// verify: a restarted run has not yet checked the saved handles
+	// (at its first safe point)
+	verify bool
+}
+
+// handleTable is the communicators and derived datatypes the program
+// held at a checkpoint, protected beside its regions: at the first safe
+// point of a restarted run each must exist again, the same, or the
+// handles its protected memory holds would name other objects (a
+// datatype made in another order) or none.
+type handleTable struct {
+	Comms []handleRec // A: size, B: rank
+	Types []handleRec // A: size, B: extent
+}
+
+type handleRec struct {
+	H    uint64
+	A, B int64
+}
+
+// currentHandles lists the handles the library has given out now.
+func currentHandles() handleTable {
+	var t handleTable
+	lib.mu.Lock()
+	for h, c := range lib.comms {
+		t.Comms = append(t.Comms, handleRec{H: uint64(h), A: int64(c.Size()), B: int64(c.Rank())})
+	}
+	lib.mu.Unlock()
+	types.mu.Lock()
+	for h, ct := range types.m {
+		t.Types = append(t.Types, handleRec{H: uint64(h), A: int64(ct.t.Size()), B: int64(ct.t.Extent())})
+	}
+	types.mu.Unlock()
+	return t
+}
+
+// verifyHandles checks that every handle of the snapshot's table names
+// the same kind of object now.
+func verifyHandles(saved handleTable) error {
+	now := currentHandles()
+	for _, k := range []struct {
+		what        string
+		saved, have []handleRec
+	}{{"communicator", saved.Comms, now.Comms}, {"datatype", saved.Types, now.Types}} {
+		have := map[uint64]handleRec{}
+		for _, r := range k.have {
+			have[r.H] = r
+		}
+		for _, r := range k.saved {
+			if got, ok := have[r.H]; !ok || got != r {
+				return fmt.Errorf("restart: the snapshot's %s handle %#x (%d, %d) is not the same now (%v: %d, %d): "+
+					"make the same communicator and datatype creation calls, in the same order, before the first safe point",
+					k.what, r.H, r.A, r.B, ok, got.A, got.B)
+			}
+		}
+	}
+	return nil
+}
+
+const crHandlesKey = "gompi/capi.handles"
+
+// crHandles protects the handle table, refreshed at each checkpoint (the
+// callbacks run before the protected values are encoded); on a restart
+// the first safe point verifies it. crState.mu is held.
+func crHandles(c *cr.Coordinator) error {
+	if err := c.Protect(crHandlesKey, &crState.handles); err != nil {
+		return err
+	}
+	crState.verify = c.IsRestart()
+	return c.OnCheckpoint(func(string) error {
+		t := currentHandles()
+		crState.mu.Lock()
+		crState.handles = t
+		crState.mu.Unlock()
+		return nil
+	})
+}
+
+// crVerify verifies the restored handle table once, at the first safe
+// point of a restarted run.
+func crVerify() error {
+	crState.mu.Lock()
+	defer crState.mu.Unlock()
+	if !crState.verify {
+		return nil
+	}
+	crState.verify = false
+	return verifyHandles(crState.handles)
 }
 
 // crNameKey is the protected value holding the checkpoint's name: a name
-// no C program's region takes (gompi_cr.h's names are the program's).
+// no C program's region may take, as crHandlesKey.
 const crNameKey = "gompi/capi.checkpoint-name"
 
 // crStart attaches package cr on the first call and protects the
@@ -63,6 +152,9 @@ func crStart() (*cr.Coordinator, error) {
 		return nil, err
 	}
 	crState.restored = crState.name
+	if err := crHandles(c); err != nil {
+		return nil, err
+	}
 	crState.started = true
 	return c, nil
 }
@@ -92,7 +184,7 @@ var errBadArg = errors.New("invalid argument")
 //export gompi_go_cr_protect
 func gompi_go_cr_protect(name *C.char, p unsafe.Pointer, size C.size_t) C.int {
 	n := C.GoString(name)
-	if n == "" || n == crNameKey || (p == nil && size > 0) {
+	if n == "" || n == crNameKey || n == crHandlesKey || (p == nil && size > 0) {
 		return crCode("GOMPI_CR_Protect", fmt.Errorf("%w: name %q, %d bytes at %p", errBadArg, n, size, p))
 	}
 	crState.mu.Lock()
@@ -123,6 +215,9 @@ func gompi_go_cr_protect(name *C.char, p unsafe.Pointer, size C.size_t) C.int {
 func gompi_go_cr_safe_point() C.int {
 	c, err := crCoordinator()
 	if err == nil {
+		err = crVerify()
+	}
+	if err == nil {
 		err = c.SafePoint()
 	}
 	return crCode("GOMPI_CR_Safe_point", err)
@@ -147,6 +242,9 @@ func gompi_go_cr_checkpoint(name *C.char, flags C.int, ref *C.char, reflen C.int
 		crState.name = C.GoString(name)
 	}
 	crState.mu.Unlock()
+	if err == nil {
+		err = crVerify()
+	}
 	if err != nil {
 		return crCode("GOMPI_CR_Checkpoint", err)
 	}

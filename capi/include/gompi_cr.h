@@ -32,8 +32,12 @@
  * point on every run (it must for communicators: package cr checks the
  * replay and names a difference) finds the handles it saved valid after
  * a restart: the values restored into its protected structs are the ones
- * the restarted library has just given out again. Requests cannot be
- * saved (a safe point has none in flight).
+ * the restarted library has just given out again. The library checks it:
+ * each snapshot records the communicators and derived datatypes the
+ * program held, and the first GOMPI_CR_Safe_point (or Checkpoint) of a
+ * restarted run fails, naming the handle, when one of them is missing or
+ * names an object of another size or extent. Requests cannot be saved (a
+ * safe point has none in flight).
  *
  * Under crs=criu (named on the command line) the calls behave as package
  * cr documents for crs=criu: the process is saved whole, at any moment;
