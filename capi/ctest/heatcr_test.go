@@ -146,11 +146,12 @@ func TestHeatCR(t *testing.T) {
 		out, err := ck.CombinedOutput()
 		m := regexp.MustCompile(`Snapshot Ref\.: +\d+ (\S+)`).FindStringSubmatch(string(out))
 		if err != nil || m == nil {
-			t.Fatalf("gompi-checkpoint: %v\n%s", err, out)
+			j.wait()
+			t.Fatalf("gompi-checkpoint: %v\n%s\nthe job (%v):\n%s\n%s", err, out, j.err, strings.Join(j.output(), "\n"), j.errb.String())
 		}
-		j.cmd.Process.Signal(syscall.SIGTERM) // the job ends unfinished
-		if err := j.wait(); err == nil {
-			t.Fatalf("the job finished before it was ended:\n%s", strings.Join(j.output(), "\n"))
+		j.cmd.Process.Signal(syscall.SIGTERM) // the job, held by -wait-ckpt, ends unfinished
+		if err := j.wait(); err == nil || slicesMatch(j.output(), checksumLine) {
+			t.Fatalf("the job finished before it was ended (%v):\n%s", err, strings.Join(j.output(), "\n"))
 		}
 		ref := filepath.Join(snaps, m[1])
 		for _, tt := range []struct {

@@ -16,8 +16,10 @@
  *   - -wait-ckpt K: at step K rank 0 prints "heat_cr: waiting for a
  *     checkpoint at step K" and waits, before its safe point, until one is
  *     requested (GOMPI_CR_Need_checkpoint; the others wait for it in the
- *     halo exchange): a test's checkpoint from outside then always finds
- *     the job running;
+ *     halo exchange), which the job then takes at step K or K+1; unless
+ *     restarted, it then stops at step K+2 until the job is ended: a
+ *     test's checkpoint from outside always finds the job running, and
+ *     the job never finishes before the test ends it;
  *   - callbacks: at each checkpoint rank 0 writes progress.txt (the step)
  *     into its snapshot; on a restart it reads it back and prints
  *
@@ -39,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HOT 100.0
 
@@ -351,6 +354,8 @@ int main(int argc, char **argv)
 	}
 	memset(&st, 0, sizeof st);
 	protect(&st, &s, rank);
+	int restarted = 0;
+	GOMPI_CR_Is_restart(&restarted);
 	for (; st.step <= o.steps; st.step++) {
 		double res;
 		if (rank == 0 && st.step == o.wait_ckpt)
@@ -367,6 +372,9 @@ int main(int argc, char **argv)
 			}
 		} else if ((rc = GOMPI_CR_Safe_point()) != MPI_SUCCESS)
 			die("safe point", rc);
+		if (rank == 0 && o.wait_ckpt > 0 && st.step == o.wait_ckpt + 2 && !restarted)
+			for (;;)
+				pause(); /* until the job is ended */
 		if ((rc = exchange_halos(&s)) != MPI_SUCCESS)
 			die("halo exchange", rc);
 		res = relax(&s);
