@@ -171,7 +171,8 @@ func TestULFM(t *testing.T) {
 // (mpi-ext.h, the fault-tolerant path under #if
 // defined(OMPI_HAVE_MPI_EXT_FTMPI) && defined(MPIX_FT)) unchanged with
 // both MPIs: gompicc takes the ULFM path (the binary imports the MPIX_
-// calls and runs them), Open MPI's mpicc here, without ULFM, the other.
+// calls and runs them), Open MPI's mpicc here, without ULFM, the other;
+// gompicxx builds it as C++.
 func TestULFMCompiles(t *testing.T) {
 	setup(t)
 	src := filepath.Join(repoRoot, "capi", "ctest", "testdata", "ulfm", "ompi_style.c")
@@ -193,6 +194,11 @@ func TestULFMCompiles(t *testing.T) {
 	checkLines(t, out, []string{"rank 0: ulfm yes: agree 0 flag 1, 0 failed, 2 left", "rank 1: ulfm yes: agree 0 flag 1, 0 failed, 2 left"})
 	if out, err := ompi.run(2, ref); err != nil || !strings.Contains(out, "rank 0: ulfm") {
 		t.Errorf("under Open MPI (%v):\n%s", err, out)
+	}
+	// The header is C++'s too (extern "C"): the same source as C++.
+	cxx := exec.Command(gompi.cxx, "-x", "c++", "-Wall", "-Werror", "-o", filepath.Join(dir, "ompi_style.cxx"), src)
+	if out, err := cxx.CombinedOutput(); err != nil {
+		t.Errorf("gompicxx -x c++: %v\n%s", err, out)
 	}
 }
 
