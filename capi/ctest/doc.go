@@ -26,6 +26,6 @@
 // without ULFM, and without gompi_cr.h): TestULFM and TestResilientC run
 // testdata/ulfm/ulfm.c and examples/c/resilient.c under errmgr sustain,
 // killing ranks; TestULFMCompiles builds an Open MPI-style ULFM program
-// with both MPIs; TestHeatCR checkpoints examples/c/heat_cr.c (gompi_cr.h)
-// and restarts it on other layouts.
+// with both MPIs; TestHeatCR and TestHeatCRTerm checkpoint
+// examples/c/heat_cr.c (gompi_cr.h) and restart it on other layouts.
 package ctest

@@ -190,6 +190,40 @@ func TestHeatCR(t *testing.T) {
 	})
 }
 
+// TestHeatCRTerm: a checkpoint the program asks for with GOMPI_CR_TERM
+// ends the job there (status 0, no checksum yet); its restart on one node
+// finishes with the uninterrupted run's checksum.
+func TestHeatCRTerm(t *testing.T) {
+	setup(t)
+	dir := t.TempDir()
+	bin := gompi.compile(t, filepath.Join(repoRoot, "examples", "c", "heat_cr.c"), dir)
+	one := filepath.Join(dir, "one")
+	if err := os.WriteFile(one, []byte("n1 slots=4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := []string{bin, "-size", "40", "-steps", "90", "-every", "30"}
+	want := startC(t, ctx, "gompirun", append([]string{"--oversubscribe", "-np", "3"}, args...)...).checksumOf(t, "the uninterrupted run")
+	snaps := t.TempDir()
+	j := startC(t, ctx, "gompirun", append([]string{"-am", "ft-enable-cr", "--mca", "snapc_base_global_snapshot_dir", snaps,
+		"--host", "n1:1,n2:2", "-np", "3"}, append(args, "-ckpt-at", "45", "-ckpt-term", "1")...)...)
+	if err := j.wait(); err != nil || slicesMatch(j.output(), checksumLine) {
+		t.Fatalf("the job ending at its checkpoint (%v):\n%s\n%s", err, strings.Join(j.output(), "\n"), j.errb.String())
+	}
+	refs, err := filepath.Glob(filepath.Join(snaps, "*.ckpt"))
+	if err != nil || len(refs) != 1 {
+		t.Fatalf("snapshots in %s: %v %v", snaps, refs, err)
+	}
+	r := startC(t, ctx, "gompi-restart", "--hostfile", one, refs[0])
+	if got := r.checksumOf(t, "the restart"); got != want {
+		t.Errorf("restart: %q, the uninterrupted run %q", got, want)
+	}
+	if re := regexp.MustCompile(`^heat_cr: restarted from ` + regexp.QuoteMeta(refs[0]) + ` seq 0 \(step-45\) at step 45$`); !slicesMatch(r.output(), re) {
+		t.Errorf("no line matching %q:\n%s", re, strings.Join(r.output(), "\n"))
+	}
+}
+
 func slicesMatch(lines []string, re *regexp.Regexp) bool {
 	for _, l := range lines {
 		if re.MatchString(l) {

@@ -12,7 +12,8 @@
  *   - a safe point at the top of every step, where gompi-checkpoint saves
  *     it;
  *   - -ckpt-at K: the program asks for a checkpoint itself at step K,
- *     named "step-K" (GOMPI_CR_Checkpoint);
+ *     named "step-K" (GOMPI_CR_Checkpoint); with -ckpt-term 1 the job
+ *     ends there once saved (GOMPI_CR_TERM);
  *   - -wait-ckpt K: at step K rank 0 prints "heat_cr: waiting for a
  *     checkpoint at step K" and waits, before its safe point, until one is
  *     requested (GOMPI_CR_Need_checkpoint; the others wait for it in the
@@ -46,7 +47,7 @@
 #define HOT 100.0
 
 struct options {
-	long size, steps, every, ckpt_at, wait_ckpt;
+	long size, steps, every, ckpt_at, ckpt_term, wait_ckpt;
 	double sleep_s;
 };
 
@@ -86,7 +87,7 @@ static int parse_duration(const char *s, double *out)
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	int i;
-	o->size = 256, o->steps = 500, o->every = 0, o->ckpt_at = 0, o->wait_ckpt = 0, o->sleep_s = 0;
+	o->size = 256, o->steps = 500, o->every = 0, o->ckpt_at = 0, o->ckpt_term = 0, o->wait_ckpt = 0, o->sleep_s = 0;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *val, *eq;
 		char name[32];
@@ -123,6 +124,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->every = v;
 		else if (strcmp(name, "ckpt-at") == 0)
 			o->ckpt_at = v;
+		else if (strcmp(name, "ckpt-term") == 0)
+			o->ckpt_term = v;
 		else if (strcmp(name, "wait-ckpt") == 0)
 			o->wait_ckpt = v;
 		else
@@ -338,7 +341,7 @@ int main(int argc, char **argv)
 	if (rc != 0) {
 		if (rank == 0)
 			fprintf(stderr, rc == -2 ? "heat_cr: -size must be >= 1, -steps, -every and -ckpt-at >= 0\n"
-			                         : "usage: heat_cr [-size N] [-steps S] [-every K] [-sleep DURATION] [-ckpt-at K] [-wait-ckpt K]\n");
+			                         : "usage: heat_cr [-size N] [-steps S] [-every K] [-sleep DURATION] [-ckpt-at K [-ckpt-term 1]] [-wait-ckpt K]\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -364,7 +367,7 @@ int main(int argc, char **argv)
 			char name[64], ref[4096];
 			int seq;
 			snprintf(name, sizeof name, "step-%ld", st.step);
-			if ((rc = GOMPI_CR_Checkpoint(name, 0, ref, sizeof ref, &seq)) != MPI_SUCCESS)
+			if ((rc = GOMPI_CR_Checkpoint(name, o.ckpt_term ? GOMPI_CR_TERM : 0, ref, sizeof ref, &seq)) != MPI_SUCCESS)
 				die("checkpoint", rc);
 			if (rank == 0) {
 				printf("heat_cr: checkpoint %s: %s seq %d\n", name, ref, seq);
