@@ -27,5 +27,7 @@
 // testdata/ulfm/ulfm.c and examples/c/resilient.c under errmgr sustain,
 // killing ranks; TestULFMCompiles builds an Open MPI-style ULFM program
 // with both MPIs; TestHeatCR and TestHeatCRTerm checkpoint
-// examples/c/heat_cr.c (gompi_cr.h) and restart it on other layouts.
+// examples/c/heat_cr.c (gompi_cr.h) and restart it on other layouts, and
+// TestHeatCRUnderCRIU does with crs=criu named (root and CRIU, else
+// skipped).
 package ctest

@@ -27,11 +27,15 @@ type cjob struct {
 	errb  strings.Builder
 }
 
-// startC starts prog (gompirun, gompi-restart) of the C build's prefix.
+// startC starts prog (gompirun, gompi-restart) of the C build's prefix,
+// or prog itself when it is a path.
 func startC(t *testing.T, ctx context.Context, prog string, args ...string) *cjob {
 	t.Helper()
+	if !filepath.IsAbs(prog) {
+		prog = filepath.Join(filepath.Dir(gompi.cc), prog)
+	}
 	j := &cjob{more: make(chan struct{}, 1), done: make(chan struct{})}
-	j.cmd = exec.CommandContext(ctx, filepath.Join(filepath.Dir(gompi.cc), prog), args...)
+	j.cmd = exec.CommandContext(ctx, prog, args...)
 	j.cmd.Cancel = func() error { return j.cmd.Process.Signal(syscall.SIGTERM) }
 	j.cmd.WaitDelay = 10 * time.Second
 	j.cmd.Stderr = &j.errb
@@ -222,6 +226,95 @@ func TestHeatCRTerm(t *testing.T) {
 	if re := regexp.MustCompile(`^heat_cr: restarted from ` + regexp.QuoteMeta(refs[0]) + ` seq 0 \(step-45\) at step 45$`); !slicesMatch(r.output(), re) {
 		t.Errorf("no line matching %q:\n%s", re, strings.Join(r.output(), "\n"))
 	}
+}
+
+// criuTools builds, once, what a crs=criu job needs beside gompiBin's
+// gompirun and gompid: gompi-checkpoint, gompi-restart, and the criu
+// plugin where gompirun looks for plugins (gompiBin/../lib/gompi).
+var criuTools struct {
+	once sync.Once
+	err  error
+}
+
+// TestHeatCRUnderCRIU runs heat_cr.c, a gompi_cr.h program, with crs=criu
+// named: the processes are saved whole, here while rank 0 holds at step
+// 50 (-hold-at, -hold-file) and the others wait for it in the halo
+// exchange, and its gompi_cr.h calls do what package cr documents for
+// crs=criu (safe points return at once; nothing of the program's is read
+// back: the restored processes hold it). Ended, and restarted on one node
+// once the hold file is gone, it finishes with the uninterrupted run's
+// checksum. Needs root and a CRIU (PATH or the source tree's
+// .local/criu, scripts/install-criu.sh).
+func TestHeatCRUnderCRIU(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("CRIU and the rank init's PID namespace need root")
+	}
+	if _, err := exec.LookPath("criu"); err != nil {
+		if _, err := os.Stat(filepath.Join(repoRootGuess(), ".local", "criu", "root", "usr", "sbin", "criu")); err != nil {
+			t.Skip("no CRIU on PATH or in .local/criu (bash scripts/install-criu.sh)")
+		}
+	}
+	setup(t)
+	criuTools.once.Do(func() {
+		for _, b := range [][]string{
+			{"build", "-o", gompiBin + "/", "./cmd/gompi-checkpoint", "./cmd/gompi-restart"},
+			{"build", "-o", filepath.Join(filepath.Dir(gompiBin), "lib", "gompi") + "/", "./cmd/gompi-plugin-criu"},
+		} {
+			cmd := exec.Command("go", b...)
+			cmd.Dir = repoRoot
+			if out, err := cmd.CombinedOutput(); err != nil {
+				criuTools.err = fmt.Errorf("go %v: %w\n%s", b, err, out)
+				return
+			}
+		}
+	})
+	if criuTools.err != nil {
+		t.Fatal(criuTools.err)
+	}
+	dir := t.TempDir()
+	bin := gompi.compile(t, filepath.Join(repoRoot, "examples", "c", "heat_cr.c"), dir)
+	hold, one := filepath.Join(dir, "hold"), filepath.Join(dir, "one")
+	for _, f := range []struct{ path, text string }{{hold, ""}, {one, "n1 slots=4\n"}} {
+		if err := os.WriteFile(f.path, []byte(f.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := []string{bin, "-size", "48", "-steps", "120", "-every", "20"}
+	want := startC(t, ctx, "gompirun", append([]string{"--oversubscribe", "-np", "4"}, args...)...).checksumOf(t, "the uninterrupted run")
+	snaps := t.TempDir()
+	j := startC(t, ctx, filepath.Join(gompiBin, "gompirun"), append([]string{"-am", "ft-enable-cr", "--mca", "crs", "criu",
+		"--mca", "snapc_base_global_snapshot_dir", snaps, "--host", "n1:2,n2:2", "-np", "4"},
+		append(args, "-hold-at", "50", "-hold-file", hold)...)...)
+	j.waitLine(t, ctx, regexp.MustCompile(`^heat_cr: holding at step 50$`))
+	out, err := exec.CommandContext(ctx, filepath.Join(gompiBin, "gompi-checkpoint"), fmt.Sprint(j.cmd.Process.Pid)).CombinedOutput()
+	m := regexp.MustCompile(`Snapshot Ref\.: +\d+ (\S+)`).FindStringSubmatch(string(out))
+	if err != nil || m == nil {
+		j.cmd.Process.Signal(syscall.SIGTERM)
+		j.wait()
+		t.Fatalf("gompi-checkpoint: %v\n%s\nthe job (%v):\n%s\n%s", err, out, j.err, strings.Join(j.output(), "\n"), j.errb.String())
+	}
+	j.cmd.Process.Signal(syscall.SIGTERM) // held: it ends unfinished
+	if err := j.wait(); err == nil || slicesMatch(j.output(), checksumLine) {
+		t.Fatalf("the job finished before it was ended (%v):\n%s", err, strings.Join(j.output(), "\n"))
+	}
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	r := startC(t, ctx, filepath.Join(gompiBin, "gompi-restart"), "--hostfile", one, filepath.Join(snaps, m[1]))
+	if got := r.checksumOf(t, "the restart"); got != want {
+		t.Errorf("restart: %q, the uninterrupted run %q", got, want)
+	}
+	if slicesMatch(r.output(), regexp.MustCompile(`^heat_cr: restarted`)) {
+		t.Errorf("a process CRIU restored ran its start again:\n%s", strings.Join(r.output(), "\n"))
+	}
+}
+
+// repoRootGuess is the repository's root before setup has run.
+func repoRootGuess() string {
+	root, _ := filepath.Abs("../..")
+	return root
 }
 
 func slicesMatch(lines []string, re *regexp.Regexp) bool {

@@ -21,6 +21,10 @@
  *     restarted, it then stops at step K+2 until the job is ended: a
  *     test's checkpoint from outside always finds the job running, and
  *     the job never finishes before the test ends it;
+ *   - -hold-at K -hold-file PATH: at step K rank 0 prints "heat_cr:
+ *     holding at step K" and waits while PATH exists (crs=criu saves the
+ *     job there, anywhere, and the restored rank goes on once the test
+ *     removed the file);
  *   - callbacks: at each checkpoint rank 0 writes progress.txt (the step)
  *     into its snapshot; on a restart it reads it back and prints
  *
@@ -47,8 +51,9 @@
 #define HOT 100.0
 
 struct options {
-	long size, steps, every, ckpt_at, ckpt_term, wait_ckpt;
+	long size, steps, every, ckpt_at, ckpt_term, wait_ckpt, hold_at;
 	double sleep_s;
+	const char *hold_file;
 };
 
 /* parse_duration reads Go's time.Duration syntax ("1.5s", "10ms", "2m3s"). */
@@ -87,7 +92,8 @@ static int parse_duration(const char *s, double *out)
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	int i;
-	o->size = 256, o->steps = 500, o->every = 0, o->ckpt_at = 0, o->ckpt_term = 0, o->wait_ckpt = 0, o->sleep_s = 0;
+	o->size = 256, o->steps = 500, o->every = 0, o->ckpt_at = 0, o->ckpt_term = 0, o->wait_ckpt = 0, o->hold_at = 0, o->sleep_s = 0;
+	o->hold_file = NULL;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *val, *eq;
 		char name[32];
@@ -107,6 +113,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			val = argv[++i];
 		else
 			return -1;
+		if (strcmp(name, "hold-file") == 0) {
+			o->hold_file = val;
+			continue;
+		}
 		if (strcmp(name, "sleep") == 0) {
 			if (parse_duration(val, &o->sleep_s) != 0)
 				return -1;
@@ -128,10 +138,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->ckpt_term = v;
 		else if (strcmp(name, "wait-ckpt") == 0)
 			o->wait_ckpt = v;
+		else if (strcmp(name, "hold-at") == 0)
+			o->hold_at = v;
 		else
 			return -1;
 	}
-	if (o->size < 1 || o->steps < 0 || o->every < 0 || o->ckpt_at < 0 || o->wait_ckpt < 0)
+	if (o->size < 1 || o->steps < 0 || o->every < 0 || o->ckpt_at < 0 || o->wait_ckpt < 0 || (o->hold_at > 0) != (o->hold_file != NULL))
 		return -2;
 	return 0;
 }
@@ -327,6 +339,17 @@ static void wait_checkpoint(long step)
 	}
 }
 
+/* hold waits while path exists. */
+static void hold(long step, const char *path)
+{
+	printf("heat_cr: holding at step %ld\n", step);
+	fflush(stdout);
+	while (access(path, F_OK) == 0) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -341,7 +364,7 @@ int main(int argc, char **argv)
 	if (rc != 0) {
 		if (rank == 0)
 			fprintf(stderr, rc == -2 ? "heat_cr: -size must be >= 1, -steps, -every and -ckpt-at >= 0\n"
-			                         : "usage: heat_cr [-size N] [-steps S] [-every K] [-sleep DURATION] [-ckpt-at K [-ckpt-term 1]] [-wait-ckpt K]\n");
+			                         : "usage: heat_cr [-size N] [-steps S] [-every K] [-sleep DURATION] [-ckpt-at K [-ckpt-term 1]] [-wait-ckpt K] [-hold-at K -hold-file PATH]\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -363,6 +386,8 @@ int main(int argc, char **argv)
 		double res;
 		if (rank == 0 && st.step == o.wait_ckpt)
 			wait_checkpoint(st.step);
+		if (rank == 0 && st.step == o.hold_at)
+			hold(st.step, o.hold_file);
 		if (st.step == o.ckpt_at) {
 			char name[64], ref[4096];
 			int seq;
