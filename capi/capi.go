@@ -134,7 +134,16 @@ func gompi_go_init(required C.int, provided *C.int) C.int {
 	}
 	mpi.Default().CalledFromC()
 	w := mpi.World()
-	self, err := w.Split(w.Rank(), 0)
+	// MPI_COMM_SELF is made by this process alone (create_group of a
+	// group of one sends nothing): a collective over the world here would
+	// let a rank that dies right after its own MPI_Init fail the others'
+	// (a ULFM program must survive that).
+	me, err := w.Group().Incl([]int{w.Rank()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gompi: MPI_Init: MPI_COMM_SELF:", err)
+		return code(err)
+	}
+	self, err := w.CreateGroup(context.Background(), me, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gompi: MPI_Init: MPI_COMM_SELF:", err)
 		return code(err)
