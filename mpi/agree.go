@@ -136,6 +136,9 @@ func (c *Comm) runAgreement(ctx context.Context, tag int, contrib func() agreeVa
 	for {
 		busy := false
 		wake := p.failWake.watch()
+		if p.rb.active.Load() {
+			return agreeVal{}, p.rolledBackErr()
+		}
 		if n := p.nFailed.Load(); n != seen {
 			seen, busy = n, true
 			for r, w := range c.members {

@@ -68,3 +68,8 @@ func RankOf(err error) (int, bool) {
 	}
 	return 0, false
 }
+
+// ErrRolledBack is wrapped by every operation a rollback interrupted or
+// refused (Proc.RollBack): the job is going back to a committed sequence,
+// and the program must return to its re-entry point (package cr's Run).
+var ErrRolledBack = errors.New("rolled back: return to the re-entry point")

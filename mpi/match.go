@@ -231,6 +231,11 @@ func (p *Proc) postRecv(r *Request) bool {
 // receive any member whose failure the application has not acknowledged
 // (ULFM's rule; a non-blocking one stays posted, Wait reports it pending).
 func (p *Proc) recvFailureLocked(cs *ctxState, c *Comm, src int, blocking bool) error {
+	// Set before RollBack takes Proc.mu to fail what is posted: a receive
+	// posted after that sees it here.
+	if p.rb.active.Load() {
+		return p.rolledBackErr()
+	}
 	if cs.revoked.Load() {
 		return revokedErr(cs.ctx)
 	}

@@ -112,6 +112,7 @@ type Proc struct {
 	ctlFrames atomic.Uint64
 
 	events failureEvents // the application's subscribers to failures (events.go)
+	rb     rollbackState // an in-job rollback (rollback.go)
 }
 
 // hookBox holds the active coordination protocol; a nil box means none, and
@@ -840,8 +841,13 @@ func (p *Proc) failPeer(rank int, cause error) {
 	}
 	p.nFailed.Add(1)
 	p.fails.add(rank)
-	p.publishFailure(e)
-	if !p.finalizing.Load() && !p.isStopped() {
+	// During a rollback every rank closes its connections: not a failure
+	// the application hears of (Restore forgets it).
+	rolling := p.rb.active.Load()
+	if !rolling {
+		p.publishFailure(e)
+	}
+	if !p.finalizing.Load() && !p.isStopped() && !rolling {
 		p.log.Warn("peer failed", "peer", rank, "err", cause)
 	}
 	pe.mu.Lock()

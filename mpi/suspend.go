@@ -103,6 +103,9 @@ func (g *gate) reopen() {
 
 // pass waits while the gate is closed; it ends early when the Proc stops.
 func (p *Proc) pass() error {
+	if p.rb.active.Load() {
+		return p.rolledBackErr()
+	}
 	g := &p.gate
 	for g.closed.Load() {
 		g.mu.Lock()
@@ -123,6 +126,9 @@ func (p *Proc) pass() error {
 // enter is pass for a send, which then counts as inside until leave.
 func (p *Proc) enter() error {
 	g := &p.gate
+	if p.rb.active.Load() {
+		return p.rolledBackErr()
+	}
 	for {
 		g.inside.Add(1)
 		if !g.closed.Load() {
