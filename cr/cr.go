@@ -136,6 +136,7 @@ type Coordinator struct {
 	wake       chan struct{} // closed (and replaced) when something changes
 	requested  chan struct{} // closed while the program is wanted at a safe point
 	reqClosed  bool
+	rolling    *snapc.AppRequest // the runtime's Rollback, until Run restores the rank
 }
 
 type target struct {

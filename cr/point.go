@@ -34,6 +34,9 @@ func (c *Coordinator) SafePoint() error {
 	if err := c.notQuiesced("safe point"); err != nil {
 		return err
 	}
+	if c.rolling != nil || c.p.RollingBack() {
+		return fmt.Errorf("cr: rank %d: safe point: %w", c.p.Rank(), ErrRolledBack)
+	}
 	c.count++
 	n := c.count
 	if _, err := c.arrive(n); err != nil {
@@ -190,6 +193,8 @@ func (c *Coordinator) handle(r snapc.AppRequest) {
 		c.onCancel(r)
 	case snapc.ReleaseHold:
 		c.onRelease(r)
+	case snapc.Rollback:
+		c.onRollback(r)
 	default:
 		c.log.Warn("unknown request from the checkpoint coordinator", "kind", r.Kind, "id", r.ID)
 	}

@@ -74,6 +74,7 @@ func (p *Proc) startAppResponder() {
 			return
 		}
 		if !p.handleQuiesce(r) {
+			p.handleRollback(r)
 			p.dispatchApp(l, r)
 		}
 	}
@@ -89,6 +90,7 @@ func (p *Proc) startAppResponder() {
 				p.replyStopped(l, r)
 				continue
 			}
+			p.handleRollback(r)
 			p.dispatchApp(l, r)
 		}
 	}()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+
+	"gompi/frameworks/snapc"
 )
 
 // In-job rollback (errmgr rollback): a surviving rank goes back in place
@@ -186,4 +188,17 @@ func (p *Proc) resetLibrary() {
 	p.agrees.mu.Lock()
 	p.agrees.boxes, p.agrees.floor = nil, nil
 	p.agrees.mu.Unlock()
+}
+
+// handleRollback interrupts the rank as soon as the runtime's Rollback
+// request arrives, whatever the program does and whether or not package
+// cr has attached yet; the request then goes on to cr, which restores the
+// rank when the program returns to its re-entry point.
+func (p *Proc) handleRollback(r snapc.AppRequest) {
+	if r.Kind != snapc.Rollback {
+		return
+	}
+	if err := p.RollBack(r.Target); err != nil {
+		p.log.Warn("rollback: could not interrupt the rank", "epoch", r.Target, "err", err)
+	}
 }

@@ -42,6 +42,15 @@ const (
 	// sockets, and says so on its lifeline, where it then waits for
 	// gompid's word. A Cancel of the same ID withdraws it.
 	Quiesce
+	// Rollback tells a surviving rank that the job rolls back in place
+	// (errmgr rollback) to sequence Seq, whose local snapshot for this rank
+	// is in Dir (its node's cached copy, or fetched from global storage);
+	// Target is the rollback's epoch. The library interrupts every call
+	// at once (mpi.Proc.RollBack); package cr restores the rank from Dir
+	// when the program returns to its re-entry point (cr.Run). It is not
+	// answered: the rank shows it is back by joining the rollback's
+	// address exchange.
+	Rollback
 )
 
 // AppRequest is one request from the job's coordinator to a rank.
