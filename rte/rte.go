@@ -52,11 +52,15 @@ const (
 	// EnvRestartMigrate is set (to 1) for a rank a migration started on a
 	// new node while the job runs: its modex is a rejoin.
 	EnvRestartMigrate = "GOMPI_RESTART_MIGRATE"
+	// EnvRestartFence is set for a rank an in-job rollback started anew
+	// while the survivors wait: the last fence the job completed. Its
+	// modex is the next fence, which the survivors join as they restore.
+	EnvRestartFence = "GOMPI_RESTART_FENCE"
 )
 
 // JobEnv lists the variables above; a daemon removes inherited copies
 // before setting a rank's own.
-var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecretFD, EnvLifelineFDs, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate}
+var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecretFD, EnvLifelineFDs, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate, EnvRestartFence}
 
 // RuntimeDir is where this user's gompirun processes keep their control
 // sockets: ${XDG_RUNTIME_DIR:-/tmp}/gompi-<uid>.

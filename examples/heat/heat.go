@@ -44,19 +44,33 @@ func run(p *mpi.Proc, args []string, out io.Writer) (string, error) {
 		return "", err
 	}
 	w := p.World()
-	s, err := solver.New(o.Size, w.Size(), w.Rank())
-	if err != nil {
-		return "", err
-	}
-	// Checkpoint/restart: the grid and the step describe the progress at
-	// the top of the loop. On a restart Protect fills them from the
-	// snapshot and the loop goes on from the saved step.
-	step := 1
-	var residual float64
 	c, err := cr.For(p)
 	if err != nil {
 		return "", err
 	}
+	// cr.Run is the re-entry point of an in-job rollback (errmgr
+	// rollback): a call the rollback interrupts returns cr.ErrRolledBack,
+	// and Run calls the function again once the rank is restored, where
+	// Protect fills the grid and step from the sequence returned to.
+	var sum string
+	err = c.Run(context.Background(), func() error {
+		var err error
+		sum, err = solve(c, w, o, out)
+		return err
+	})
+	return sum, err
+}
+
+// solve runs the iterations from the registered state: on a restart or a
+// rollback, Protect fills the grid and the step from the snapshot and the
+// loop goes on from the saved step.
+func solve(c *cr.Coordinator, w *mpi.Comm, o options, out io.Writer) (string, error) {
+	s, err := solver.New(o.Size, w.Size(), w.Rank())
+	if err != nil {
+		return "", err
+	}
+	step := 1
+	var residual float64
 	if err := protect(c, s, &step, &residual); err != nil {
 		return "", err
 	}

@@ -141,12 +141,15 @@ func AppRequestToProto(r snapc.AppRequest) *pb.AppRequestMsg {
 // AppRequestFromProto converts and checks a request for a rank's coordinator.
 func AppRequestFromProto(m *pb.AppRequestMsg) (snapc.AppRequest, error) {
 	k := snapc.AppRequestKind(m.GetKind())
-	if k < snapc.Query || k > snapc.Quiesce {
+	if k < snapc.Query || k > snapc.Rollback {
 		return snapc.AppRequest{}, fmt.Errorf("control: checkpoint request %d of unknown kind %d (a newer gompid?)", m.GetId(), m.GetKind())
 	}
 	// A migration's target has no directory for the ranks it holds.
 	if k == snapc.Target && ((m.GetDir() == "" && len(m.GetMigrate()) == 0) || m.GetTarget() == 0 || m.GetSeq() < 0) {
 		return snapc.AppRequest{}, fmt.Errorf("control: checkpoint request %d: target %d, sequence %d, directory %q", m.GetId(), m.GetTarget(), m.GetSeq(), m.GetDir())
+	}
+	if k == snapc.Rollback && (m.GetDir() == "" || m.GetTarget() == 0 || m.GetSeq() < 0) {
+		return snapc.AppRequest{}, fmt.Errorf("control: rollback request %d: epoch %d, sequence %d, directory %q", m.GetId(), m.GetTarget(), m.GetSeq(), m.GetDir())
 	}
 	mig, err := ranksFromProto(m.GetMigrate())
 	if err != nil {

@@ -397,6 +397,8 @@ func (d *daemon) handle(ctx context.Context, m *pb.HNPMessage) (shutdown bool) {
 		}
 	case *pb.HNPMessage_MoveRanks:
 		d.moveRanks(b.MoveRanks)
+	case *pb.HNPMessage_Rollback:
+		d.rollback(ctx, b.Rollback)
 	case *pb.HNPMessage_Rejoined:
 		d.rejoined(b.Rejoined)
 	case *pb.HNPMessage_RankMigrateDone:

@@ -69,6 +69,9 @@ func (j *job) episodes() []episode {
 	if j.term != nil {
 		out = append(out, j.term)
 	}
+	if j.rollback != nil {
+		out = append(out, j.rollback)
+	}
 	return out
 }
 

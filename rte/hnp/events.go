@@ -17,6 +17,8 @@ func (evLaunchExit) jobEvent()     {}
 func (evFault) jobEvent()          {}
 func (evNotifyFailed) jobEvent()   {}
 func (evRanksOf) jobEvent()        {}
+func (evRollback) jobEvent()       {}
+func (evRollbackView) jobEvent()   {}
 func (evStatus) jobEvent()         {}
 func (evMigrate) jobEvent()        {}
 func (evMigSaved) jobEvent()       {}

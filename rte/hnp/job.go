@@ -88,6 +88,8 @@ type job struct {
 	recovery  *recovery
 	migration *migration
 	term      *termination
+	rollback  *rollbackEp // an in-job rollback (rollback.go)
+	rollbacks int         // rollbacks of this run, the last one's epoch
 	// recoveries counts the recoveries before this run; recoveredFrom is
 	// the last one, reported once the ranks run again.
 	recoveries    int
@@ -455,6 +457,10 @@ func (j *job) handle(e event) {
 		j.predict(e)
 	case evRecover:
 		e.reply <- j.startRecovery(e)
+	case evRollback:
+		e.reply <- j.startRollback(e)
+	case evRollbackView:
+		e.reply <- j.rollbackView()
 	case evNotifyFailed:
 		e.reply <- j.notifyFailed(e.ranks, e.why)
 	case evRanksOf:
@@ -841,6 +847,7 @@ func (j *job) completeFence(seq uint64) {
 			d.box.put(msg)
 		}
 	}
+	j.rolledBack(seq)
 }
 
 // signal handles a signal gompirun caught.

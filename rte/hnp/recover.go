@@ -88,6 +88,10 @@ func (j *job) startRecovery(e evRecover) error {
 	if j.state != jobRunning {
 		return fmt.Errorf("hnp: recover: %w", errmgr.ErrJobOver)
 	}
+	if rb := j.rollback; rb != nil {
+		j.elog.Info("rollback abandoned: the job restarts whole", "epoch", rb.epoch)
+		j.rollback = nil
+	}
 	j.recovery = &recovery{plan: e.plan, seq: e.seq, ref: e.ref, start: j.p.now(), n: j.recoveries + 1, before: j.m}
 	j.closeSnapC("the job is recovering from a failure")
 	j.sendAll(&pb.HNPMessage{Body: &pb.HNPMessage_Kill{Kill: &pb.KillRanks{Now: true}}})

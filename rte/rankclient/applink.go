@@ -32,6 +32,24 @@ const readyBound = time.Minute
 
 // restartFromEnv reads the restart variables gompid sets for a restarted
 // rank and removes them from the process environment.
+// fenceFromEnv reads the fence count of a rank an in-job rollback started
+// anew (rte.EnvRestartFence; 0 for any other start) and removes it.
+func fenceFromEnv(restarting bool) (uint64, error) {
+	v, set := os.LookupEnv(rte.EnvRestartFence)
+	os.Unsetenv(rte.EnvRestartFence)
+	if !set {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("rankclient: %s=%q: %w", rte.EnvRestartFence, v, err)
+	case !restarting:
+		return 0, fmt.Errorf("rankclient: %s set without a snapshot to start from", rte.EnvRestartFence)
+	}
+	return n, nil
+}
+
 func restartFromEnv() (info snapc.RestartInfo, restarting, migrated bool, err error) {
 	refPath, dir, seqText := os.Getenv(rte.EnvRestartRef), os.Getenv(rte.EnvRestartDir), os.Getenv(rte.EnvRestartSeq)
 	migrated = os.Getenv(rte.EnvRestartMigrate) == "1"

@@ -110,6 +110,10 @@ func Init(ctx context.Context) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	fence, err := fenceFromEnv(restarting)
+	if err != nil {
+		return nil, err
+	}
 	lifeIn, lifeOut, err := lifelineFromEnv()
 	if err != nil {
 		return nil, fmt.Errorf("rankclient: %w", err)
@@ -139,7 +143,7 @@ func Init(ctx context.Context) (*Client, error) {
 	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
 		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting, migrated: migrated,
-		secrets: secrets, daemonSock: sock, lifeIn: lifeIn, lifeOut: lifeOut,
+		secrets: secrets, daemonSock: sock, lifeIn: lifeIn, lifeOut: lifeOut, seq: fence,
 	}
 	c.startEvents()
 	c.startBeats()

@@ -1002,6 +1002,7 @@ type HNPMessage struct {
 	//	*HNPMessage_RankMigrateDone
 	//	*HNPMessage_Rejoined
 	//	*HNPMessage_MoveRanks
+	//	*HNPMessage_Rollback
 	Body          isHNPMessage_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1152,6 +1153,15 @@ func (x *HNPMessage) GetMoveRanks() *MoveRanks {
 	return nil
 }
 
+func (x *HNPMessage) GetRollback() *Rollback {
+	if x != nil {
+		if x, ok := x.Body.(*HNPMessage_Rollback); ok {
+			return x.Rollback
+		}
+	}
+	return nil
+}
+
 type isHNPMessage_Body interface {
 	isHNPMessage_Body()
 }
@@ -1204,6 +1214,10 @@ type HNPMessage_MoveRanks struct {
 	MoveRanks *MoveRanks `protobuf:"bytes,12,opt,name=move_ranks,json=moveRanks,proto3,oneof"`
 }
 
+type HNPMessage_Rollback struct {
+	Rollback *Rollback `protobuf:"bytes,13,opt,name=rollback,proto3,oneof"`
+}
+
 func (*HNPMessage_Welcome) isHNPMessage_Body() {}
 
 func (*HNPMessage_Launch) isHNPMessage_Body() {}
@@ -1228,6 +1242,113 @@ func (*HNPMessage_Rejoined) isHNPMessage_Body() {}
 
 func (*HNPMessage_MoveRanks) isHNPMessage_Body() {}
 
+func (*HNPMessage_Rollback) isHNPMessage_Body() {}
+
+// Rollback rolls the job back in place (errmgr rollback): every daemon
+// hands each surviving rank of its node its local snapshot of seq (a
+// snapc Rollback request) and starts the lost ranks placed on its node
+// from that sequence. Survivors and restarted ranks meet in the fence
+// after fence_seq, which ends the rollback.
+type Rollback struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Seq           int32                  `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	RefDir        string                 `protobuf:"bytes,3,opt,name=ref_dir,json=refDir,proto3" json:"ref_dir,omitempty"`
+	RefName       string                 `protobuf:"bytes,4,opt,name=ref_name,json=refName,proto3" json:"ref_name,omitempty"`
+	Lost          []int32                `protobuf:"varint,5,rep,packed,name=lost,proto3" json:"lost,omitempty"`                       // the ranks started anew
+	RankNodes     []string               `protobuf:"bytes,6,rep,name=rank_nodes,json=rankNodes,proto3" json:"rank_nodes,omitempty"`    // every rank's node from now on
+	FenceSeq      uint64                 `protobuf:"varint,7,opt,name=fence_seq,json=fenceSeq,proto3" json:"fence_seq,omitempty"`      // the last fence the job completed
+	DataSecret    []byte                 `protobuf:"bytes,8,opt,name=data_secret,json=dataSecret,proto3" json:"data_secret,omitempty"` // the launch generation's, for the ranks started anew
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rollback) Reset() {
+	*x = Rollback{}
+	mi := &file_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollback) ProtoMessage() {}
+
+func (x *Rollback) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
+func (*Rollback) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Rollback) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Rollback) GetSeq() int32 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Rollback) GetRefDir() string {
+	if x != nil {
+		return x.RefDir
+	}
+	return ""
+}
+
+func (x *Rollback) GetRefName() string {
+	if x != nil {
+		return x.RefName
+	}
+	return ""
+}
+
+func (x *Rollback) GetLost() []int32 {
+	if x != nil {
+		return x.Lost
+	}
+	return nil
+}
+
+func (x *Rollback) GetRankNodes() []string {
+	if x != nil {
+		return x.RankNodes
+	}
+	return nil
+}
+
+func (x *Rollback) GetFenceSeq() uint64 {
+	if x != nil {
+		return x.FenceSeq
+	}
+	return 0
+}
+
+func (x *Rollback) GetDataSecret() []byte {
+	if x != nil {
+		return x.DataSecret
+	}
+	return nil
+}
+
 // MoveRanks says ranks moved to other nodes (a migration): a daemon stops
 // counting those of out it ran (they ended after saving themselves), and
 // every daemon learns the new node of every rank.
@@ -1241,7 +1362,7 @@ type MoveRanks struct {
 
 func (x *MoveRanks) Reset() {
 	*x = MoveRanks{}
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1374,7 @@ func (x *MoveRanks) String() string {
 func (*MoveRanks) ProtoMessage() {}
 
 func (x *MoveRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1387,7 @@ func (x *MoveRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveRanks.ProtoReflect.Descriptor instead.
 func (*MoveRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MoveRanks) GetOut() []int32 {
@@ -1296,7 +1417,7 @@ type Rejoined struct {
 
 func (x *Rejoined) Reset() {
 	*x = Rejoined{}
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1429,7 @@ func (x *Rejoined) String() string {
 func (*Rejoined) ProtoMessage() {}
 
 func (x *Rejoined) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1442,7 @@ func (x *Rejoined) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejoined.ProtoReflect.Descriptor instead.
 func (*Rejoined) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Rejoined) GetEntries() []*RankData {
@@ -1358,7 +1479,7 @@ type ProcFailed struct {
 
 func (x *ProcFailed) Reset() {
 	*x = ProcFailed{}
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1491,7 @@ func (x *ProcFailed) String() string {
 func (*ProcFailed) ProtoMessage() {}
 
 func (x *ProcFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1504,7 @@ func (x *ProcFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcFailed.ProtoReflect.Descriptor instead.
 func (*ProcFailed) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProcFailed) GetRanks() []int32 {
@@ -1411,7 +1532,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1544,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1557,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{15}
+	return file_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Welcome) GetJob() string {
@@ -1479,7 +1600,7 @@ type Launch struct {
 
 func (x *Launch) Reset() {
 	*x = Launch{}
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1612,7 @@ func (x *Launch) String() string {
 func (*Launch) ProtoMessage() {}
 
 func (x *Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1625,7 @@ func (x *Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Launch.ProtoReflect.Descriptor instead.
 func (*Launch) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{16}
+	return file_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Launch) GetProgram() string {
@@ -1590,7 +1711,7 @@ type RestartSpec struct {
 
 func (x *RestartSpec) Reset() {
 	*x = RestartSpec{}
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1602,7 +1723,7 @@ func (x *RestartSpec) String() string {
 func (*RestartSpec) ProtoMessage() {}
 
 func (x *RestartSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1615,7 +1736,7 @@ func (x *RestartSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSpec.ProtoReflect.Descriptor instead.
 func (*RestartSpec) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{17}
+	return file_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RestartSpec) GetRefDir() string {
@@ -1650,7 +1771,7 @@ type FenceComplete struct {
 
 func (x *FenceComplete) Reset() {
 	*x = FenceComplete{}
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1783,7 @@ func (x *FenceComplete) String() string {
 func (*FenceComplete) ProtoMessage() {}
 
 func (x *FenceComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1796,7 @@ func (x *FenceComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceComplete.ProtoReflect.Descriptor instead.
 func (*FenceComplete) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{18}
+	return file_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FenceComplete) GetSeq() uint64 {
@@ -1710,7 +1831,7 @@ type SignalRanks struct {
 
 func (x *SignalRanks) Reset() {
 	*x = SignalRanks{}
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1843,7 @@ func (x *SignalRanks) String() string {
 func (*SignalRanks) ProtoMessage() {}
 
 func (x *SignalRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1856,7 @@ func (x *SignalRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRanks.ProtoReflect.Descriptor instead.
 func (*SignalRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{19}
+	return file_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SignalRanks) GetSignal() int32 {
@@ -1758,7 +1879,7 @@ type KillRanks struct {
 
 func (x *KillRanks) Reset() {
 	*x = KillRanks{}
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1891,7 @@ func (x *KillRanks) String() string {
 func (*KillRanks) ProtoMessage() {}
 
 func (x *KillRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1904,7 @@ func (x *KillRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRanks.ProtoReflect.Descriptor instead.
 func (*KillRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{20}
+	return file_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KillRanks) GetNow() bool {
@@ -1803,7 +1924,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1936,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1949,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{21}
+	return file_control_proto_rawDescGZIP(), []int{22}
 }
 
 type HelloRequest struct {
@@ -1841,7 +1962,7 @@ type HelloRequest struct {
 
 func (x *HelloRequest) Reset() {
 	*x = HelloRequest{}
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +1974,7 @@ func (x *HelloRequest) String() string {
 func (*HelloRequest) ProtoMessage() {}
 
 func (x *HelloRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +1987,7 @@ func (x *HelloRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloRequest.ProtoReflect.Descriptor instead.
 func (*HelloRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{22}
+	return file_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HelloRequest) GetRank() int32 {
@@ -1898,7 +2019,7 @@ type HelloResponse struct {
 
 func (x *HelloResponse) Reset() {
 	*x = HelloResponse{}
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2031,7 @@ func (x *HelloResponse) String() string {
 func (*HelloResponse) ProtoMessage() {}
 
 func (x *HelloResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2044,7 @@ func (x *HelloResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloResponse.ProtoReflect.Descriptor instead.
 func (*HelloResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{23}
+	return file_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *HelloResponse) GetJob() string {
@@ -1986,7 +2107,7 @@ type FenceRequest struct {
 
 func (x *FenceRequest) Reset() {
 	*x = FenceRequest{}
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2119,7 @@ func (x *FenceRequest) String() string {
 func (*FenceRequest) ProtoMessage() {}
 
 func (x *FenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2132,7 @@ func (x *FenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceRequest.ProtoReflect.Descriptor instead.
 func (*FenceRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{24}
+	return file_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FenceRequest) GetRank() int32 {
@@ -2049,7 +2170,7 @@ type FenceResponse struct {
 
 func (x *FenceResponse) Reset() {
 	*x = FenceResponse{}
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2182,7 @@ func (x *FenceResponse) String() string {
 func (*FenceResponse) ProtoMessage() {}
 
 func (x *FenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2195,7 @@ func (x *FenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceResponse.ProtoReflect.Descriptor instead.
 func (*FenceResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{25}
+	return file_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FenceResponse) GetEntries() []*RankData {
@@ -2107,7 +2228,7 @@ type FinalizeRequest struct {
 
 func (x *FinalizeRequest) Reset() {
 	*x = FinalizeRequest{}
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2240,7 @@ func (x *FinalizeRequest) String() string {
 func (*FinalizeRequest) ProtoMessage() {}
 
 func (x *FinalizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2253,7 @@ func (x *FinalizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinalizeRequest.ProtoReflect.Descriptor instead.
 func (*FinalizeRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{26}
+	return file_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FinalizeRequest) GetRank() int32 {
@@ -2150,7 +2271,7 @@ type FinalizeResponse struct {
 
 func (x *FinalizeResponse) Reset() {
 	*x = FinalizeResponse{}
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2283,7 @@ func (x *FinalizeResponse) String() string {
 func (*FinalizeResponse) ProtoMessage() {}
 
 func (x *FinalizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2296,7 @@ func (x *FinalizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinalizeResponse.ProtoReflect.Descriptor instead.
 func (*FinalizeResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{27}
+	return file_control_proto_rawDescGZIP(), []int{28}
 }
 
 type AbortRequest struct {
@@ -2189,7 +2310,7 @@ type AbortRequest struct {
 
 func (x *AbortRequest) Reset() {
 	*x = AbortRequest{}
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2201,7 +2322,7 @@ func (x *AbortRequest) String() string {
 func (*AbortRequest) ProtoMessage() {}
 
 func (x *AbortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2335,7 @@ func (x *AbortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRequest.ProtoReflect.Descriptor instead.
 func (*AbortRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{28}
+	return file_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AbortRequest) GetRank() int32 {
@@ -2246,7 +2367,7 @@ type AbortResponse struct {
 
 func (x *AbortResponse) Reset() {
 	*x = AbortResponse{}
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2379,7 @@ func (x *AbortResponse) String() string {
 func (*AbortResponse) ProtoMessage() {}
 
 func (x *AbortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2392,7 @@ func (x *AbortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortResponse.ProtoReflect.Descriptor instead.
 func (*AbortResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{29}
+	return file_control_proto_rawDescGZIP(), []int{30}
 }
 
 type EventsRequest struct {
@@ -2283,7 +2404,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2295,7 +2416,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2308,7 +2429,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{30}
+	return file_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EventsRequest) GetRank() int32 {
@@ -2328,7 +2449,7 @@ type RankBeat struct {
 
 func (x *RankBeat) Reset() {
 	*x = RankBeat{}
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2340,7 +2461,7 @@ func (x *RankBeat) String() string {
 func (*RankBeat) ProtoMessage() {}
 
 func (x *RankBeat) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2353,7 +2474,7 @@ func (x *RankBeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankBeat.ProtoReflect.Descriptor instead.
 func (*RankBeat) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{31}
+	return file_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RankBeat) GetRank() int32 {
@@ -2371,7 +2492,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2504,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2517,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{32}
+	return file_control_proto_rawDescGZIP(), []int{33}
 }
 
 // RankEvent is one notice to a rank: failed ranks, and why.
@@ -2410,7 +2531,7 @@ type RankEvent struct {
 
 func (x *RankEvent) Reset() {
 	*x = RankEvent{}
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2422,7 +2543,7 @@ func (x *RankEvent) String() string {
 func (*RankEvent) ProtoMessage() {}
 
 func (x *RankEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2435,7 +2556,7 @@ func (x *RankEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankEvent.ProtoReflect.Descriptor instead.
 func (*RankEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{33}
+	return file_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RankEvent) GetFailed() []int32 {
@@ -2460,7 +2581,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +2593,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +2606,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 type StatusResponse struct {
@@ -2504,7 +2625,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2516,7 +2637,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2529,7 +2650,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StatusResponse) GetJob() string {
@@ -2600,7 +2721,7 @@ type DaemonStatus struct {
 
 func (x *DaemonStatus) Reset() {
 	*x = DaemonStatus{}
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2612,7 +2733,7 @@ func (x *DaemonStatus) String() string {
 func (*DaemonStatus) ProtoMessage() {}
 
 func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2625,7 +2746,7 @@ func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonStatus.ProtoReflect.Descriptor instead.
 func (*DaemonStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DaemonStatus) GetNode() string {
@@ -2670,7 +2791,7 @@ type RankStatus struct {
 
 func (x *RankStatus) Reset() {
 	*x = RankStatus{}
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2803,7 @@ func (x *RankStatus) String() string {
 func (*RankStatus) ProtoMessage() {}
 
 func (x *RankStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2816,7 @@ func (x *RankStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankStatus.ProtoReflect.Descriptor instead.
 func (*RankStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RankStatus) GetRank() int32 {
@@ -2751,7 +2872,7 @@ type CROptions struct {
 
 func (x *CROptions) Reset() {
 	*x = CROptions{}
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2763,7 +2884,7 @@ func (x *CROptions) String() string {
 func (*CROptions) ProtoMessage() {}
 
 func (x *CROptions) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2776,7 +2897,7 @@ func (x *CROptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CROptions.ProtoReflect.Descriptor instead.
 func (*CROptions) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CROptions) GetTerm() bool {
@@ -2802,7 +2923,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +2935,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +2948,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CheckpointRequest) GetOptions() *CROptions {
@@ -2858,7 +2979,7 @@ type CheckpointEvent struct {
 
 func (x *CheckpointEvent) Reset() {
 	*x = CheckpointEvent{}
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +2991,7 @@ func (x *CheckpointEvent) String() string {
 func (*CheckpointEvent) ProtoMessage() {}
 
 func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +3004,7 @@ func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointEvent.ProtoReflect.Descriptor instead.
 func (*CheckpointEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CheckpointEvent) GetPhase() string {
@@ -2978,7 +3099,7 @@ type DrainProgress struct {
 
 func (x *DrainProgress) Reset() {
 	*x = DrainProgress{}
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2990,7 +3111,7 @@ func (x *DrainProgress) String() string {
 func (*DrainProgress) ProtoMessage() {}
 
 func (x *DrainProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3003,7 +3124,7 @@ func (x *DrainProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainProgress.ProtoReflect.Descriptor instead.
 func (*DrainProgress) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DrainProgress) GetFiles() int32 {
@@ -3056,7 +3177,7 @@ type SnapshotsRequest struct {
 
 func (x *SnapshotsRequest) Reset() {
 	*x = SnapshotsRequest{}
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3068,7 +3189,7 @@ func (x *SnapshotsRequest) String() string {
 func (*SnapshotsRequest) ProtoMessage() {}
 
 func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3081,7 +3202,7 @@ func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 type SnapshotsResponse struct {
@@ -3094,7 +3215,7 @@ type SnapshotsResponse struct {
 
 func (x *SnapshotsResponse) Reset() {
 	*x = SnapshotsResponse{}
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3227,7 @@ func (x *SnapshotsResponse) String() string {
 func (*SnapshotsResponse) ProtoMessage() {}
 
 func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3240,7 @@ func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SnapshotsResponse) GetDir() string {
@@ -3147,7 +3268,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3159,7 +3280,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3172,7 +3293,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RemoveRequest) GetSeq() int32 {
@@ -3208,7 +3329,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3341,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3354,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RemoveResponse) GetDir() string {
@@ -3284,7 +3405,7 @@ type SnapcRequest struct {
 
 func (x *SnapcRequest) Reset() {
 	*x = SnapcRequest{}
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3417,7 @@ func (x *SnapcRequest) String() string {
 func (*SnapcRequest) ProtoMessage() {}
 
 func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3430,7 @@ func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRequest.ProtoReflect.Descriptor instead.
 func (*SnapcRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SnapcRequest) GetId() uint64 {
@@ -3397,7 +3518,7 @@ type SnapcReply struct {
 
 func (x *SnapcReply) Reset() {
 	*x = SnapcReply{}
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3409,7 +3530,7 @@ func (x *SnapcReply) String() string {
 func (*SnapcReply) ProtoMessage() {}
 
 func (x *SnapcReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3422,7 +3543,7 @@ func (x *SnapcReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcReply.ProtoReflect.Descriptor instead.
 func (*SnapcReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{47}
+	return file_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SnapcReply) GetId() uint64 {
@@ -3482,7 +3603,7 @@ type SnapcRankReply struct {
 
 func (x *SnapcRankReply) Reset() {
 	*x = SnapcRankReply{}
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3494,7 +3615,7 @@ func (x *SnapcRankReply) String() string {
 func (*SnapcRankReply) ProtoMessage() {}
 
 func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3507,7 +3628,7 @@ func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRankReply.ProtoReflect.Descriptor instead.
 func (*SnapcRankReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{48}
+	return file_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SnapcRankReply) GetRank() int32 {
@@ -3573,7 +3694,7 @@ type RankCheckpoint struct {
 
 func (x *RankCheckpoint) Reset() {
 	*x = RankCheckpoint{}
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +3706,7 @@ func (x *RankCheckpoint) String() string {
 func (*RankCheckpoint) ProtoMessage() {}
 
 func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +3719,7 @@ func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpoint.ProtoReflect.Descriptor instead.
 func (*RankCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{49}
+	return file_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RankCheckpoint) GetId() uint64 {
@@ -3643,7 +3764,7 @@ type RankCheckpointDone struct {
 
 func (x *RankCheckpointDone) Reset() {
 	*x = RankCheckpointDone{}
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3655,7 +3776,7 @@ func (x *RankCheckpointDone) String() string {
 func (*RankCheckpointDone) ProtoMessage() {}
 
 func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3668,7 +3789,7 @@ func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointDone.ProtoReflect.Descriptor instead.
 func (*RankCheckpointDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{50}
+	return file_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RankCheckpointDone) GetId() uint64 {
@@ -3722,7 +3843,7 @@ type AppRequestsRequest struct {
 
 func (x *AppRequestsRequest) Reset() {
 	*x = AppRequestsRequest{}
-	mi := &file_control_proto_msgTypes[51]
+	mi := &file_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +3855,7 @@ func (x *AppRequestsRequest) String() string {
 func (*AppRequestsRequest) ProtoMessage() {}
 
 func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[51]
+	mi := &file_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +3868,7 @@ func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestsRequest.ProtoReflect.Descriptor instead.
 func (*AppRequestsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{51}
+	return file_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AppRequestsRequest) GetRank() int32 {
@@ -3777,7 +3898,7 @@ type AppRequestMsg struct {
 
 func (x *AppRequestMsg) Reset() {
 	*x = AppRequestMsg{}
-	mi := &file_control_proto_msgTypes[52]
+	mi := &file_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3789,7 +3910,7 @@ func (x *AppRequestMsg) String() string {
 func (*AppRequestMsg) ProtoMessage() {}
 
 func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[52]
+	mi := &file_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3802,7 +3923,7 @@ func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestMsg.ProtoReflect.Descriptor instead.
 func (*AppRequestMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{52}
+	return file_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AppRequestMsg) GetReady() bool {
@@ -3891,7 +4012,7 @@ type AppReplyMsg struct {
 
 func (x *AppReplyMsg) Reset() {
 	*x = AppReplyMsg{}
-	mi := &file_control_proto_msgTypes[53]
+	mi := &file_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +4024,7 @@ func (x *AppReplyMsg) String() string {
 func (*AppReplyMsg) ProtoMessage() {}
 
 func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[53]
+	mi := &file_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +4037,7 @@ func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyMsg.ProtoReflect.Descriptor instead.
 func (*AppReplyMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{53}
+	return file_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AppReplyMsg) GetRank() int32 {
@@ -3976,7 +4097,7 @@ type AppReplyResponse struct {
 
 func (x *AppReplyResponse) Reset() {
 	*x = AppReplyResponse{}
-	mi := &file_control_proto_msgTypes[54]
+	mi := &file_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3988,7 +4109,7 @@ func (x *AppReplyResponse) String() string {
 func (*AppReplyResponse) ProtoMessage() {}
 
 func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[54]
+	mi := &file_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4001,7 +4122,7 @@ func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyResponse.ProtoReflect.Descriptor instead.
 func (*AppReplyResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{54}
+	return file_control_proto_rawDescGZIP(), []int{55}
 }
 
 type RankCheckpointRequest struct {
@@ -4015,7 +4136,7 @@ type RankCheckpointRequest struct {
 
 func (x *RankCheckpointRequest) Reset() {
 	*x = RankCheckpointRequest{}
-	mi := &file_control_proto_msgTypes[55]
+	mi := &file_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4027,7 +4148,7 @@ func (x *RankCheckpointRequest) String() string {
 func (*RankCheckpointRequest) ProtoMessage() {}
 
 func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[55]
+	mi := &file_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4040,7 +4161,7 @@ func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*RankCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{55}
+	return file_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RankCheckpointRequest) GetRank() int32 {
@@ -4077,7 +4198,7 @@ type RankCheckpointResponse struct {
 
 func (x *RankCheckpointResponse) Reset() {
 	*x = RankCheckpointResponse{}
-	mi := &file_control_proto_msgTypes[56]
+	mi := &file_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4089,7 +4210,7 @@ func (x *RankCheckpointResponse) String() string {
 func (*RankCheckpointResponse) ProtoMessage() {}
 
 func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[56]
+	mi := &file_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4102,7 +4223,7 @@ func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*RankCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{56}
+	return file_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RankCheckpointResponse) GetSeq() int32 {
@@ -4157,7 +4278,7 @@ type MigrateRequest struct {
 
 func (x *MigrateRequest) Reset() {
 	*x = MigrateRequest{}
-	mi := &file_control_proto_msgTypes[57]
+	mi := &file_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4290,7 @@ func (x *MigrateRequest) String() string {
 func (*MigrateRequest) ProtoMessage() {}
 
 func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[57]
+	mi := &file_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4303,7 @@ func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateRequest.ProtoReflect.Descriptor instead.
 func (*MigrateRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{57}
+	return file_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MigrateRequest) GetRanks() []int32 {
@@ -4241,7 +4362,7 @@ type MigrateWish struct {
 
 func (x *MigrateWish) Reset() {
 	*x = MigrateWish{}
-	mi := &file_control_proto_msgTypes[58]
+	mi := &file_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4253,7 +4374,7 @@ func (x *MigrateWish) String() string {
 func (*MigrateWish) ProtoMessage() {}
 
 func (x *MigrateWish) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[58]
+	mi := &file_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4266,7 +4387,7 @@ func (x *MigrateWish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateWish.ProtoReflect.Descriptor instead.
 func (*MigrateWish) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{58}
+	return file_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MigrateWish) GetRank() int32 {
@@ -4313,7 +4434,7 @@ type MigrateResponse struct {
 
 func (x *MigrateResponse) Reset() {
 	*x = MigrateResponse{}
-	mi := &file_control_proto_msgTypes[59]
+	mi := &file_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +4446,7 @@ func (x *MigrateResponse) String() string {
 func (*MigrateResponse) ProtoMessage() {}
 
 func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[59]
+	mi := &file_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +4459,7 @@ func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateResponse.ProtoReflect.Descriptor instead.
 func (*MigrateResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{59}
+	return file_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *MigrateResponse) GetMigrated() bool {
@@ -4408,7 +4529,7 @@ type RankMove struct {
 
 func (x *RankMove) Reset() {
 	*x = RankMove{}
-	mi := &file_control_proto_msgTypes[60]
+	mi := &file_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4541,7 @@ func (x *RankMove) String() string {
 func (*RankMove) ProtoMessage() {}
 
 func (x *RankMove) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[60]
+	mi := &file_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4554,7 @@ func (x *RankMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMove.ProtoReflect.Descriptor instead.
 func (*RankMove) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{60}
+	return file_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RankMove) GetRank() int32 {
@@ -4469,7 +4590,7 @@ type RankMigrate struct {
 
 func (x *RankMigrate) Reset() {
 	*x = RankMigrate{}
-	mi := &file_control_proto_msgTypes[61]
+	mi := &file_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4481,7 +4602,7 @@ func (x *RankMigrate) String() string {
 func (*RankMigrate) ProtoMessage() {}
 
 func (x *RankMigrate) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[61]
+	mi := &file_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4494,7 +4615,7 @@ func (x *RankMigrate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMigrate.ProtoReflect.Descriptor instead.
 func (*RankMigrate) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{61}
+	return file_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RankMigrate) GetId() uint64 {
@@ -4521,7 +4642,7 @@ type RankMigrateDone struct {
 
 func (x *RankMigrateDone) Reset() {
 	*x = RankMigrateDone{}
-	mi := &file_control_proto_msgTypes[62]
+	mi := &file_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4533,7 +4654,7 @@ func (x *RankMigrateDone) String() string {
 func (*RankMigrateDone) ProtoMessage() {}
 
 func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[62]
+	mi := &file_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4546,7 +4667,7 @@ func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMigrateDone.ProtoReflect.Descriptor instead.
 func (*RankMigrateDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{62}
+	return file_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RankMigrateDone) GetId() uint64 {
@@ -4575,7 +4696,7 @@ type KeptFolder struct {
 
 func (x *KeptFolder) Reset() {
 	*x = KeptFolder{}
-	mi := &file_control_proto_msgTypes[63]
+	mi := &file_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4587,7 +4708,7 @@ func (x *KeptFolder) String() string {
 func (*KeptFolder) ProtoMessage() {}
 
 func (x *KeptFolder) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[63]
+	mi := &file_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4600,7 +4721,7 @@ func (x *KeptFolder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeptFolder.ProtoReflect.Descriptor instead.
 func (*KeptFolder) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{63}
+	return file_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *KeptFolder) GetSeq() int32 {
@@ -4682,7 +4803,7 @@ const file_control_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"J\n" +
 	"\tRankPhase\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12)\n" +
-	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\xd9\x05\n" +
+	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\x8f\x06\n" +
 	"\n" +
 	"HNPMessage\x121\n" +
 	"\awelcome\x18\x01 \x01(\v2\x15.gompi.rte.v1.WelcomeH\x00R\awelcome\x12.\n" +
@@ -4699,8 +4820,20 @@ const file_control_proto_rawDesc = "" +
 	" \x01(\v2\x1d.gompi.rte.v1.RankMigrateDoneH\x00R\x0frankMigrateDone\x124\n" +
 	"\brejoined\x18\v \x01(\v2\x16.gompi.rte.v1.RejoinedH\x00R\brejoined\x128\n" +
 	"\n" +
-	"move_ranks\x18\f \x01(\v2\x17.gompi.rte.v1.MoveRanksH\x00R\tmoveRanksB\x06\n" +
-	"\x04body\"<\n" +
+	"move_ranks\x18\f \x01(\v2\x17.gompi.rte.v1.MoveRanksH\x00R\tmoveRanks\x124\n" +
+	"\brollback\x18\r \x01(\v2\x16.gompi.rte.v1.RollbackH\x00R\brollbackB\x06\n" +
+	"\x04body\"\xd7\x01\n" +
+	"\bRollback\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x05R\x03seq\x12\x17\n" +
+	"\aref_dir\x18\x03 \x01(\tR\x06refDir\x12\x19\n" +
+	"\bref_name\x18\x04 \x01(\tR\arefName\x12\x12\n" +
+	"\x04lost\x18\x05 \x03(\x05R\x04lost\x12\x1d\n" +
+	"\n" +
+	"rank_nodes\x18\x06 \x03(\tR\trankNodes\x12\x1b\n" +
+	"\tfence_seq\x18\a \x01(\x04R\bfenceSeq\x12\x1f\n" +
+	"\vdata_secret\x18\b \x01(\fR\n" +
+	"dataSecret\"<\n" +
 	"\tMoveRanks\x12\x10\n" +
 	"\x03out\x18\x01 \x03(\x05R\x03out\x12\x1d\n" +
 	"\n" +
@@ -4999,7 +5132,7 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_control_proto_goTypes = []any{
 	(Stream)(0),                    // 0: gompi.rte.v1.Stream
 	(Phase)(0),                     // 1: gompi.rte.v1.Phase
@@ -5015,63 +5148,64 @@ var file_control_proto_goTypes = []any{
 	(*RankAbort)(nil),              // 11: gompi.rte.v1.RankAbort
 	(*RankPhase)(nil),              // 12: gompi.rte.v1.RankPhase
 	(*HNPMessage)(nil),             // 13: gompi.rte.v1.HNPMessage
-	(*MoveRanks)(nil),              // 14: gompi.rte.v1.MoveRanks
-	(*Rejoined)(nil),               // 15: gompi.rte.v1.Rejoined
-	(*ProcFailed)(nil),             // 16: gompi.rte.v1.ProcFailed
-	(*Welcome)(nil),                // 17: gompi.rte.v1.Welcome
-	(*Launch)(nil),                 // 18: gompi.rte.v1.Launch
-	(*RestartSpec)(nil),            // 19: gompi.rte.v1.RestartSpec
-	(*FenceComplete)(nil),          // 20: gompi.rte.v1.FenceComplete
-	(*SignalRanks)(nil),            // 21: gompi.rte.v1.SignalRanks
-	(*KillRanks)(nil),              // 22: gompi.rte.v1.KillRanks
-	(*Shutdown)(nil),               // 23: gompi.rte.v1.Shutdown
-	(*HelloRequest)(nil),           // 24: gompi.rte.v1.HelloRequest
-	(*HelloResponse)(nil),          // 25: gompi.rte.v1.HelloResponse
-	(*FenceRequest)(nil),           // 26: gompi.rte.v1.FenceRequest
-	(*FenceResponse)(nil),          // 27: gompi.rte.v1.FenceResponse
-	(*FinalizeRequest)(nil),        // 28: gompi.rte.v1.FinalizeRequest
-	(*FinalizeResponse)(nil),       // 29: gompi.rte.v1.FinalizeResponse
-	(*AbortRequest)(nil),           // 30: gompi.rte.v1.AbortRequest
-	(*AbortResponse)(nil),          // 31: gompi.rte.v1.AbortResponse
-	(*EventsRequest)(nil),          // 32: gompi.rte.v1.EventsRequest
-	(*RankBeat)(nil),               // 33: gompi.rte.v1.RankBeat
-	(*HeartbeatResponse)(nil),      // 34: gompi.rte.v1.HeartbeatResponse
-	(*RankEvent)(nil),              // 35: gompi.rte.v1.RankEvent
-	(*StatusRequest)(nil),          // 36: gompi.rte.v1.StatusRequest
-	(*StatusResponse)(nil),         // 37: gompi.rte.v1.StatusResponse
-	(*DaemonStatus)(nil),           // 38: gompi.rte.v1.DaemonStatus
-	(*RankStatus)(nil),             // 39: gompi.rte.v1.RankStatus
-	(*CROptions)(nil),              // 40: gompi.rte.v1.CROptions
-	(*CheckpointRequest)(nil),      // 41: gompi.rte.v1.CheckpointRequest
-	(*CheckpointEvent)(nil),        // 42: gompi.rte.v1.CheckpointEvent
-	(*DrainProgress)(nil),          // 43: gompi.rte.v1.DrainProgress
-	(*SnapshotsRequest)(nil),       // 44: gompi.rte.v1.SnapshotsRequest
-	(*SnapshotsResponse)(nil),      // 45: gompi.rte.v1.SnapshotsResponse
-	(*RemoveRequest)(nil),          // 46: gompi.rte.v1.RemoveRequest
-	(*RemoveResponse)(nil),         // 47: gompi.rte.v1.RemoveResponse
-	(*SnapcRequest)(nil),           // 48: gompi.rte.v1.SnapcRequest
-	(*SnapcReply)(nil),             // 49: gompi.rte.v1.SnapcReply
-	(*SnapcRankReply)(nil),         // 50: gompi.rte.v1.SnapcRankReply
-	(*RankCheckpoint)(nil),         // 51: gompi.rte.v1.RankCheckpoint
-	(*RankCheckpointDone)(nil),     // 52: gompi.rte.v1.RankCheckpointDone
-	(*AppRequestsRequest)(nil),     // 53: gompi.rte.v1.AppRequestsRequest
-	(*AppRequestMsg)(nil),          // 54: gompi.rte.v1.AppRequestMsg
-	(*AppReplyMsg)(nil),            // 55: gompi.rte.v1.AppReplyMsg
-	(*AppReplyResponse)(nil),       // 56: gompi.rte.v1.AppReplyResponse
-	(*RankCheckpointRequest)(nil),  // 57: gompi.rte.v1.RankCheckpointRequest
-	(*RankCheckpointResponse)(nil), // 58: gompi.rte.v1.RankCheckpointResponse
-	(*MigrateRequest)(nil),         // 59: gompi.rte.v1.MigrateRequest
-	(*MigrateWish)(nil),            // 60: gompi.rte.v1.MigrateWish
-	(*MigrateResponse)(nil),        // 61: gompi.rte.v1.MigrateResponse
-	(*RankMove)(nil),               // 62: gompi.rte.v1.RankMove
-	(*RankMigrate)(nil),            // 63: gompi.rte.v1.RankMigrate
-	(*RankMigrateDone)(nil),        // 64: gompi.rte.v1.RankMigrateDone
-	(*KeptFolder)(nil),             // 65: gompi.rte.v1.KeptFolder
-	nil,                            // 66: gompi.rte.v1.RankData.DataEntry
-	nil,                            // 67: gompi.rte.v1.FenceRequest.DataEntry
+	(*Rollback)(nil),               // 14: gompi.rte.v1.Rollback
+	(*MoveRanks)(nil),              // 15: gompi.rte.v1.MoveRanks
+	(*Rejoined)(nil),               // 16: gompi.rte.v1.Rejoined
+	(*ProcFailed)(nil),             // 17: gompi.rte.v1.ProcFailed
+	(*Welcome)(nil),                // 18: gompi.rte.v1.Welcome
+	(*Launch)(nil),                 // 19: gompi.rte.v1.Launch
+	(*RestartSpec)(nil),            // 20: gompi.rte.v1.RestartSpec
+	(*FenceComplete)(nil),          // 21: gompi.rte.v1.FenceComplete
+	(*SignalRanks)(nil),            // 22: gompi.rte.v1.SignalRanks
+	(*KillRanks)(nil),              // 23: gompi.rte.v1.KillRanks
+	(*Shutdown)(nil),               // 24: gompi.rte.v1.Shutdown
+	(*HelloRequest)(nil),           // 25: gompi.rte.v1.HelloRequest
+	(*HelloResponse)(nil),          // 26: gompi.rte.v1.HelloResponse
+	(*FenceRequest)(nil),           // 27: gompi.rte.v1.FenceRequest
+	(*FenceResponse)(nil),          // 28: gompi.rte.v1.FenceResponse
+	(*FinalizeRequest)(nil),        // 29: gompi.rte.v1.FinalizeRequest
+	(*FinalizeResponse)(nil),       // 30: gompi.rte.v1.FinalizeResponse
+	(*AbortRequest)(nil),           // 31: gompi.rte.v1.AbortRequest
+	(*AbortResponse)(nil),          // 32: gompi.rte.v1.AbortResponse
+	(*EventsRequest)(nil),          // 33: gompi.rte.v1.EventsRequest
+	(*RankBeat)(nil),               // 34: gompi.rte.v1.RankBeat
+	(*HeartbeatResponse)(nil),      // 35: gompi.rte.v1.HeartbeatResponse
+	(*RankEvent)(nil),              // 36: gompi.rte.v1.RankEvent
+	(*StatusRequest)(nil),          // 37: gompi.rte.v1.StatusRequest
+	(*StatusResponse)(nil),         // 38: gompi.rte.v1.StatusResponse
+	(*DaemonStatus)(nil),           // 39: gompi.rte.v1.DaemonStatus
+	(*RankStatus)(nil),             // 40: gompi.rte.v1.RankStatus
+	(*CROptions)(nil),              // 41: gompi.rte.v1.CROptions
+	(*CheckpointRequest)(nil),      // 42: gompi.rte.v1.CheckpointRequest
+	(*CheckpointEvent)(nil),        // 43: gompi.rte.v1.CheckpointEvent
+	(*DrainProgress)(nil),          // 44: gompi.rte.v1.DrainProgress
+	(*SnapshotsRequest)(nil),       // 45: gompi.rte.v1.SnapshotsRequest
+	(*SnapshotsResponse)(nil),      // 46: gompi.rte.v1.SnapshotsResponse
+	(*RemoveRequest)(nil),          // 47: gompi.rte.v1.RemoveRequest
+	(*RemoveResponse)(nil),         // 48: gompi.rte.v1.RemoveResponse
+	(*SnapcRequest)(nil),           // 49: gompi.rte.v1.SnapcRequest
+	(*SnapcReply)(nil),             // 50: gompi.rte.v1.SnapcReply
+	(*SnapcRankReply)(nil),         // 51: gompi.rte.v1.SnapcRankReply
+	(*RankCheckpoint)(nil),         // 52: gompi.rte.v1.RankCheckpoint
+	(*RankCheckpointDone)(nil),     // 53: gompi.rte.v1.RankCheckpointDone
+	(*AppRequestsRequest)(nil),     // 54: gompi.rte.v1.AppRequestsRequest
+	(*AppRequestMsg)(nil),          // 55: gompi.rte.v1.AppRequestMsg
+	(*AppReplyMsg)(nil),            // 56: gompi.rte.v1.AppReplyMsg
+	(*AppReplyResponse)(nil),       // 57: gompi.rte.v1.AppReplyResponse
+	(*RankCheckpointRequest)(nil),  // 58: gompi.rte.v1.RankCheckpointRequest
+	(*RankCheckpointResponse)(nil), // 59: gompi.rte.v1.RankCheckpointResponse
+	(*MigrateRequest)(nil),         // 60: gompi.rte.v1.MigrateRequest
+	(*MigrateWish)(nil),            // 61: gompi.rte.v1.MigrateWish
+	(*MigrateResponse)(nil),        // 62: gompi.rte.v1.MigrateResponse
+	(*RankMove)(nil),               // 63: gompi.rte.v1.RankMove
+	(*RankMigrate)(nil),            // 64: gompi.rte.v1.RankMigrate
+	(*RankMigrateDone)(nil),        // 65: gompi.rte.v1.RankMigrateDone
+	(*KeptFolder)(nil),             // 66: gompi.rte.v1.KeptFolder
+	nil,                            // 67: gompi.rte.v1.RankData.DataEntry
+	nil,                            // 68: gompi.rte.v1.FenceRequest.DataEntry
 }
 var file_control_proto_depIdxs = []int32{
-	66, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
+	67, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
 	5,  // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
 	6,  // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
 	7,  // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
@@ -5080,87 +5214,88 @@ var file_control_proto_depIdxs = []int32{
 	10, // 6: gompi.rte.v1.DaemonMessage.fence:type_name -> gompi.rte.v1.FenceContribution
 	11, // 7: gompi.rte.v1.DaemonMessage.abort:type_name -> gompi.rte.v1.RankAbort
 	12, // 8: gompi.rte.v1.DaemonMessage.phase:type_name -> gompi.rte.v1.RankPhase
-	49, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
-	51, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
-	63, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
+	50, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
+	52, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
+	64, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
 	3,  // 12: gompi.rte.v1.DaemonMessage.rejoin:type_name -> gompi.rte.v1.RankData
 	0,  // 13: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
 	3,  // 14: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
 	1,  // 15: gompi.rte.v1.RankPhase.phase:type_name -> gompi.rte.v1.Phase
-	17, // 16: gompi.rte.v1.HNPMessage.welcome:type_name -> gompi.rte.v1.Welcome
-	18, // 17: gompi.rte.v1.HNPMessage.launch:type_name -> gompi.rte.v1.Launch
-	20, // 18: gompi.rte.v1.HNPMessage.fence:type_name -> gompi.rte.v1.FenceComplete
-	21, // 19: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
-	22, // 20: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
-	23, // 21: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
-	48, // 22: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
-	52, // 23: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
-	16, // 24: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
-	64, // 25: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
-	15, // 26: gompi.rte.v1.HNPMessage.rejoined:type_name -> gompi.rte.v1.Rejoined
-	14, // 27: gompi.rte.v1.HNPMessage.move_ranks:type_name -> gompi.rte.v1.MoveRanks
-	3,  // 28: gompi.rte.v1.Rejoined.entries:type_name -> gompi.rte.v1.RankData
-	2,  // 29: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
-	19, // 30: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
-	3,  // 31: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
-	2,  // 32: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	67, // 33: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
-	3,  // 34: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
-	38, // 35: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
-	39, // 36: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
-	40, // 37: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	43, // 38: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
-	65, // 39: gompi.rte.v1.RemoveResponse.kept:type_name -> gompi.rte.v1.KeptFolder
-	40, // 40: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
-	3,  // 41: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
-	50, // 42: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
-	43, // 43: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
-	40, // 44: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
-	40, // 45: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
-	3,  // 46: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
-	40, // 47: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	60, // 48: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
-	62, // 49: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
-	59, // 50: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
-	4,  // 51: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
-	36, // 52: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
-	41, // 53: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
-	44, // 54: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
-	46, // 55: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
-	59, // 56: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
-	24, // 57: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
-	26, // 58: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
-	28, // 59: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
-	30, // 60: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	53, // 61: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
-	55, // 62: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
-	57, // 63: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
-	32, // 64: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
-	59, // 65: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
-	26, // 66: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
-	33, // 67: gompi.rte.v1.Daemon.Heartbeat:input_type -> gompi.rte.v1.RankBeat
-	13, // 68: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	37, // 69: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	42, // 70: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
-	45, // 71: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
-	47, // 72: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
-	61, // 73: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	25, // 74: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	27, // 75: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	29, // 76: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	31, // 77: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	54, // 78: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
-	56, // 79: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
-	58, // 80: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
-	35, // 81: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
-	61, // 82: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	27, // 83: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
-	34, // 84: gompi.rte.v1.Daemon.Heartbeat:output_type -> gompi.rte.v1.HeartbeatResponse
-	68, // [68:85] is the sub-list for method output_type
-	51, // [51:68] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	18, // 16: gompi.rte.v1.HNPMessage.welcome:type_name -> gompi.rte.v1.Welcome
+	19, // 17: gompi.rte.v1.HNPMessage.launch:type_name -> gompi.rte.v1.Launch
+	21, // 18: gompi.rte.v1.HNPMessage.fence:type_name -> gompi.rte.v1.FenceComplete
+	22, // 19: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
+	23, // 20: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
+	24, // 21: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
+	49, // 22: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
+	53, // 23: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
+	17, // 24: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
+	65, // 25: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
+	16, // 26: gompi.rte.v1.HNPMessage.rejoined:type_name -> gompi.rte.v1.Rejoined
+	15, // 27: gompi.rte.v1.HNPMessage.move_ranks:type_name -> gompi.rte.v1.MoveRanks
+	14, // 28: gompi.rte.v1.HNPMessage.rollback:type_name -> gompi.rte.v1.Rollback
+	3,  // 29: gompi.rte.v1.Rejoined.entries:type_name -> gompi.rte.v1.RankData
+	2,  // 30: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
+	20, // 31: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
+	3,  // 32: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
+	2,  // 33: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
+	68, // 34: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	3,  // 35: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
+	39, // 36: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
+	40, // 37: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
+	41, // 38: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	44, // 39: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
+	66, // 40: gompi.rte.v1.RemoveResponse.kept:type_name -> gompi.rte.v1.KeptFolder
+	41, // 41: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
+	3,  // 42: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
+	51, // 43: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
+	44, // 44: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
+	41, // 45: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
+	41, // 46: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
+	3,  // 47: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
+	41, // 48: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	61, // 49: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
+	63, // 50: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
+	60, // 51: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
+	4,  // 52: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
+	37, // 53: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
+	42, // 54: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
+	45, // 55: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
+	47, // 56: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
+	60, // 57: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	25, // 58: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
+	27, // 59: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
+	29, // 60: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
+	31, // 61: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
+	54, // 62: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
+	56, // 63: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
+	58, // 64: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
+	33, // 65: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
+	60, // 66: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	27, // 67: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
+	34, // 68: gompi.rte.v1.Daemon.Heartbeat:input_type -> gompi.rte.v1.RankBeat
+	13, // 69: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	38, // 70: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	43, // 71: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
+	46, // 72: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
+	48, // 73: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
+	62, // 74: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	26, // 75: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	28, // 76: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	30, // 77: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	32, // 78: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	55, // 79: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
+	57, // 80: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
+	59, // 81: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
+	36, // 82: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
+	62, // 83: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	28, // 84: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
+	35, // 85: gompi.rte.v1.Daemon.Heartbeat:output_type -> gompi.rte.v1.HeartbeatResponse
+	69, // [69:86] is the sub-list for method output_type
+	52, // [52:69] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -5195,6 +5330,7 @@ func file_control_proto_init() {
 		(*HNPMessage_RankMigrateDone)(nil),
 		(*HNPMessage_Rejoined)(nil),
 		(*HNPMessage_MoveRanks)(nil),
+		(*HNPMessage_Rollback)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5202,7 +5338,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   66,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
