@@ -16,6 +16,7 @@ import (
 	errmgrautor "gompi/components/errmgr/autor"
 	errmgrcrmig "gompi/components/errmgr/crmig"
 	errmgrdefault "gompi/components/errmgr/default"
+	errmgrrollback "gompi/components/errmgr/rollback"
 	errmgrsustain "gompi/components/errmgr/sustain"
 	filemraw "gompi/components/filem/raw"
 	filemrsh "gompi/components/filem/rsh"
@@ -49,6 +50,7 @@ func Register(set *frameworks.Set) {
 	set.ErrMgr.Register(errmgrautor.New())
 	set.ErrMgr.Register(errmgrcrmig.New())
 	set.ErrMgr.Register(errmgrsustain.New())
+	set.ErrMgr.Register(errmgrrollback.New())
 	set.BTL.Register(btltcp.New())
 	set.BTL.Register(btluds.New())
 	set.BTL.Register(btlsm.New())

@@ -5,7 +5,7 @@
 // one (restart from the last checkpoint) only if needed. default, which
 // aborts the job with a report naming rank, node and cause, is always last.
 //
-// Components: default, sustain, autor and crmig.
+// Components: default, sustain, rollback, autor and crmig.
 package errmgr
 
 import (

@@ -333,7 +333,7 @@ func (j *job) recovered(ctx context.Context) (*job, error) {
 		return nil, fmt.Errorf("recovery %d: %w", rec.n, err)
 	}
 	nj := newJob(j.id, data, o, next, j.program, j.cwd, j.mods, livePorts(stack, o.Stderr), j.elog, j.log)
-	nj.recoveries, nj.recoveredFrom = rec.n, rec
+	nj.recoveries, nj.recoveredFrom, nj.computing = rec.n, rec, rec
 	if err := stack.Provision(ctx, errmgr.Host{Job: jobRuntime{nj}}); err != nil {
 		return nil, fmt.Errorf("recovery %d: %w", rec.n, err)
 	}

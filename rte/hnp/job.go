@@ -94,6 +94,9 @@ type job struct {
 	// the last one, reported once the ranks run again.
 	recoveries    int
 	recoveredFrom *recovery
+	// computing is the last recovery until the new run's modex completes:
+	// every rank then computes again (reported, as a rollback's end is).
+	computing *recovery
 	finishKilled  bool
 	lastTick      time.Time
 
@@ -848,6 +851,10 @@ func (j *job) completeFence(seq uint64) {
 		}
 	}
 	j.rolledBack(seq)
+	if rec := j.computing; rec != nil && seq == 1 {
+		j.computing = nil
+		fmt.Fprintf(j.p.stderr, "gompirun: recovery %d: every rank computes again, %.3f s after the failure was handled\n", rec.n, j.p.now().Sub(rec.start).Seconds())
+	}
 }
 
 // signal handles a signal gompirun caught.
