@@ -52,7 +52,7 @@ const (
 // New returns the rollback ErrMgr component.
 func New() mca.Component[errmgr.Module] {
 	return mca.NewComponent(mca.ComponentInfo{Framework: errmgr.Name, Name: Name,
-		Description: "In-job rollback: on a failure, survivors return in place to the last committed sequence, only lost ranks start anew (crs self; else falls back to autor)",
+		Description: "In-job rollback: on a failure, survivors return in place to the last committed sequence, only lost ranks start anew; acts after crmig and sustain, before autor, which it falls back to (crs criu, nothing committed, a failure during a rollback)",
 		Version:     "1.0.0",
 		Priority:    Priority,
 		Params: []mca.ParamSpec{
