@@ -116,7 +116,40 @@
 // Checkpoint, the collective form, returns the reference and sequence of
 // the snapshot it took, and on a restart from it, the reference and
 // sequence restarted from. Restart from inside a running job is not
-// supported: use gompi-restart.
+// supported: use gompi-restart (or, for a failure, errmgr rollback: see
+// below).
+//
+// # In-job rollback
+//
+// Under errmgr rollback a failure does not relaunch the job: the surviving
+// ranks go back in place to a committed sequence, and only the lost ranks
+// start anew from it. Go has no longjmp, so the program cooperates: its
+// work runs inside Run, every library call the rollback interrupts (or
+// that comes later, SafePoint included) returns an error wrapping
+// ErrRolledBack, the program returns it, and Run restores the rank and
+// calls the function again:
+//
+//	err := c.Run(ctx, func() error {
+//		step := 1
+//		c.Protect("grid", &grid) // filled from the sequence after a rollback
+//		c.Protect("step", &step)
+//		for ; step <= steps; step++ {
+//			if err := c.SafePoint(); err != nil {
+//				return err
+//			}
+//			... one step, returning its errors ...
+//		}
+//		return nil
+//	})
+//
+// The restore is a restart's, in place: the library state of the
+// sequence (messages drained then, sequence numbers; what was in flight
+// since is discarded), Protect filling values, OnRestart callbacks, the
+// safe-point count resuming at the saved point. The world communicator
+// keeps its handle; communicators the program made are freed, and its
+// creation calls, made again in the function, replay the saved log.
+// Everything the function registers (Protect, OnCheckpoint, OnContinue)
+// is registered again by it: Run forgets the earlier registrations.
 //
 // # Cost
 //
