@@ -89,12 +89,13 @@ func (d *daemon) tellSurvivors(ctx context.Context, ref snapshot.Ref, m *pb.Roll
 			continue
 		}
 		d.log.Error("a surviving rank cannot roll back; killing it", "rank", r, "err", err)
+		// No reason goes with its exit: the rank may have died already
+		// (a second failure), which is what its exit then reports.
 		d.mu.Lock()
 		rk := d.ranks[int(r)]
 		pid := 0
 		if rk != nil && rk.phase != rankExited {
 			pid = rk.pid
-			rk.unresponsive = "it could not roll back in place: " + err.Error()
 		}
 		d.mu.Unlock()
 		if pid > 0 {

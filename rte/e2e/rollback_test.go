@@ -113,7 +113,6 @@ func TestRollbackSecondFailure(t *testing.T) {
 	kill(t, "rank 2", before[2])
 	a.waitErr("gompirun: recovery 1: every rank runs again")
 	a.finish(want,
-		"rollback: falls back: a failure during a rollback under way",
-		"autor: recovery 1 of 5: every rank restarts from sequence 0")
+		"rollback: rollback 1 of 5: survivors return to sequence 0 in place",
+		"(killed); rollback: falls back: a failure during a rollback under way; autor: recovery 1 of 5: every rank restarts from sequence 0")
 }
-

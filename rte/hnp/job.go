@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -96,9 +97,9 @@ type job struct {
 	recoveredFrom *recovery
 	// computing is the last recovery until the new run's modex completes:
 	// every rank then computes again (reported, as a rollback's end is).
-	computing *recovery
-	finishKilled  bool
-	lastTick      time.Time
+	computing    *recovery
+	finishKilled bool
+	lastTick     time.Time
 
 	// Migration (migrate.go): the old nodes of moved ranks whose old
 	// process has not ended yet, every rank's modex entry (the first
@@ -724,9 +725,17 @@ func (j *job) ranThrough(e evFault) {
 	if e.f.Kind == errmgr.Predicted {
 		return
 	}
+	// What the policies did: a policy that passed saying why (rollback
+	// falling back to autor) is shown before the one that acted.
 	what := "the job goes on"
-	if n := len(e.st.Actions); n > 0 {
-		what = e.st.Actions[n-1]
+	var done []string
+	for _, a := range e.st.Actions {
+		if !strings.HasSuffix(a, ": passed") {
+			done = append(done, a)
+		}
+	}
+	if len(done) > 0 {
+		what = strings.Join(done, "; ")
 	}
 	fmt.Fprintf(j.p.stderr, "gompirun: %s; %s\n", e.f.Describe(), what)
 }
