@@ -125,6 +125,25 @@ func (b *bootstrap) Finalize(ctx context.Context) error {
 	return err
 }
 
+// Remodex forwards the address exchange of a suspension or an in-job
+// rollback (mpi.Rejoiner) to the wrapped bootstrap.
+func (b *bootstrap) Remodex(ctx context.Context, epoch uint64, mine map[string]string) ([]map[string]string, error) {
+	r, ok := b.Bootstrap.(mpi.Rejoiner)
+	if !ok {
+		return nil, fmt.Errorf("crtest: the wrapped bootstrap %T exchanges no addresses again", b.Bootstrap)
+	}
+	return r.Remodex(ctx, epoch, mine)
+}
+
+// RollBack sends every rank the runtime's request of an in-job rollback
+// (errmgr rollback) numbered epoch to sequence seq, as gompid does: each
+// rank's local snapshot of seq is its directory under the reference.
+func (j *Job) RollBack(epoch uint64, seq int) {
+	for _, l := range j.links {
+		l.send(snapc.AppRequest{ID: epoch, Kind: snapc.Rollback, Target: epoch, Seq: seq, Dir: j.ref.LocalPath(seq, l.rank)})
+	}
+}
+
 // Link is one rank's snapc.AppLink.
 type Link struct {
 	job    *Job
