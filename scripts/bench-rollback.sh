@@ -17,10 +17,12 @@
 # reloading state dominates both (compression off). ROUNDS per case and
 # mode, medians reported with each round. Not part of CI.
 #
-#   bash scripts/bench-rollback.sh [ROUNDS]   (default 3)
+#   bash scripts/bench-rollback.sh [ROUNDS] [CASES]
+#   (default 3 and "8:64:tiny 32:64:tiny 8:8192:64MiB/rank", each NP:SIZE:LABEL)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rounds=${1:-3}
+cases=${2:-"8:64:tiny 32:64:tiny 8:8192:64MiB/rank"}
 work=$(mktemp -d)
 pid=
 cleanup() {
@@ -73,8 +75,8 @@ round() {
 
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 printf '%-22s %12s %12s %8s   %s\n' case rollback autor ratio "rounds (rollback | autor)"
-for c in "8 64 tiny" "32 64 tiny" "8 8192 64MiB/rank"; do
-	read -r np size what <<<"$c"
+for c in $cases; do
+	IFS=: read -r np size what <<<"$c"
 	rb=() au=()
 	for ((r = 1; r <= rounds; r++)); do
 		rb+=("$(round rollback "$np" "$size")")
