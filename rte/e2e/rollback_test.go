@@ -116,3 +116,18 @@ func TestRollbackSecondFailure(t *testing.T) {
 		"rollback: rollback 1 of 5: survivors return to sequence 0 in place",
 		"(killed); rollback: falls back: a failure during a rollback under way; autor: recovery 1 of 5: every rank restarts from sequence 0")
 }
+
+// TestCRIURollbackFallsBack: under crs=criu a rank's state is its whole
+// process, which a survivor cannot take back in place: rollback passes
+// the fault on, saying why, and autor restores every rank from the CRIU
+// images (plainheat, which has no C/R code, finishes with its checksum).
+func TestCRIURollbackFallsBack(t *testing.T) {
+	a := &autorJob{dir: t.TempDir()}
+	a.job = criuJobWith(t, a.dir, append(criuParams(), "--mca", "errmgr", "rollback,autor,default"))
+	pid := a.waitPID(2, "")
+	a.checkpoint(0)
+	kill(t, "rank 2", pid)
+	a.waitErr("gompirun: recovery 1: every rank runs again")
+	a.finish(plainSum(t),
+		"rank 2 on node n2 was killed by signal 9 (killed); rollback: falls back: crs criu saves whole processes: survivors are not restored in place (only crs self); autor: recovery 1 of 5: every rank restarts from sequence 0")
+}

@@ -268,3 +268,44 @@ func FuzzRestartEnvironment(f *testing.F) {
 		}
 	})
 }
+
+// TestFenceFromEnv: a rank an in-job rollback started anew reads the job's
+// fence count from its environment; any other start counts from 0.
+func TestFenceFromEnv(t *testing.T) {
+	tests := []struct {
+		val        string
+		set        bool
+		restarting bool
+		want       uint64
+		err        string
+	}{
+		{set: false, restarting: false, want: 0},
+		{set: false, restarting: true, want: 0},
+		{val: "3", set: true, restarting: true, want: 3},
+		{val: "0", set: true, restarting: true, want: 0},
+		{val: "x", set: true, restarting: true, err: "invalid syntax"},
+		{val: "-1", set: true, restarting: true, err: "invalid syntax"},
+		{val: "3", set: true, restarting: false, err: "without a snapshot"},
+	}
+	for _, tt := range tests {
+		if tt.set {
+			t.Setenv(rte.EnvRestartFence, tt.val)
+		} else {
+			t.Setenv(rte.EnvRestartFence, "")
+			os.Unsetenv(rte.EnvRestartFence)
+		}
+		got, err := fenceFromEnv(tt.restarting)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%+v: %d, %v; want an error saying %q", tt, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%+v: %d, %v; want %d", tt, got, err, tt.want)
+		}
+		if _, still := os.LookupEnv(rte.EnvRestartFence); still {
+			t.Errorf("%+v: %s left in the environment", tt, rte.EnvRestartFence)
+		}
+	}
+}
