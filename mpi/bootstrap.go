@@ -148,4 +148,5 @@ var (
 	_ FailureNotifier = (*rankclient.Client)(nil)
 	_ Rejoiner        = (*rankclient.Client)(nil)
 	_ Pauser          = (*rankclient.Client)(nil)
+	_ RollbackEpocher = (*rankclient.Client)(nil)
 )

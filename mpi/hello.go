@@ -61,6 +61,18 @@ const (
 // errHello is wrapped by every refusal of a hello.
 var errHello = errors.New("hello refused")
 
+// helloKeyAt is helloKey for the ranks of in-job rollback epoch (0: none
+// yet): every rollback gives the job's connections a key of their own, so
+// a process still in an abandoned epoch cannot connect to one restored in
+// the next, even at the same address (uds and sm listen at one path per
+// rank).
+func helloKeyAt(secret []byte, job string, epoch uint64) ([]byte, error) {
+	if epoch == 0 {
+		return helloKey(secret, job)
+	}
+	return helloKey(secret, fmt.Sprintf("%s/rollback/%d", job, epoch))
+}
+
 // helloKey derives the key of the hello MACs from the data-plane secret.
 func helloKey(secret []byte, job string) ([]byte, error) {
 	if len(secret) < minSecretLen {
@@ -205,10 +217,10 @@ func (p *Proc) dialerProof(c btl.Conn, peer int) error {
 		return err
 	}
 	na, mac := ch[:nonceLen], ch[nonceLen:]
-	if !hmac.Equal(mac, helloMAC(p.helloKey, macByAcceptor, p.job, p.rank, peer, nd, na)) {
+	if !hmac.Equal(mac, helloMAC(*p.helloKey.Load(), macByAcceptor, p.job, p.rank, peer, nd, na)) {
 		return fmt.Errorf("%w: the process at rank %d's address did not prove it belongs to the job", errHello, peer)
 	}
-	return writeHelloFrame(c, kindProof, p.rank, peer, helloMAC(p.helloKey, macByDialer, p.job, p.rank, peer, nd, na))
+	return writeHelloFrame(c, kindProof, p.rank, peer, helloMAC(*p.helloKey.Load(), macByDialer, p.job, p.rank, peer, nd, na))
 }
 
 // hello runs the acceptor's side of the hello on c and, once the dialer
@@ -256,14 +268,14 @@ func (p *Proc) acceptorProof(c btl.Conn, hb []byte) (int, error) {
 		return 0, fmt.Errorf("hello from rank %d of %d", m.src, p.size)
 	}
 	na := nonce()
-	if err := writeHelloFrame(c, kindChallenge, p.rank, m.src, na, helloMAC(p.helloKey, macByAcceptor, p.job, m.src, p.rank, m.nonce, na)); err != nil {
+	if err := writeHelloFrame(c, kindChallenge, p.rank, m.src, na, helloMAC(*p.helloKey.Load(), macByAcceptor, p.job, m.src, p.rank, m.nonce, na)); err != nil {
 		return 0, fmt.Errorf("hello from rank %d: %w", m.src, err)
 	}
 	proof, err := expectFrame(c, hb, kindProof, m.src, p.rank, macLen)
 	if err != nil {
 		return 0, fmt.Errorf("hello from rank %d: %w", m.src, err)
 	}
-	if !hmac.Equal(proof, helloMAC(p.helloKey, macByDialer, p.job, m.src, p.rank, m.nonce, na)) {
+	if !hmac.Equal(proof, helloMAC(*p.helloKey.Load(), macByDialer, p.job, m.src, p.rank, m.nonce, na)) {
 		return 0, fmt.Errorf("%w: a connection claiming rank %d did not prove it belongs to the job", errHello, m.src)
 	}
 	return m.src, nil

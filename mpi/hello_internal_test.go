@@ -42,9 +42,11 @@ func helloProc(t testing.TB, rank, size int, job string, secret []byte) *Proc {
 		t.Fatal(err)
 	}
 	p.job = job
-	if p.helloKey, err = helloKey(secret, job); err != nil {
+	key, err := helloKey(secret, job)
+	if err != nil {
 		t.Fatal(err)
 	}
+	p.helloKey.Store(&key)
 	return p
 }
 
@@ -190,7 +192,7 @@ func TestHelloReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proof := helloMAC(d.helloKey, macByDialer, "j", 0, 1, nd, ch[:nonceLen])
+	proof := helloMAC(*d.helloKey.Load(), macByDialer, "j", 0, 1, nd, ch[:nonceLen])
 	writeFrames(t, dc, frame{kindProof, 0, 1, proof})
 	if err := <-got; err != nil {
 		t.Fatalf("the recorded hello itself was refused: %v", err)
@@ -221,9 +223,9 @@ func TestHelloReflection(t *testing.T) {
 		proof func(nd, na, macA []byte) []byte
 	}{
 		{"acceptor's MAC reflected", func(_, _, macA []byte) []byte { return macA }},
-		{"dialer's MAC for another pair", func(nd, na, _ []byte) []byte { return helloMAC(a.helloKey, macByDialer, "j", 2, 1, nd, na) }},
-		{"dialer's MAC for the reverse direction", func(nd, na, _ []byte) []byte { return helloMAC(a.helloKey, macByDialer, "j", 1, 0, nd, na) }},
-		{"acceptor-side MAC computed by the dialer", func(nd, na, _ []byte) []byte { return helloMAC(a.helloKey, macByAcceptor, "j", 0, 1, nd, na) }},
+		{"dialer's MAC for another pair", func(nd, na, _ []byte) []byte { return helloMAC(*a.helloKey.Load(), macByDialer, "j", 2, 1, nd, na) }},
+		{"dialer's MAC for the reverse direction", func(nd, na, _ []byte) []byte { return helloMAC(*a.helloKey.Load(), macByDialer, "j", 1, 0, nd, na) }},
+		{"acceptor-side MAC computed by the dialer", func(nd, na, _ []byte) []byte { return helloMAC(*a.helloKey.Load(), macByAcceptor, "j", 0, 1, nd, na) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dc, ac := helloPair(t)

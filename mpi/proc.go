@@ -88,8 +88,8 @@ type Proc struct {
 	inFrom   []btl.Conn            // accepted connection per source rank
 	pending  map[btl.Conn]struct{} // accepted, still in the hello
 	inClosed bool
-	refusals btl.Refusals // refused hellos, by peer address
-	helloKey []byte       // the hello's MAC key, from the data-plane secret (hello.go)
+	refusals btl.Refusals           // refused hellos, by peer address
+	helloKey atomic.Pointer[[]byte] // the hello's MAC key, from the data-plane secret and the rollback epoch (hello.go)
 	readers  sync.WaitGroup
 
 	app appState // the link to the job's checkpoint coordinators
@@ -241,11 +241,17 @@ func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 	p.gate.init()
 	node := b.Node()
 	p.node.Store(&node)
-	key, err := helloKey(b.Secret(), p.job)
+	// A rank an in-job rollback started anew joins the rollback's epoch.
+	var epoch uint64
+	if re, ok := b.(RollbackEpocher); ok {
+		epoch = re.RollbackEpoch()
+	}
+	p.rb.epoch.Store(epoch)
+	key, err := helloKeyAt(b.Secret(), p.job, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("mpi: init: %w", err)
 	}
-	p.helloKey = key
+	p.helloKey.Store(&key)
 	p.peers = make([]*peer, size)
 	for r := range p.peers {
 		p.peers[r] = &peer{rank: r}

@@ -31,6 +31,14 @@ import (
 // makes them again after it (its creation calls replay the saved log, as
 // after a restart, and get the same context ids).
 
+// RollbackEpocher is implemented by a Bootstrap that started this rank
+// anew for an in-job rollback (gompirun's rank client): RollbackEpoch is
+// the rollback's epoch, 0 for any other start. The rank's connections
+// then belong to that epoch, as the survivors' do once restored.
+type RollbackEpocher interface {
+	RollbackEpoch() uint64
+}
+
 // rollbackState is the Proc's rollback, if any.
 type rollbackState struct {
 	active atomic.Bool   // between RollBack and Restore
@@ -114,6 +122,11 @@ func (p *Proc) Restore(ctx context.Context, state []byte) error {
 	if _, err := decodeState(state); err != nil {
 		return fmt.Errorf("mpi: restore: %w", err)
 	}
+	key, err := helloKeyAt(p.boot.Secret(), p.job, p.rb.epoch.Load())
+	if err != nil {
+		return fmt.Errorf("mpi: restore: %w", err)
+	}
+	p.helloKey.Store(&key)
 	p.resetLibrary()
 	if err := p.restoreState(state, true); err != nil {
 		return fmt.Errorf("mpi: restore: %w", err)

@@ -139,3 +139,19 @@ func FuzzDecodeState(f *testing.F) {
 		_ = p.restore(in)
 	})
 }
+
+// TestHelloKeyAtEpoch: each in-job rollback epoch has a hello key of its
+// own, and epoch 0 is the job's key.
+func TestHelloKeyAtEpoch(t *testing.T) {
+	secret := make([]byte, 32)
+	k0, err0 := helloKeyAt(secret, "j", 0)
+	k, err := helloKey(secret, "j")
+	k1, err1 := helloKeyAt(secret, "j", 1)
+	k2, err2 := helloKeyAt(secret, "j", 2)
+	if err0 != nil || err != nil || err1 != nil || err2 != nil {
+		t.Fatal(err0, err, err1, err2)
+	}
+	if !bytes.Equal(k0, k) || bytes.Equal(k0, k1) || bytes.Equal(k1, k2) {
+		t.Errorf("keys: epoch 0 %x (job %x), 1 %x, 2 %x", k0, k, k1, k2)
+	}
+}

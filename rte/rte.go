@@ -56,11 +56,14 @@ const (
 	// while the survivors wait: the last fence the job completed. Its
 	// modex is the next fence, which the survivors join as they restore.
 	EnvRestartFence = "GOMPI_RESTART_FENCE"
+	// EnvRestartEpoch goes with EnvRestartFence: the rollback's epoch, to
+	// which the rank's connections belong (mpi.RollbackEpocher).
+	EnvRestartEpoch = "GOMPI_RESTART_EPOCH"
 )
 
 // JobEnv lists the variables above; a daemon removes inherited copies
 // before setting a rank's own.
-var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecretFD, EnvLifelineFDs, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate, EnvRestartFence}
+var JobEnv = []string{EnvRank, EnvSize, EnvJob, EnvNode, EnvNodeDir, EnvDaemon, EnvSecretFD, EnvLifelineFDs, EnvRestartRef, EnvRestartSeq, EnvRestartDir, EnvRestartMigrate, EnvRestartFence, EnvRestartEpoch}
 
 // RuntimeDir is where this user's gompirun processes keep their control
 // sockets: ${XDG_RUNTIME_DIR:-/tmp}/gompi-<uid>.

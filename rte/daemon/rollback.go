@@ -75,7 +75,7 @@ func (d *daemon) rollback(ctx context.Context, m *pb.Rollback) {
 	sl := proto.Clone(nl).(*pb.Launch)
 	sl.Restart = &pb.RestartSpec{RefDir: m.RefDir, RefName: m.RefName, Seq: m.Seq}
 	sl.DataSecret = m.DataSecret
-	env := append(d.rankEnv(nl), fmt.Sprintf("%s=%d", rte.EnvRestartFence, m.FenceSeq))
+	env := append(d.rankEnv(nl), fmt.Sprintf("%s=%d", rte.EnvRestartFence, m.FenceSeq), fmt.Sprintf("%s=%d", rte.EnvRestartEpoch, m.Epoch))
 	for _, r := range start {
 		d.startRank(ctx, sl, int(r), env)
 	}

@@ -32,23 +32,31 @@ const readyBound = time.Minute
 
 // restartFromEnv reads the restart variables gompid sets for a restarted
 // rank and removes them from the process environment.
-// fenceFromEnv reads the fence count of a rank an in-job rollback started
-// anew (rte.EnvRestartFence; 0 for any other start) and removes it.
-func fenceFromEnv(restarting bool) (uint64, error) {
-	v, set := os.LookupEnv(rte.EnvRestartFence)
+// rollbackFromEnv reads the fence count and the rollback epoch of a rank
+// an in-job rollback started anew (rte.EnvRestartFence and
+// rte.EnvRestartEpoch; 0 and 0 for any other start) and removes them.
+func rollbackFromEnv(restarting bool) (fence, epoch uint64, err error) {
+	fv, fset := os.LookupEnv(rte.EnvRestartFence)
+	ev, eset := os.LookupEnv(rte.EnvRestartEpoch)
 	os.Unsetenv(rte.EnvRestartFence)
-	if !set {
-		return 0, nil
+	os.Unsetenv(rte.EnvRestartEpoch)
+	if !fset && !eset {
+		return 0, 0, nil
 	}
-	n, err := strconv.ParseUint(v, 10, 64)
+	fence, ferr := strconv.ParseUint(fv, 10, 64)
+	epoch, eerr := strconv.ParseUint(ev, 10, 64)
 	switch {
-	case err != nil:
-		return 0, fmt.Errorf("rankclient: %s=%q: %w", rte.EnvRestartFence, v, err)
 	case !restarting:
-		return 0, fmt.Errorf("rankclient: %s set without a snapshot to start from", rte.EnvRestartFence)
+		return 0, 0, fmt.Errorf("rankclient: %s and %s set without a snapshot to start from", rte.EnvRestartFence, rte.EnvRestartEpoch)
+	case ferr != nil || eerr != nil || epoch == 0:
+		return 0, 0, fmt.Errorf("rankclient: malformed rollback environment: %s=%q %s=%q", rte.EnvRestartFence, fv, rte.EnvRestartEpoch, ev)
 	}
-	return n, nil
+	return fence, epoch, nil
 }
+
+// RollbackEpoch implements mpi.RollbackEpocher: the epoch of the in-job
+// rollback that started this rank, 0 for any other start.
+func (c *Client) RollbackEpoch() uint64 { return c.rbEpoch }
 
 func restartFromEnv() (info snapc.RestartInfo, restarting, migrated bool, err error) {
 	refPath, dir, seqText := os.Getenv(rte.EnvRestartRef), os.Getenv(rte.EnvRestartDir), os.Getenv(rte.EnvRestartSeq)

@@ -269,43 +269,50 @@ func FuzzRestartEnvironment(f *testing.F) {
 	})
 }
 
-// TestFenceFromEnv: a rank an in-job rollback started anew reads the job's
-// fence count from its environment; any other start counts from 0.
-func TestFenceFromEnv(t *testing.T) {
+// TestRollbackFromEnv: a rank an in-job rollback started anew reads the
+// job's fence count and the rollback's epoch from its environment; any
+// other start counts from 0 in epoch 0.
+func TestRollbackFromEnv(t *testing.T) {
 	tests := []struct {
-		val        string
-		set        bool
-		restarting bool
-		want       uint64
-		err        string
+		fence, epoch string // "-" for unset
+		restarting   bool
+		wantF, wantE uint64
+		err          string
 	}{
-		{set: false, restarting: false, want: 0},
-		{set: false, restarting: true, want: 0},
-		{val: "3", set: true, restarting: true, want: 3},
-		{val: "0", set: true, restarting: true, want: 0},
-		{val: "x", set: true, restarting: true, err: "invalid syntax"},
-		{val: "-1", set: true, restarting: true, err: "invalid syntax"},
-		{val: "3", set: true, restarting: false, err: "without a snapshot"},
+		{fence: "-", epoch: "-", restarting: false},
+		{fence: "-", epoch: "-", restarting: true},
+		{fence: "3", epoch: "1", restarting: true, wantF: 3, wantE: 1},
+		{fence: "0", epoch: "2", restarting: true, wantF: 0, wantE: 2},
+		{fence: "x", epoch: "1", restarting: true, err: "malformed rollback environment"},
+		{fence: "3", epoch: "-", restarting: true, err: "malformed rollback environment"},
+		{fence: "3", epoch: "0", restarting: true, err: "malformed rollback environment"},
+		{fence: "3", epoch: "1", restarting: false, err: "without a snapshot"},
+	}
+	set := func(k, v string) {
+		t.Setenv(k, "")
+		if v == "-" {
+			os.Unsetenv(k)
+		} else {
+			os.Setenv(k, v)
+		}
 	}
 	for _, tt := range tests {
-		if tt.set {
-			t.Setenv(rte.EnvRestartFence, tt.val)
-		} else {
-			t.Setenv(rte.EnvRestartFence, "")
-			os.Unsetenv(rte.EnvRestartFence)
-		}
-		got, err := fenceFromEnv(tt.restarting)
+		set(rte.EnvRestartFence, tt.fence)
+		set(rte.EnvRestartEpoch, tt.epoch)
+		f, e, err := rollbackFromEnv(tt.restarting)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%+v: %d, %v; want an error saying %q", tt, got, err, tt.err)
+				t.Errorf("%+v: %d %d, %v; want an error saying %q", tt, f, e, err, tt.err)
 			}
 			continue
 		}
-		if err != nil || got != tt.want {
-			t.Errorf("%+v: %d, %v; want %d", tt, got, err, tt.want)
+		if err != nil || f != tt.wantF || e != tt.wantE {
+			t.Errorf("%+v: %d %d, %v; want %d %d", tt, f, e, err, tt.wantF, tt.wantE)
 		}
-		if _, still := os.LookupEnv(rte.EnvRestartFence); still {
-			t.Errorf("%+v: %s left in the environment", tt, rte.EnvRestartFence)
+		for _, k := range []string{rte.EnvRestartFence, rte.EnvRestartEpoch} {
+			if _, still := os.LookupEnv(k); still {
+				t.Errorf("%+v: %s left in the environment", tt, k)
+			}
 		}
 	}
 }

@@ -65,7 +65,8 @@ type Client struct {
 
 	restart    snapc.RestartInfo
 	restarting bool
-	migrated   bool // started by a migration: the modex is a rejoin
+	migrated   bool   // started by a migration: the modex is a rejoin
+	rbEpoch    uint64 // started anew by in-job rollback epoch (0: not)
 
 	mu        sync.Mutex
 	seq       uint64
@@ -110,7 +111,7 @@ func Init(ctx context.Context) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	fence, err := fenceFromEnv(restarting)
+	fence, rbEpoch, err := rollbackFromEnv(restarting)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func Init(ctx context.Context) (*Client, error) {
 	c := &Client{
 		rank: rank, size: int(hello.Size), job: hello.Job, node: hello.Node, nodeDir: hello.NodeDir,
 		rankNodes: hello.RankNodes, proc: p, conn: conn, rpc: rpc, restart: restart, restarting: restarting, migrated: migrated,
-		secrets: secrets, daemonSock: sock, lifeIn: lifeIn, lifeOut: lifeOut, seq: fence,
+		secrets: secrets, daemonSock: sock, lifeIn: lifeIn, lifeOut: lifeOut, seq: fence, rbEpoch: rbEpoch,
 	}
 	c.startEvents()
 	c.startBeats()
