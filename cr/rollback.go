@@ -133,7 +133,7 @@ func (c *Coordinator) rollBack(ctx context.Context) error {
 	// The program registers its values and callbacks again in fn.
 	r := &c.reg
 	r.mu.Lock()
-	r.names, r.ptrs, r.onCkpt, r.onCont = nil, nil, nil, nil
+	r.names, r.ptrs, r.dists, r.onCkpt, r.onCont = nil, nil, nil, nil, nil
 	r.mu.Unlock()
 	c.mu.Lock()
 	c.restart = nil
