@@ -65,10 +65,12 @@ func (d *daemon) rollback(ctx context.Context, m *pb.Rollback) {
 	}
 	d.log.Info("rollback", "epoch", m.Epoch, "seq", m.Seq, "survivors", survivors, "starting", start)
 	ref := snapshot.Ref{Dir: m.RefDir, Name: m.RefName}
-	// The survivors' snapshots are fetched one after the other on a
-	// goroutine of the rollback, which ends once each survivor was told
-	// (or killed); the ranks started anew fetch theirs as they start.
-	go d.tellSurvivors(ctx, ref, m, survivors)
+	// Each survivor's snapshot is fetched on a goroutine of its own, which
+	// ends once the survivor was told (or killed): the survivors restore
+	// in parallel. The ranks started anew fetch theirs as they start.
+	for _, r := range survivors {
+		go d.tellSurvivor(ctx, ref, m, int(r))
+	}
 	if len(start) == 0 {
 		return
 	}
@@ -81,32 +83,31 @@ func (d *daemon) rollback(ctx context.Context, m *pb.Rollback) {
 	}
 }
 
-// tellSurvivors sends each survivor its Rollback request.
-func (d *daemon) tellSurvivors(ctx context.Context, ref snapshot.Ref, m *pb.Rollback, survivors []int32) {
-	for _, r := range survivors {
-		err := d.tellSurvivor(ctx, ref, m, int(r))
-		if err == nil {
-			continue
-		}
-		d.log.Error("a surviving rank cannot roll back; killing it", "rank", r, "err", err)
-		// No reason goes with its exit: the rank may have died already
-		// (a second failure), which is what its exit then reports.
-		d.mu.Lock()
-		rk := d.ranks[int(r)]
-		pid := 0
-		if rk != nil && rk.phase != rankExited {
-			pid = rk.pid
-		}
-		d.mu.Unlock()
-		if pid > 0 {
-			if err := d.ports.signal(pid, syscall.SIGKILL); err != nil {
-				d.log.Error("could not kill a rank that cannot roll back", "rank", r, "err", err)
-			}
+// tellSurvivor sends survivor r its Rollback request; a survivor that
+// cannot be told is killed.
+func (d *daemon) tellSurvivor(ctx context.Context, ref snapshot.Ref, m *pb.Rollback, r int) {
+	err := d.askRollback(ctx, ref, m, r)
+	if err == nil {
+		return
+	}
+	d.log.Error("a surviving rank cannot roll back; killing it", "rank", r, "err", err)
+	// No reason goes with its exit: the rank may have died already (a
+	// second failure), which is what its exit then reports.
+	d.mu.Lock()
+	rk := d.ranks[r]
+	pid := 0
+	if rk != nil && rk.phase != rankExited {
+		pid = rk.pid
+	}
+	d.mu.Unlock()
+	if pid > 0 {
+		if err := d.ports.signal(pid, syscall.SIGKILL); err != nil {
+			d.log.Error("could not kill a rank that cannot roll back", "rank", r, "err", err)
 		}
 	}
 }
 
-func (d *daemon) tellSurvivor(ctx context.Context, ref snapshot.Ref, m *pb.Rollback, r int) error {
+func (d *daemon) askRollback(ctx context.Context, ref snapshot.Ref, m *pb.Rollback, r int) error {
 	if d.cr.store == nil {
 		return fmt.Errorf("the node has no snapshot storage")
 	}
