@@ -21,6 +21,14 @@
 // errmgr_rollback_max_rollbacks reached, or a runtime that cannot roll
 // back (RollBack refused with errmgr.ErrCannotRollBack).
 //
+// The failed set and the sequence are decided once, by this policy in
+// gompirun, which alone knows the committed sequences and every failure,
+// and reach every survivor in the same Rollback request: the survivors
+// need no agreement among themselves (a ULFM agreement would add a round
+// for nothing they lack). A second failure before every rank computes
+// again is not joined: this policy passes it on and autor restarts the
+// whole job, which abandons the rollback.
+//
 // It applies with C/R on (-am ft-enable-cr) when asked for by name
 // (--mca errmgr rollback,autor,default) or with errmgr_rollback_enable.
 package rollback
