@@ -134,18 +134,7 @@ func (p *Proc) revoke(handle uint64, from int) {
 	for _, cs := range []*ctxState{pt, co} {
 		cs.revokeFrom = from
 		cs.revoked.Store(true)
-		reqs = append(reqs, cs.posted...)
-		clear(cs.posted)
-		cs.posted = nil
-		for _, m := range cs.unexp {
-			putMsg(m)
-		}
-		clear(cs.unexp)
-		cs.unexp = nil
-		for _, w := range cs.probes {
-			close(w.ch) // probers look again and see the revocation
-		}
-		cs.probes = nil
+		reqs = cs.emptyLocked(reqs) // probers look again and see the revocation
 	}
 	p.mu.Unlock()
 	// Registered after its contexts were made: either it is found here,
@@ -229,4 +218,24 @@ func (p *Proc) refuseRevoked() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.revokedLocked()
+}
+
+// emptyLocked appends the receives posted on cs to reqs for the caller to
+// fail once p.mu is released, drops cs's unexpected messages and wakes
+// its probers, who look again and find what emptied it (a revocation, a
+// rollback). The caller holds p.mu.
+func (cs *ctxState) emptyLocked(reqs []*Request) []*Request {
+	reqs = append(reqs, cs.posted...)
+	clear(cs.posted)
+	cs.posted = nil
+	for _, m := range cs.unexp {
+		putMsg(m)
+	}
+	clear(cs.unexp)
+	cs.unexp = nil
+	for _, w := range cs.probes {
+		close(w.ch)
+	}
+	cs.probes = nil
+	return reqs
 }

@@ -80,18 +80,7 @@ func (p *Proc) RollBack(epoch uint64) error {
 	p.mu.Lock()
 	var reqs []*Request
 	for _, cs := range p.ctxs {
-		reqs = append(reqs, cs.posted...)
-		clear(cs.posted)
-		cs.posted = nil
-		for _, m := range cs.unexp {
-			putMsg(m)
-		}
-		clear(cs.unexp)
-		cs.unexp = nil
-		for _, w := range cs.probes {
-			close(w.ch)
-		}
-		cs.probes = nil
+		reqs = cs.emptyLocked(reqs)
 	}
 	p.mu.Unlock()
 	for _, r := range reqs {
