@@ -86,5 +86,8 @@ func FindHNP(pid int) error {
 	if name == "" {
 		name = "unknown"
 	}
+	if name == "gompirun" {
+		return fmt.Errorf("gompirun %d has no job record yet: %w; it is still starting, try again in a moment", pid, ErrNoJob)
+	}
 	return fmt.Errorf("process %d (%s) is not a gompirun: %w; give the PID of the job's gompirun (gompi-ps lists them)", pid, name, ErrNoJob)
 }
