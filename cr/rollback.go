@@ -106,9 +106,9 @@ func (c *Coordinator) onRollback(r snapc.AppRequest) {
 }
 
 // rollBack waits for the runtime's Rollback request, then restores the
-// rank from the local snapshot it names: the values fn protects, the
-// safe-point count, the library (mpi.Proc.Restore, which returns once
-// every rank, restored or started anew, meets in the address exchange).
+// rank from the local snapshot it names: the library (mpi.Proc.Restore,
+// which returns once every rank, restored or started anew, meets in the
+// address exchange), the safe-point count and the values fn protects.
 func (c *Coordinator) rollBack(ctx context.Context) error {
 	c.mu.Lock()
 	for c.rolling == nil {
@@ -135,14 +135,18 @@ func (c *Coordinator) rollBack(ctx context.Context) error {
 	r.mu.Lock()
 	r.names, r.ptrs, r.dists, r.onCkpt, r.onCont = nil, nil, nil, nil, nil
 	r.mu.Unlock()
+	// The library first, then the values, in the order of a restarted
+	// rank's Init and cr.For: the ranks meet in the address exchange
+	// before each reads and verifies its own values, not after the
+	// slowest has.
+	if err := c.p.Restore(ctx, state); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	c.restart = nil
 	err = c.loadRestart(snapc.RestartInfo{Seq: req.Seq, Dir: req.Dir})
 	c.mu.Unlock()
 	if err != nil {
-		return err
-	}
-	if err := c.p.Restore(ctx, state); err != nil {
 		return err
 	}
 	c.log.Info("rolled back in place", "seq", req.Seq, "epoch", req.Target, "safe_point", c.restart.at)
