@@ -235,7 +235,16 @@ func (m *Module) dump(ctx context.Context, req crs.CheckpointRequest, nfy criu.N
 	}
 	c := criu.MakeCriu()
 	c.SetCriuPath(m.path)
-	if derr := c.Dump(opts, nfy); derr != nil {
+	derr := c.Dump(opts, nfy)
+	if derr != nil && logTail(work.Name(), "dump.log") == "" && crs.Alive(req.PID) == nil && ctx.Err() == nil {
+		// CRIU's service failed before it opened its log, so before it
+		// touched the tree (seen once in CI at load 15: "err:56", swrk
+		// exit status 1, no log): a second service is asked once.
+		m.logger().Warn("crs/criu: CRIU failed before it began the dump; asking once more", "pid", req.PID, "err", derr)
+		clearDir(req.Dir)
+		derr = c.Dump(opts, nfy)
+	}
+	if derr != nil {
 		clearDir(req.Dir)
 		if aerr := crs.Alive(req.PID); aerr != nil {
 			return fmt.Errorf("%w (CRIU: %w)", aerr, derr)
