@@ -23,6 +23,7 @@ import (
 	filemsftp "gompi/components/filem/sftp"
 	incdefault "gompi/components/inc/default"
 	plmlocal "gompi/components/plm/local"
+	plmslurm "gompi/components/plm/slurm"
 	plmssh "gompi/components/plm/ssh"
 	snapcfull "gompi/components/snapc/full"
 	snapcnone "gompi/components/snapc/none"
@@ -58,6 +59,7 @@ func Register(set *frameworks.Set) {
 	set.Coll.Register(collhan.New())
 	set.PLM.Register(plmlocal.New())
 	set.PLM.Register(plmssh.New())
+	set.PLM.Register(plmslurm.New())
 	set.FileM.Register(filemrsh.New())
 	set.FileM.Register(filemsftp.New())
 }

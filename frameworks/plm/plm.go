@@ -5,9 +5,11 @@
 // daemons dial back to.
 //
 // Components: local (every node name is a simulated node on this machine:
-// one gompid process each, with its own node-local directory) and ssh
-// (OpenSSH: `ssh <node> gompid ...`). local is the default; ssh is chosen
-// with `--mca plm ssh`.
+// one gompid process each, with its own node-local directory), ssh
+// (OpenSSH: `ssh <node> gompid ...`) and slurm (inside a Slurm allocation:
+// one `srun` step whose tasks are the daemons). local is the default
+// outside an allocation, slurm inside one; ssh is chosen with
+// `--mca plm ssh`. Package slurm below reads a Slurm allocation.
 //
 // The framework also registers the runtime's own parameters that belong
 // to no component: where node-local directories live, launch and kill

@@ -4,6 +4,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"gompi/boot"
 	"gompi/cli"
+	"gompi/frameworks/plm/slurm"
 	"gompi/frameworks/snapc"
 	"gompi/frameworks/sstore/snapshot"
 	"gompi/mca"
@@ -51,10 +53,12 @@ func NewCommand() *cobra.Command {
 		Use:   "gompirun [options] PROGRAM [ARGS...]",
 		Short: "Run a parallel job: start one gompid per node and the ranks under them",
 		Long: `gompirun runs PROGRAM as a parallel job of -np ranks. It maps the ranks onto
-the nodes of --host or --hostfile (this machine when neither is given),
+the nodes of --host or --hostfile (else, inside a Slurm allocation, the
+allocation's nodes with its tasks per node as slots; else this machine),
 starts one gompid daemon per node through the PLM framework (plm = local:
 every node name is a simulated node on this machine; --mca plm ssh: each
-node's daemon is started with ssh), prints the ranks' output and ends with
+node's daemon is started with ssh; plm slurm, chosen inside an allocation:
+the daemons are the tasks of one srun step), prints the ranks' output and ends with
 the job's exit status: 0, the status of the first rank that failed (128+N
 for a rank killed by signal N), or 128+N when gompirun was interrupted by
 signal N (SIGINT and SIGTERM are forwarded to the ranks; SIGUSR1, SIGUSR2 and
@@ -125,6 +129,11 @@ func (o *runOptions) complete() error {
 			return cli.Usagef("%v", err)
 		}
 	}
+	if o.nodes == nil && slurm.InAllocation(os.Getenv) {
+		if err := o.slurmNodes(); err != nil {
+			return err
+		}
+	}
 	if (o.restartRef == "") != (o.restartSeq < 0) {
 		return cli.Usagef("--restart-ref and --restart-seq go together (gompi-restart passes both)")
 	}
@@ -146,6 +155,27 @@ func (o *runOptions) complete() error {
 			}
 		}
 		o.xenv = append(o.xenv, k+"="+v)
+	}
+	return nil
+}
+
+// slurmNodes takes the nodes and slots of the Slurm allocation gompirun
+// runs in, as Open MPI's ras/slurm does, when no --host or --hostfile
+// says otherwise.
+func (o *runOptions) slurmNodes() error {
+	a, err := slurm.ReadAllocation(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("gompirun: inside a Slurm allocation: %w", err)
+	}
+	if have := a.TotalSlots(); o.np > have && !o.oversubscribe {
+		return cli.Usagef("-np %d, but Slurm job %s has %d slots (%s=%s on %s): allocate more tasks (salloc -n %d), lower -np, or allow more ranks than slots with --oversubscribe",
+			o.np, a.JobID, have, a.SlotsVar, a.SlotsList, a.NodeList, o.np)
+	}
+	for _, n := range a.Nodes {
+		if !hostfile.ValidName(n.Name) {
+			return fmt.Errorf("gompirun: Slurm job %s: node %q of %s is not a name gompi can use as a node", a.JobID, n.Name, a.NodeList)
+		}
+		o.nodes = append(o.nodes, hostfile.Node{Name: n.Name, Slots: n.Slots, SlotsGiven: true})
 	}
 	return nil
 }

@@ -281,10 +281,14 @@ func (k *kit) testKill(t *testing.T, stop bool) {
 	out := &Output{}
 	spec := k.spec(t, fmt.Sprintf("run-%d-%v", os.Getpid(), stop), out)
 	ds := k.launch(t, spec)
+	// Every daemon is ready before any launch process is stopped: the
+	// daemons may share one (plm slurm's srun), which carries their output.
 	for _, d := range ds {
 		if err := out.WaitFor(t, "plmtest: ready "+d.Node()); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, d := range ds {
 		checkLaunchProcess(t, d, spec.Handshake, k.opts.parent())
 		if stop {
 			if err := stopProcess(d.PID(), k.opts.parent() == os.Getpid()); err != nil {

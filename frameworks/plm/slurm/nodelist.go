@@ -3,8 +3,9 @@
 // SLURM_JOB_NODELIST, in Slurm's compressed host-list form
 // (`n[1-3,7],gpu[01-02]`), and the slots of each node from
 // SLURM_TASKS_PER_NODE (`2(x3),1`). It is gompirun's resource side under
-// Slurm, as Open MPI's ras/slurm is mpirun's; the slurm PLM component
-// (components/plm/slurm) starts the daemons.
+// Slurm, as Open MPI's ras/slurm is mpirun's (tools/run turns the
+// allocation into the job's nodes), and what the slurm PLM component
+// (components/plm/slurm), which starts the daemons, knows of Slurm.
 //
 // The parsers refuse what Slurm never writes and bound what they expand, so
 // that a hostile or corrupt list (`n[0-99999999]`) fails with a clear error
@@ -16,8 +17,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"gompi/rte/hostfile"
 )
 
 // ErrSyntax is wrapped by every error about a malformed node list or task
@@ -40,8 +39,10 @@ const maxListLen = 1 << 20
 // name in which bracketed range lists (`[1-3,7]`) may appear one or more
 // times (`r[1-2]n[01-02]` is r1n01, r1n02, r2n01, r2n02, in that order).
 // A range keeps the zero padding of its lower bound (`[08-10]` is 08, 09,
-// 10). Names are returned in list order, duplicates kept; each is a valid
-// node name (hostfile.ValidName).
+// 10). Names are returned in list order, duplicates kept; each is at most
+// 253 bytes of letters, digits, '-', '.' and '_', begins with a letter or
+// digit and ends with neither '-' nor '.' (what a host name and a node
+// directory allow).
 func ParseNodeList(s string) ([]string, error) {
 	entries, err := splitEntries(s)
 	if err != nil {
@@ -64,7 +65,7 @@ func ParseNodeList(s string) ([]string, error) {
 		out = expand(out, "", segs)
 	}
 	for _, name := range out {
-		if !hostfile.ValidName(name) {
+		if !validName(name) {
 			return nil, fmt.Errorf("%w: node list %q: %q is not a node name", ErrSyntax, abbrev(s), name)
 		}
 	}
@@ -190,8 +191,7 @@ func parseIndex(s string) (int, error) {
 	return n, nil
 }
 
-// validLiteral reports whether s can be part of a node name: the
-// characters hostfile.ValidName allows.
+// validLiteral reports whether s can be part of a node name.
 func validLiteral(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -200,6 +200,19 @@ func validLiteral(s string) bool {
 		}
 	}
 	return true
+}
+
+// validName reports whether name is a whole node name (see ParseNodeList).
+func validName(name string) bool {
+	if name == "" || len(name) > 253 || !validLiteral(name) {
+		return false
+	}
+	c := name[0]
+	if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+		return false
+	}
+	last := name[len(name)-1]
+	return last != '-' && last != '.'
 }
 
 // expand appends to out every name prefix+segs makes, in order.

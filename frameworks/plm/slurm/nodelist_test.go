@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"gompi/rte/hostfile"
 )
 
 func TestParseNodeList(t *testing.T) {
@@ -135,7 +133,7 @@ func FuzzParseNodeList(f *testing.F) {
 			t.Fatalf("ParseNodeList(%q) = %d names", s, len(got))
 		}
 		for _, n := range got {
-			if !hostfile.ValidName(n) {
+			if !validName(n) {
 				t.Fatalf("ParseNodeList(%q) gave %q, not a node name", s, n)
 			}
 		}
