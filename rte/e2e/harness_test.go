@@ -63,6 +63,7 @@ func TestMain(m *testing.M) {
 		// Race-built processes otherwise sleep a second as they exit,
 		// which every recovery and migration would wait for.
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
+		defer stopSlurm()
 		return m.Run()
 	}())
 }
@@ -145,9 +146,16 @@ func start(t *testing.T, args ...string) *job {
 // which becomes gompirun) as a job.
 func startProg(t *testing.T, prog string, args ...string) *job {
 	t.Helper()
+	return startPath(t, os.Environ(), filepath.Join(bin, prog), args...)
+}
+
+// startPath runs path (gompirun or a command that runs it, such as
+// salloc) with env as a job.
+func startPath(t *testing.T, env []string, path string, args ...string) *job {
+	t.Helper()
 	j := &job{t: t, more: make(chan struct{}, 1), done: make(chan struct{}), mark: randomMark(t)}
-	j.cmd = exec.Command(filepath.Join(bin, prog), args...)
-	j.cmd.Env = append(os.Environ(), "GOMPI_E2E_MARK="+j.mark)
+	j.cmd = exec.Command(path, args...)
+	j.cmd.Env = append(env, "GOMPI_E2E_MARK="+j.mark)
 	j.cmd.Dir = root
 	j.cmd.Stderr = &lockedWriter{mu: &j.mu, w: &j.stderr, poke: j.poke}
 	out, err := j.cmd.StdoutPipe()

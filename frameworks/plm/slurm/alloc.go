@@ -33,8 +33,9 @@ type Allocation struct {
 	// variable the slots came from and SlotsList is its value.
 	NodeList, SlotsVar, SlotsList string
 	// NoKill says the environment shows the allocation was made with
-	// --no-kill (SALLOC_NO_KILL or SBATCH_NO_KILL set, and not to 0 or
-	// "off"). False means unknown, not "without".
+	// --no-kill (SALLOC_NO_KILL or SBATCH_NO_KILL set, and not to "off":
+	// salloc and sbatch take "set" and "off" and refuse other values).
+	// False means unknown, not "without".
 	NoKill bool
 }
 
@@ -86,7 +87,7 @@ func ReadAllocation(getenv func(string) string) (Allocation, error) {
 		a.Nodes = append(a.Nodes, Node{Name: name, Slots: min(slots[i], maxSlots)})
 	}
 	_, nk := first(getenv, envNoKill)
-	a.NoKill = nk != "" && nk != "0" && !strings.EqualFold(nk, "off")
+	a.NoKill = nk != "" && !strings.EqualFold(nk, "off")
 	return a, nil
 }
 
@@ -98,7 +99,7 @@ func (a Allocation) NoKillWarning() string {
 	}
 	return fmt.Sprintf("cannot tell whether Slurm job %s was allocated with --no-kill (-k): Slurm does not show it to the job. "+
 		"Without it, Slurm ends the whole allocation, gompirun included, when one of its nodes fails, and no recovery is possible. "+
-		"Allocate with salloc -k or sbatch -k (or set %s=1 or %s=1 before salloc/sbatch, which also tells gompirun)",
+		"Allocate with salloc -k or sbatch -k (or export %s=set or %s=set before salloc/sbatch, which also tells gompirun)",
 		a.JobID, envNoKill[0], envNoKill[1])
 }
 

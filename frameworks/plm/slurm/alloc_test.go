@@ -19,9 +19,9 @@ func TestReadAllocation(t *testing.T) {
 	}{
 		{name: "salloc", env: map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-3]", "SLURM_TASKS_PER_NODE": "2(x3)"},
 			want: []Node{n("n1", 2), n("n2", 2), n("n3", 2)}},
-		{name: "uneven", env: map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "a[1-2],b", "SLURM_TASKS_PER_NODE": "2(x2),1", "SALLOC_NO_KILL": "1"},
+		{name: "uneven", env: map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "a[1-2],b", "SLURM_TASKS_PER_NODE": "2(x2),1", "SALLOC_NO_KILL": "set"},
 			want: []Node{n("a1", 2), n("a2", 2), n("b", 1)}, noKill: true},
-		{name: "old names", env: map[string]string{"SLURM_JOB_ID": "7", "SLURM_NODELIST": "x", "SLURM_JOB_CPUS_PER_NODE": "4", "SBATCH_NO_KILL": "yes"},
+		{name: "old names", env: map[string]string{"SLURM_JOB_ID": "7", "SLURM_NODELIST": "x", "SLURM_JOB_CPUS_PER_NODE": "4", "SBATCH_NO_KILL": "set"},
 			want: []Node{n("x", 4)}, noKill: true},
 		{name: "no-kill off", env: map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "x", "SLURM_TASKS_PER_NODE": "1", "SBATCH_NO_KILL": "off"},
 			want: []Node{n("x", 1)}},
