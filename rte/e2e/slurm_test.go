@@ -60,7 +60,8 @@ func slurmEnv(c *slurmtest.Cluster) []string {
 // TestSlurmHeat: heat on six ranks in a three-node allocation, its nodes
 // and slots taken from Slurm and its daemons started by srun, computes
 // what one rank computes; an -np above the allocation's slots is refused
-// with a clear error.
+// with a clear error; an allocation not known to be --no-kill is warned
+// about.
 func TestSlurmHeat(t *testing.T) {
 	c := slurmCluster(t)
 	heat := []string{filepath.Join(bin, "heat"), "-size", "48", "-steps", "30"}
@@ -92,6 +93,14 @@ func TestSlurmHeat(t *testing.T) {
 	code, _, errs = j.wait()
 	if code == 0 || !regexp.MustCompile(`-np 6, but Slurm job \d+ has 3 slots \(SLURM_TASKS_PER_NODE=1\(x3\) on n\[1-3\]\)`).MatchString(errs) {
 		t.Errorf("-np 6 in a 3-slot allocation: status %d, stderr:\n%s\nwant an error naming the slots", code, errs)
+	}
+
+	// salloc -k without SALLOC_NO_KILL: the job runs, and gompirun warns
+	// once that it cannot tell.
+	j = startPath(t, c.Env(), "salloc", append([]string{"-k", "-N", "2", "-n", "2", filepath.Join(bin, "gompirun")}, heat...)...)
+	code, _, errs = j.wait()
+	if code != 0 || strings.Count(errs, "cannot tell whether Slurm job") != 1 || !strings.Contains(errs, "SALLOC_NO_KILL=set") {
+		t.Errorf("an allocation not known to be --no-kill: status %d, stderr:\n%s\nwant one warning", code, errs)
 	}
 }
 

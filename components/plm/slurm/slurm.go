@@ -95,6 +95,7 @@ type module struct {
 	args       []string
 	daemon     string
 	warnNoKill bool
+	warned     sync.Once // the --no-kill warning, once per gompirun, not per launch
 }
 
 func (m *module) Network() string { return "tcp" }
@@ -119,11 +120,13 @@ func (m *module) Launch(ctx context.Context, spec plm.Spec) ([]plm.Daemon, error
 		remote = local
 	}
 	if m.warnNoKill && spec.Stderr != nil {
-		if a, err := slurm.ReadAllocation(os.Getenv); err == nil {
-			if w := a.NoKillWarning(); w != "" {
-				fmt.Fprintf(spec.Stderr, "gompirun: warning: %s; %s=false silences this warning\n", w, ParamWarnNoKill)
+		m.warned.Do(func() {
+			if a, err := slurm.ReadAllocation(os.Getenv); err == nil {
+				if w := a.NoKillWarning(); w != "" {
+					fmt.Fprintf(spec.Stderr, "gompirun: warning: %s; %s=false silences this warning\n", w, ParamWarnNoKill)
+				}
 			}
-		}
+		})
 	}
 	args, err := daemonArgs(spec)
 	if err != nil {
