@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -199,4 +200,84 @@ func refOfPID(t *testing.T, pid int, dir string) snapshot.Ref {
 		t.Fatal(err)
 	}
 	return snapshot.Ref{Dir: dir, Name: snapshot.RefName(r.Job)}
+}
+
+// TestSlurmAutor: heat under errmgr autor in a three-node allocation
+// loses node n2 (its slurmd and its gompid killed) after a checkpoint,
+// and recovers onto n1 and n3 in a new srun step, ending with the
+// checksum of an uninterrupted run.
+func TestSlurmAutor(t *testing.T) {
+	c := slurmCluster(t)
+	want := heatWant(t)
+	dir, local := t.TempDir(), t.TempDir()
+	args := []string{"-k", "-N", "3", "-n", "6", filepath.Join(bin, "gompirun"), "-np", "6", "-am", "ft-enable-cr",
+		"--mca", "errmgr", "autor,default", "--mca", "snapc_base_global_snapshot_dir", dir,
+		"--mca", "sstore", "stage", "--mca", "sstore_stage_local_snapshot_dir", local, filepath.Join(bin, "heat")}
+	j := startPath(t, slurmEnv(c), "salloc", append(args, autorHeat...)...)
+	var run, victim int
+	j.waitFor("n2's daemon connected", func([]string, string) bool {
+		if run == 0 {
+			run = findMarked(j.mark, "gompirun", "")
+		}
+		victim = findMarked(j.mark, "gompid", "n2")
+		return run != 0 && victim != 0 && daemonConnected(run, "n2")
+	})
+	ref := refOfPID(t, run, dir)
+	if code, out, errs := tool(t, "gompi-checkpoint", fmt.Sprint(run)); code != 0 || out != "Snapshot Ref.:   0 "+ref.Name+"\n" {
+		t.Fatalf("gompi-checkpoint: status %d\n%s%s", code, out, errs)
+	}
+	if err := c.KillNode("n2"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.StartNode(context.Background(), "n2"); err != nil {
+			t.Errorf("restart n2's slurmd: %v", err)
+		}
+	})
+	kill(t, "n2's gompid", victim)
+	j.waitErr("gompirun: recovery 1: every rank runs again")
+	code, lines, errs := j.wait()
+	if code != 0 {
+		t.Fatalf("heat under autor after n2 was lost: status %d\n%s", code, errs)
+	}
+	if got, _ := heatChecksum(lines, ""); got != want {
+		t.Errorf("checksum %q after the recovery, want %q\n%s", got, want, errs)
+	}
+	moved := regexp.MustCompile(`restarting 6 ranks from sequence 0 of \S+ \(rank 2 n2 -> n[13], rank 3 n2 -> n[13]\)`)
+	if !strings.Contains(errs, "node n2 was lost") || !moved.MatchString(errs) {
+		t.Errorf("gompirun's report does not say n2 was lost and its ranks moved to n1 and n3:\n%s", errs)
+	}
+	noSurvivors(t, "after the recovery", func() []int { return marked(j.mark) })
+}
+
+// findMarked returns a process of the job marked mark whose name is comm
+// and, when node is set, whose command line names node; 0 if none.
+func findMarked(mark, comm, node string) int {
+	for _, pid := range marked(mark) {
+		c, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil || strings.TrimSpace(string(c)) != comm {
+			continue
+		}
+		cl, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && (node == "" || strings.Contains(string(cl), "\x00--node\x00"+node+"\x00")) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// daemonConnected reports whether gompi-ps shows node's daemon in the job
+// of gompirun pid.
+func daemonConnected(pid int, node string) bool {
+	out, err := quickTool("gompi-ps", "--json", "--ranks", fmt.Sprint(pid)).Output()
+	var jobs []psJob
+	if err != nil || json.Unmarshal(out, &jobs) != nil || len(jobs) != 1 {
+		return false
+	}
+	for _, d := range jobs[0].Daemons {
+		if d.Node == node && d.PID > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -294,3 +294,25 @@ func shortHostname() (string, error) {
 	h, _, _ = strings.Cut(h, ".")
 	return h, nil
 }
+
+// KillNode kills node's slurmd with SIGKILL, as a node failure would end
+// it (the processes of its steps live on, as on a node cut off).
+func (c *Cluster) KillNode(node string) error {
+	b, err := os.ReadFile(filepath.Join(c.Dir, "slurmd-"+node+".pid"))
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return fmt.Errorf("slurmtest: slurmd of %s: bad pid file %q", node, b)
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// StartNode starts node's slurmd again and waits until every node is idle.
+func (c *Cluster) StartNode(ctx context.Context, node string) error {
+	if err := c.run(ctx, "slurmd", "-f", c.Conf, "-N", node); err != nil {
+		return err
+	}
+	return c.waitIdle(ctx)
+}

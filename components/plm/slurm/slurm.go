@@ -16,11 +16,11 @@
 // The step's srun is every node's launch process: its standard input
 // carries the handshake to every task (--input=all) and, when it closes,
 // tells every daemon gompirun is gone. Each daemon learns its node's name
-// from SLURMD_NODENAME. Not done yet: ending one node's daemon alone (the
-// HNP's reaction to a lost node, Daemon.Kill while the others run) only
-// marks it; the step is signalled once every node's daemon has been asked
-// to end, or when gompirun ends. A recovery onto the remaining nodes in a
-// new step that excludes the lost one is not done either.
+// from SLURMD_NODENAME. A recovery (errmgr autor) launches again with the
+// remaining nodes: a new step that excludes the lost one. Not done yet:
+// ending one node's daemon alone (the HNP's reaction to a lost node,
+// Daemon.Kill while the others run) only marks it; the step is signalled
+// once every node's daemon has been asked to end, or when gompirun ends.
 package plmslurm
 
 import (
