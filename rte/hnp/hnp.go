@@ -258,6 +258,13 @@ func hnpDir(secret control.Secret) (string, error) {
 		return "", fmt.Errorf("control directory: %w", err)
 	}
 	dir := rte.HNPDir(os.Getpid())
+	// A directory of this pid can only be a dead gompirun's that had it:
+	// gone before anything is put there, its stale record cannot make a
+	// gompi-ps meanwhile remove the directory with this one's secret and
+	// socket (jobs.List keeps the directory of a live pid with no record).
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("control directory: a dead job's %s: %w", dir, err)
+	}
 	if err := control.PrivateDir(dir); err != nil {
 		return "", fmt.Errorf("control directory: %w", err)
 	}

@@ -2,10 +2,14 @@ package hnp
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"gompi/boot"
 	"gompi/frameworks/errmgr"
+	"gompi/rte"
+	"gompi/rte/control"
 )
 
 // TestDataSecretPerGeneration (issue 31 item 2): every daemon's Launch
@@ -52,5 +56,33 @@ func TestDataSecretPerGeneration(t *testing.T) {
 	}
 	if nj.dataSecret.IsZero() || nj.dataSecret == before {
 		t.Error("the recovered job relaunches its ranks under the data-plane secret of the generation before")
+	}
+}
+
+// TestHNPDirClearsDeadJob: the directory a dead gompirun with this pid
+// left (its record, anything else) is gone before the new one's secret is
+// written, so no tool takes the old record for this job.
+func TestHNPDirClearsDeadJob(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	old := rte.HNPDir(os.Getpid())
+	if err := os.MkdirAll(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{rte.JobRecordFile, "leftover"} {
+		if err := os.WriteFile(filepath.Join(old, f), []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := control.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := hnpDir(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 || ents[0].Name() != rte.SecretFile {
+		t.Fatalf("%s holds %v (%v), want only %s", dir, ents, err, rte.SecretFile)
 	}
 }

@@ -110,14 +110,12 @@ func List() ([]Record, error) {
 			out = append(out, r)
 			continue
 		}
-		// A directory is removed only once no process has its pid: a
-		// gompirun that is starting (no record yet, or still the stale one
-		// of a dead gompirun that had its pid) must keep what it has
-		// already put there, its secret and control socket.
-		if _, serr := ProcStart(n); serr == nil {
-			continue
+		dir := rte.HNPDir(n)
+		st, serr := ProcStart(n)
+		if errors.Is(err, ErrNoJob) && serr == nil && (r.ProcStart == 0 || st == r.ProcStart) {
+			continue // a gompirun that is starting and has not written its record yet
 		}
-		_ = os.RemoveAll(rte.HNPDir(n))
+		_ = os.RemoveAll(dir)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
 	return out, nil

@@ -1,9 +1,7 @@
 package jobs
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -89,40 +87,4 @@ func TestWriteListRead(t *testing.T) {
 	if _, err := Read(self); err == nil {
 		t.Error("Read without a record succeeded")
 	}
-	// A stale record, a dead gompirun's whose pid a starting one now has,
-	// does not list and does not make its directory go: the new
-	// gompirun's secret and socket are in it.
-	stale := rec
-	stale.ProcStart = ps + 1
-	if err := Write(dir, stale); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := List(); len(got) != 0 {
-		t.Errorf("List() = %+v with a stale record", got)
-	}
-	if _, err := os.Stat(dir + "/" + rte.SecretFile); err != nil {
-		t.Errorf("the directory of a live pid with a stale record was emptied: %v", err)
-	}
-	// Once no process has the pid, the directory goes.
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	dead := rte.HNPDir(cmd.Process.Pid)
-	if err := control.PrivateDir(dead); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := List(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) && pidUnused(cmd.Process.Pid) {
-		t.Errorf("the directory of a dead pid stays: %v", err)
-	}
-}
-
-// pidUnused reports whether no process has pid (the pid of a
-// process the test waited for may have been taken again meanwhile).
-func pidUnused(pid int) bool {
-	_, err := ProcStart(pid)
-	return err != nil
 }
