@@ -134,11 +134,12 @@ type peer struct {
 	mod      btl.Module
 	self, ep btl.Endpoint
 
-	mu      sync.Mutex
-	writing bool
-	queue   []*sendOp
-	out     btl.Conn // set under mu by the token holder
-	hdr     [hdrLen]byte
+	mu       sync.Mutex
+	writing  bool
+	queue    []*sendOp
+	out      btl.Conn // set under mu by the token holder, or by anyone under mu while nobody holds it
+	hdr      [hdrLen]byte
+	dropIdle bool // out was closed while the token was held: forget it when the holder gives the token back
 
 	failErr atomic.Pointer[ProcFailedError] // failed: every operation with it fails
 	gone    atomic.Pointer[ProcFailedError] // said goodbye: receives from it fail
@@ -558,6 +559,16 @@ func (p *Proc) enqueueLocked(pe *peer, op *sendOp) {
 	}
 }
 
+// idleLocked gives the writer token back; the caller holds pe.mu. A
+// connection dropOut closed under the holder is forgotten now, when
+// nobody can be writing on it.
+func (pe *peer) idleLocked() {
+	pe.writing = false
+	if pe.dropIdle {
+		pe.out, pe.dropIdle = nil, false
+	}
+}
+
 // release gives up the writer token, handing it to a writer goroutine when
 // sends queued up meanwhile.
 func (p *Proc) release(pe *peer, err error) {
@@ -570,7 +581,7 @@ func (p *Proc) release(pe *peer, err error) {
 		go p.writer(pe)
 		return
 	}
-	pe.writing = false
+	pe.idleLocked()
 	pe.mu.Unlock()
 }
 
@@ -590,7 +601,7 @@ func (p *Proc) writer(pe *peer) {
 			// Give the token back before the last operation completes, so
 			// whoever it wakes finds the peer idle (SaveState at a safe
 			// point right after a Wait must not see a send in progress).
-			pe.writing = false
+			pe.idleLocked()
 			pe.mu.Unlock()
 			op.finish(err)
 			return
@@ -599,7 +610,7 @@ func (p *Proc) writer(pe *peer) {
 		op.finish(err)
 		pe.mu.Lock()
 	}
-	pe.writing = false
+	pe.idleLocked()
 	pe.mu.Unlock()
 }
 
@@ -634,6 +645,13 @@ func (p *Proc) transmit(pe *peer, kind uint8, ctx uint64, tag int, seq uint64, d
 			pe.mu.Unlock()
 			c.Close()
 			return e
+		}
+		if p.rb.active.Load() {
+			// A rollback began while dialing: its disconnect did not see
+			// this connection, which belongs to the old epoch.
+			pe.mu.Unlock()
+			c.Close()
+			return p.rolledBackErr()
 		}
 		pe.out = c
 		pe.mu.Unlock()

@@ -358,11 +358,17 @@ func (p *Proc) disconnect() {
 }
 
 // dropOut closes the connection this process dialed to the peer; the
-// next send dials again.
+// next send dials again. A suspension drops them once its sends are done;
+// a rollback may find a send being written, which then fails on the closed
+// connection, and the holder of the writer token forgets it (idleLocked).
 func (pe *peer) dropOut() {
 	pe.mu.Lock()
 	out := pe.out
-	pe.out = nil
+	if pe.writing {
+		pe.dropIdle = true
+	} else {
+		pe.out = nil
+	}
 	pe.mu.Unlock()
 	if out != nil {
 		out.Close()
