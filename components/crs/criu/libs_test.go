@@ -1,6 +1,8 @@
 package crscriu
 
 import (
+	"bufio"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -12,11 +14,28 @@ import (
 // size or is gone (a rebuilt libmpi_abi.so.1 under a C rank); unchanged,
 // it passes. No CRIU is needed: the records and the check are gompi's.
 func TestLibsRecordedAndChecked(t *testing.T) {
-	cmd := exec.Command("sleep", "60")
+	// cat echoing a line has its libraries mapped: recorded right after
+	// exec, a process may not have them yet (the dynamic loader is still
+	// at work).
+	cmd := exec.Command("cat")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
-		t.Skip("no sleep to map libraries:", err)
+		t.Fatal("no cat to map libraries:", err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if _, err := io.WriteString(in, "mapped?\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
 	meta := map[string]string{}
 	pids := []int{cmd.Process.Pid}
 	if err := recordExes(pids, meta); err != nil {
@@ -40,7 +59,7 @@ func TestLibsRecordedAndChecked(t *testing.T) {
 		}
 	}
 	if libc == "" {
-		t.Skipf("sleep maps no C library here (static?): %v", meta)
+		t.Fatalf("cat maps no C library (is it static?): %v", meta)
 	}
 	if err := checkExes(meta); err != nil {
 		t.Fatalf("unchanged libraries refused: %v", err)
