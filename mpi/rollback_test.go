@@ -14,7 +14,9 @@ import (
 // TestRollBackInPlace: 4 ranks save their library state at a common point
 // (a message to rank 1 still unreceived, a Dup made), go on, block in
 // receives and a collective that cannot finish, and are rolled back: every
-// blocked or later call fails with ErrRolledBack, and after Restore the
+// blocked call fails (ErrRolledBack, or ErrProcFailed when a peer's
+// rollback closed its connection first), every later one with
+// ErrRolledBack, and after Restore the
 // world keeps its handle, the saved message is delivered, the program's
 // Dup replays to a working communicator (the old one is freed) and
 // collectives agree again.
@@ -56,8 +58,11 @@ func rollBackInPlace(t *testing.T, btl string) {
 		default:
 			err = mpi.Allreduce(w, []int{1}, make([]int, 1), mpi.Sum)
 		}
-		if !errors.Is(err, mpi.ErrRolledBack) {
-			return fmt.Errorf("blocked call: %v, want ErrRolledBack", err)
+		// A peer that rolled back first closed its connections: the
+		// call may have seen that as its failure before this rank's own
+		// rollback came, as cr.Run documents (it treats both alike).
+		if !errors.Is(err, mpi.ErrRolledBack) && !errors.Is(err, mpi.ErrProcFailed) {
+			return fmt.Errorf("blocked call: %v, want ErrRolledBack or ErrProcFailed", err)
 		}
 		if err := <-interrupted; err != nil {
 			return err

@@ -84,7 +84,7 @@ func Start(cfg Config, fn func(p *mpi.Proc) error) []error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	j.cancel = cancel
+	j.stopped, j.cancel = ctx.Done(), cancel
 	errs := make([]error, cfg.N)
 	var wg sync.WaitGroup
 	for r := 0; r < cfg.N; r++ {
@@ -169,8 +169,12 @@ type job struct {
 	got    int
 	ready  chan struct{}
 	cancel context.CancelFunc
-	abort  error
-	secret []byte // the job's, shared by its ranks
+	// stopped closes when a rank failed: modex rounds give up then,
+	// whatever context their caller passed, so the failure is reported
+	// instead of the others waiting for a rank that will never come.
+	stopped <-chan struct{}
+	abort   error
+	secret  []byte // the job's, shared by its ranks
 	// rounds are the modex rounds after suspensions, by epoch.
 	rounds map[uint64]*round
 }
@@ -223,6 +227,8 @@ func (b *boot) Modex(ctx context.Context, mine map[string]string) ([]map[string]
 	case <-j.ready:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("mpitest: modex: %w", ctx.Err())
+	case <-j.stopped:
+		return nil, fmt.Errorf("mpitest: modex: %w: another rank failed", mpi.ErrStopped)
 	}
 	out := make([]map[string]string, j.n)
 	for i, m := range j.modex {
@@ -261,6 +267,8 @@ func (b *boot) Remodex(ctx context.Context, epoch uint64, mine map[string]string
 	case <-rd.ready:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("mpitest: modex of epoch %d: %w", epoch, ctx.Err())
+	case <-j.stopped:
+		return nil, fmt.Errorf("mpitest: modex of epoch %d: %w: another rank failed", epoch, mpi.ErrStopped)
 	}
 	out := make([]map[string]string, j.n)
 	for i, m := range rd.modex {

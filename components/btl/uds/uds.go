@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -130,23 +131,47 @@ func ensureDir(dir string) error {
 	return nil
 }
 
+// maxBindAttempts bounds how often Listen makes the job's folder again
+// after it vanished: each time another rank of the job removed it, which
+// it does at most once per Unlisten.
+const maxBindAttempts = 16
+
+// bindIn makes (or checks) the job's folder dir and listens on sock in it.
+func bindIn(ctx context.Context, dir, sock string) (net.Listener, error) {
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("btl/uds: socket folder: %w", err)
+	}
+	// A socket left by a killed run of the same job and rank would make
+	// the bind fail; nobody else can own it in our private folder.
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("btl/uds: remove stale socket: %w", err)
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("btl/uds: listen on %s: %w", sock, err)
+	}
+	return l, nil
+}
+
 func (m *module) Listen(ctx context.Context, self btl.Endpoint, accept func(btl.Conn)) (string, error) {
 	dir, sock, err := jobDir(m.base, self.Job, self.Rank)
 	if err != nil {
 		return "", fmt.Errorf("btl/uds: %w", err)
 	}
-	if err := ensureDir(dir); err != nil {
-		return "", fmt.Errorf("btl/uds: socket folder: %w", err)
-	}
-	// A socket left by a killed run of the same job and rank would make
-	// the bind fail; nobody else can own it in our private folder.
-	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("btl/uds: remove stale socket: %w", err)
-	}
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "unix", sock)
-	if err != nil {
-		return "", fmt.Errorf("btl/uds: listen on %s: %w", sock, err)
+	// The folder goes when the job's last socket on this node closes
+	// (Unlisten), so a rank listening anew while another rank of the job
+	// stops listening (a rollback, a suspension) can see it vanish before
+	// its socket is bound in it: make it again.
+	var l net.Listener
+	for attempt := 1; ; attempt++ {
+		l, err = bindIn(ctx, dir, sock)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt == maxBindAttempts {
+			return "", err
+		}
 	}
 	ln := l.(*net.UnixListener)
 	m.mu.Lock()
