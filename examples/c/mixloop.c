@@ -36,6 +36,10 @@
  *
  *     gompicc -O2 -o mixloop examples/c/mixloop.c -lpthread
  *     gompirun -np 4 ./mixloop -iters 200 -every 50
+ *
+ * It is C++ too (gompicxx -x c++ builds it: the mallocs are cast, and its
+ * thread is then a std::thread), so the tests checkpoint a C++ program
+ * with its C++ runtime, with no second source to keep in step.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -45,6 +49,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __cplusplus
+#include <thread>
+#endif
 
 #define SIDE 8
 #define NSTRUCT 16
@@ -94,7 +101,7 @@ static uint64_t fold(uint64_t h, uint64_t v) { return (h ^ v) * FNV_PRIME; }
 
 static void *work(void *arg)
 {
-	struct worker *w = arg;
+	struct worker *w = (struct worker *)arg;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (w->posted == w->done && !w->quit)
@@ -229,7 +236,7 @@ static uint64_t step(const struct options *o, long i, int rank, int size, MPI_Da
 	TIMED(ALLREDUCE, MPI_Allreduce(&v, &mx, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
 	h = fold(h, (uint64_t)mx);
 	if (i % 3 == 0) {
-		int *out = malloc(sizeof(int) * (size_t)size), *in = malloc(sizeof(int) * (size_t)size);
+		int *out = (int *)malloc(sizeof(int) * (size_t)size), *in = (int *)malloc(sizeof(int) * (size_t)size);
 		for (int p = 0; p < size; p++)
 			out[p] = (int)(i * 100 + rank * 10 + p);
 		TIMED(ALLTOALL, MPI_Alltoall(out, 1, MPI_INT, in, 1, MPI_INT, MPI_COMM_WORLD));
@@ -273,15 +280,19 @@ int main(int argc, char **argv)
 		MPI_Comm_dup(MPI_COMM_WORLD, &w.comm);
 	}
 	w.words = (size_t)o.state_mib * (1 << 20) / sizeof(uint64_t);
-	w.state = malloc(w.words * sizeof(uint64_t) + 1);
+	w.state = (uint64_t *)malloc(w.words * sizeof(uint64_t) + 1);
 	if (w.state == NULL) {
 		fprintf(stderr, "mixloop: no memory for %ld MiB of state\n", o.state_mib);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	for (size_t j = 0; j < w.words; j++)
 		w.state[j] = (uint64_t)rank * w.words + j;
+#ifdef __cplusplus
+	std::thread th(work, &w); /* the C++ runtime's thread, over pthreads */
+#else
 	pthread_t th;
 	pthread_create(&th, NULL, work, &w);
+#endif
 
 	MPI_Datatype column, items;
 	types(&column, &items);
@@ -303,11 +314,15 @@ int main(int argc, char **argv)
 	w.quit = 1;
 	pthread_cond_broadcast(&w.cv);
 	pthread_mutex_unlock(&w.mu);
+#ifdef __cplusplus
+	th.join();
+#else
 	pthread_join(th, NULL);
+#endif
 	if (w.comm != MPI_COMM_NULL)
 		MPI_Comm_free(&w.comm);
 
-	uint64_t *all = malloc(sizeof(uint64_t) * (size_t)size);
+	uint64_t *all = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)size);
 	MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
 		uint64_t sum = 14695981039346656037ULL;

@@ -22,13 +22,15 @@ import (
 // the C program is: inside a blocking or non-blocking collective, in a
 // point-to-point wait, between calls, with its own pthread computing.
 
-// cMixloop is the compiled mixloop (built once, by cProgram).
+// cMixloop is the compiled mixloop (built once, by cProgram), as C and,
+// with gompicxx, as C++.
 var cMixloop struct {
-	once   sync.Once
-	path   string
-	prefix string // of the C interface it links
-	err    error
-	skip   string
+	once    sync.Once
+	path    string
+	cxxPath string
+	prefix  string // of the C interface it links
+	err     error
+	skip    string
 }
 
 // cProgram returns mixloop built with gompicc: against GOMPI_C_PREFIX's C
@@ -57,11 +59,15 @@ func cProgram(t *testing.T) string {
 				return
 			}
 		}
-		cMixloop.path, cMixloop.prefix = filepath.Join(bin, "mixloop"), prefix
-		cc := exec.Command(filepath.Join(prefix, "bin", "gompicc"), "-O2", "-o", cMixloop.path,
-			filepath.Join(modRoot, "examples", "c", "mixloop.c"), "-lpthread")
-		if out, err := cc.CombinedOutput(); err != nil {
-			cMixloop.err = fmt.Errorf("gompicc mixloop.c: %w\n%s", err, out)
+		cMixloop.prefix = prefix
+		cMixloop.path, cMixloop.cxxPath = filepath.Join(bin, "mixloop"), filepath.Join(bin, "mixloop++")
+		src := filepath.Join(modRoot, "examples", "c", "mixloop.c")
+		for _, b := range []struct{ cc, out, lang string }{{"gompicc", cMixloop.path, "c"}, {"gompicxx", cMixloop.cxxPath, "c++"}} {
+			cc := exec.Command(filepath.Join(prefix, "bin", b.cc), "-O2", "-o", b.out, "-x", b.lang, src, "-x", "none", "-lpthread")
+			if out, err := cc.CombinedOutput(); err != nil {
+				cMixloop.err = fmt.Errorf("%s mixloop.c: %w\n%s", b.cc, err, out)
+				return
+			}
 		}
 	})
 	if cMixloop.skip != "" {
@@ -71,6 +77,13 @@ func cProgram(t *testing.T) string {
 		t.Fatal(cMixloop.err)
 	}
 	return cMixloop.path
+}
+
+// cxxProgram returns mixloop built as C++ with gompicxx (see cProgram).
+func cxxProgram(t *testing.T) string {
+	t.Helper()
+	cProgram(t)
+	return cMixloop.cxxPath
 }
 
 // buildC installs gompi's C interface into prefix with scripts/build-c.sh,
@@ -320,10 +333,10 @@ func restartC(t *testing.T, refPath string, seq int, pl placement, want string) 
 	noSurvivors(t, "after the restarted job", func() []int { return marked(r.mark) })
 }
 
-// TestCRIUCSignal: a C rank restored from its CRIU images still ends on a
-// signal it does not handle. mixloop (which handles none) runs as one
-// rank with crs=criu and -mt 1 (its pthread in MPI calls too), paced so
-// it outlasts the test, and is checkpointed
+// TestCRIUCSignal: a C++ rank restored from its CRIU images still ends on
+// a signal it does not handle. mixloop built as C++ (which handles none)
+// runs as one rank with crs=criu and -mt 1 (its pthread in MPI calls
+// too), paced so it outlasts the test, and is checkpointed
 // with --term; gompi-restart restores it, and SIGTERM to the restored C
 // process (the only child of its restored init) ends it: gompirun reports
 // the rank killed by signal 15 and exits with 128+15, as for a rank never
@@ -332,7 +345,7 @@ func TestCRIUCSignal(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("CRIU and the rank init's PID namespace need root")
 	}
-	prog := cProgram(t)
+	prog := cxxProgram(t)
 	dir := t.TempDir()
 	j := start(t, append([]string{"-np", "1", "--host", "n1", "-am", "ft-enable-cr", "--mca", "snapc_base_global_snapshot_dir", dir},
 		append(criuParams(), prog, "-iters", "1000000", "-every", "10", "-pace-us", mixPace, "-mt", "1")...)...)
@@ -347,6 +360,9 @@ func TestCRIUCSignal(t *testing.T) {
 	meta, err := os.ReadFile(filepath.Join(ref.Path(), "0", "gompi_snapshot_0.ckpt", "snapshot_meta"))
 	if err != nil || !regexp.MustCompile(`criu_lib_\d+ value="\d+ /\S*/libmpi_abi\.so\.1"`).Match(meta) {
 		t.Errorf("the snapshot does not record libmpi_abi.so.1 (%v):\n%s", err, meta)
+	}
+	if !regexp.MustCompile(`criu_lib_\d+ value="\d+ /\S*/libstdc\+\+\.so\.6[.\d]*"`).Match(meta) {
+		t.Errorf("the snapshot of the C++ rank does not record libstdc++:\n%s", meta)
 	}
 	r := startProg(t, "gompi-restart", append(criuParams(), ref.Path())...)
 	at := lastIter(j.output())
