@@ -12,6 +12,7 @@
  *   - if it is iteration i's laggard (rank i % size), sleeps -pace-us
  *     microseconds while -pace-while's file exists (always, without
  *     -pace-while), so the others wait inside the collectives that follow;
+ *     at iteration -hold-at it stays held for as long as that file exists;
  *   - Ibcast of an array of structs {int, double, int64} (a struct
  *     datatype, resized) from rank i % size, overlapped with an
  *     Iallreduce(SUM) of 4 words, completed by Waitall; Allreduce(MAX);
@@ -74,7 +75,7 @@ static long stalled[NPARTS];
 	} while (0)
 
 struct options {
-	long iters, every, state_mib, pace_us, stalls, mt;
+	long iters, every, state_mib, pace_us, stalls, mt, hold_at;
 	const char *pace_while;
 };
 
@@ -149,7 +150,7 @@ static uint64_t collect(struct worker *w)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	*o = (struct options){.iters = 200, .every = 0, .state_mib = 1, .pace_us = 0, .stalls = 0, .mt = 0, .pace_while = NULL};
+	*o = (struct options){.iters = 200, .every = 0, .state_mib = 1, .pace_us = 0, .stalls = 0, .mt = 0, .hold_at = -1, .pace_while = NULL};
 	for (int i = 1; i < argc; i++) {
 		const char *name = argv[i];
 		while (*name == '-')
@@ -171,6 +172,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->stalls = atol(val);
 		else if (strcmp(name, "mt") == 0)
 			o->mt = atol(val);
+		else if (strcmp(name, "hold-at") == 0)
+			o->hold_at = atol(val);
 		else
 			return -1;
 	}
@@ -192,7 +195,10 @@ static void types(MPI_Datatype *column, MPI_Datatype *items)
 	MPI_Type_free(&raw);
 }
 
-/* pace holds iteration i's laggard, so the others wait in the collectives. */
+/* pace holds iteration i's laggard, so the others wait in the collectives;
+ * at iteration -hold-at it holds it for as long as -pace-while's file
+ * exists, so a test's checkpoints never run out of iterations however slow
+ * they are, and still find the others inside the collectives. */
 static void pace(const struct options *o, long i, int rank, int size)
 {
 	if (o->pace_us == 0 || i % size != rank)
@@ -200,6 +206,8 @@ static void pace(const struct options *o, long i, int rank, int size)
 	if (o->pace_while != NULL && access(o->pace_while, F_OK) != 0)
 		return;
 	usleep((useconds_t)o->pace_us);
+	while (i == o->hold_at && o->pace_while != NULL && access(o->pace_while, F_OK) == 0)
+		usleep((useconds_t)o->pace_us);
 }
 
 /* step is one iteration's communication; it returns the hash h folded
@@ -267,7 +275,7 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (parse_args(argc, argv, &o) != 0) {
 		if (rank == 0)
-			fprintf(stderr, "usage: mixloop [-iters N] [-every K] [-state MiB] [-pace-us U] [-pace-while FILE] [-stalls 1] [-mt 1]\n");
+			fprintf(stderr, "usage: mixloop [-iters N] [-every K] [-state MiB] [-pace-us U] [-pace-while FILE] [-hold-at I] [-stalls 1] [-mt 1]\n");
 		MPI_Finalize();
 		return 2;
 	}

@@ -113,8 +113,11 @@ const mixPace = "8000"
 
 // mixIters is enough iterations for want checkpoints and the migration
 // and recovery after them, with room (measured: 8 to 15 paced iterations
-// go by per checkpoint on a 2-core machine, at load 12 under -race); the
-// rest run unpaced, about 3 ms each.
+// go by per checkpoint on a 2-core machine, at load 12 under -race, but 50
+// at load 20); the rest run unpaced, about 3 ms each. TestCRIUCProgram
+// also holds the job at three quarters of them until its checkpoints are
+// done (mixloop's -hold-at), so a slower machine costs time, not
+// checkpoints.
 func mixIters(want int) int { return 300 + 30*want }
 
 // mixSum is the checksum of an uninterrupted 4-rank run of iters
@@ -145,7 +148,8 @@ func lastIter(lines []string) int {
 // default 20; the first with --stop: every rank stays stopped until
 // SIGCONT), most inside its collectives while the iteration's laggard is
 // held, its pthread computing (and, with -mt 1, drawn, in an Allreduce
-// of its own); then gompi-migrate moves node n2's ranks to n1, a checkpoint
+// of its own), the job held at three quarters of its iterations while
+// they last; then gompi-migrate moves node n2's ranks to n1, a checkpoint
 // saves them there, a rank is killed and errmgr autor restores every rank
 // from that checkpoint, and the restored ranks are checkpointed again.
 // The job must end with the checksum of an uninterrupted run, never
@@ -180,7 +184,8 @@ func TestCRIUCProgram(t *testing.T) {
 	args := append([]string{"-np", "4", "--hostfile", hostfile(t, twoNodes), "-am", "ft-enable-cr",
 		"--mca", "snapc_base_global_snapshot_dir", dir, "--mca", "crcp", crcp,
 		"--mca", "errmgr", "crmig,autor,default"}, criuParams()...)
-	j := start(t, append(args, prog, "-iters", strconv.Itoa(iters), "-every", "25", "-pace-us", mixPace, "-pace-while", pace, "-stalls", "1", "-mt", mt)...)
+	j := start(t, append(args, prog, "-iters", strconv.Itoa(iters), "-every", "25", "-pace-us", mixPace, "-pace-while", pace,
+		"-hold-at", strconv.Itoa(iters*3/4), "-stalls", "1", "-mt", mt)...)
 	j.waitFor("the first iterations", func(lines []string, _ string) bool { return lastIter(lines) > 0 })
 	first := j.output()[0]
 	ref := refOf(t, j, dir)
