@@ -435,18 +435,10 @@ func (c *Coordinator) saveAt(ctx context.Context, req snapc.AppRequest, n uint64
 // allSaved tells every rank whether this one saved (ok) and reports
 // whether all did; not learning it counts as not all.
 func (c *Coordinator) allSaved(ctx context.Context, ch crcp.Channels, n uint64, ok bool) bool {
-	mine := uint64(0)
-	if ok {
-		mine = 1
-	}
-	allOK := ok
-	got, err := ch.Exchange(ctx, slices.Repeat([]uint64{mine}, c.p.Size()))
+	allOK, err := ch.Agree(ctx, ok)
 	if err != nil {
-		allOK = false
 		c.log.Warn("checkpoint: could not learn whether every rank saved", "safepoint", n, "err", err)
-	}
-	for _, v := range got {
-		allOK = allOK && v == 1
+		return false
 	}
 	return allOK
 }
@@ -658,7 +650,7 @@ func (c *Coordinator) QuiesceEnd(ctx context.Context) error {
 	if sent, recvd := c.p.Counts(); !slices.Equal(sent, q.sent) || !slices.Equal(recvd, q.recvd) {
 		errs = append(errs, fmt.Errorf("cr: quiesce end: messages moved while the job was quiesced (sent %v, received %v since the quiesce began with %v, %v); a quiesced program must not communicate", sent, recvd, q.sent, q.recvd))
 	}
-	if _, err := q.ch.Exchange(ctx, make([]uint64, c.p.Size())); err != nil {
+	if _, err := q.ch.Agree(ctx, true); err != nil {
 		errs = append(errs, fmt.Errorf("cr: quiesce end: %w", err))
 	}
 	if err := c.protocol(ctx, crs.StateContinue, q); err != nil {

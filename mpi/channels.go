@@ -2,10 +2,8 @@ package mpi
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 
 	"gompi/frameworks/crcp"
@@ -21,21 +19,34 @@ type channels struct{ p *Proc }
 func (ch channels) Rank() int { return ch.p.rank }
 func (ch channels) Size() int { return ch.p.size }
 
-// Exchange is an all-to-all of one counter per pair of ranks, numbered
-// like a collective of the control communicator: every rank must call it
-// the same number of times. ChannelsAt numbers exchanges by checkpoint
+// Exchange gives every rank this rank's count of messages sent to it and
+// returns every rank's count for this one, over the control tree
+// (ctltree.go): only non-zero counts travel. It is numbered like a
+// collective of the control communicator: every rank must call it, and
+// Agree, the same number of times. ChannelsAt numbers them by checkpoint
 // instead.
 func (ch channels) Exchange(ctx context.Context, sentTo []uint64) ([]uint64, error) {
 	c := ch.p.control
 	return ch.p.exchange(ctx, c.co, c.nextTag(), sentTo, -1)
 }
 
+// Agree reports whether ok holds on every rank, over the control tree;
+// numbered as Exchange.
+func (ch channels) Agree(ctx context.Context, ok bool) (bool, error) {
+	c := ch.p.control
+	all, err := ch.p.agreeAll(ctx, c.co, c.nextTag(), ok)
+	if err != nil {
+		return false, fmt.Errorf("mpi: agree: %w", err)
+	}
+	return all, nil
+}
+
 // ChannelsAt returns the channels of one checkpoint (or quiesce), epoch
 // being its safe point: the same on every rank, and never reused by a
-// later checkpoint. The n-th Exchange made through them (n < 8) travels
-// on the control context with a tag of its own, so exchanges of a
-// checkpoint that was cancelled half-way on some ranks never match a
-// later one's: their leftovers are discarded by the next exchange.
+// later checkpoint. The n-th Exchange or Agree made through them (n < 8)
+// travels on the control context with a tag of its own, so the messages
+// of a checkpoint that was cancelled half-way on some ranks never match
+// a later one's: their leftovers are discarded by the next exchange.
 func (p *Proc) ChannelsAt(epoch uint64) crcp.Channels {
 	return &epochChannels{channels: channels{p}, epoch: epoch}
 }
@@ -49,78 +60,39 @@ type epochChannels struct {
 	n     int
 }
 
-func (ch *epochChannels) Exchange(ctx context.Context, sentTo []uint64) ([]uint64, error) {
+// tag numbers the next Exchange or Agree of the epoch.
+func (ch *epochChannels) tag(op string) (int, error) {
 	ch.mu.Lock()
 	n := ch.n
 	ch.n++
 	ch.mu.Unlock()
 	if n >= exchangesPerEpoch || ch.epoch > math.MaxInt64/exchangesPerEpoch-1 {
-		return nil, fmt.Errorf("mpi: exchange: %w: exchange %d of epoch %d is beyond the %d an epoch has", ErrArg, n, ch.epoch, exchangesPerEpoch)
+		return 0, fmt.Errorf("mpi: %s: %w: call %d of epoch %d is beyond the %d an epoch has", op, ErrArg, n, ch.epoch, exchangesPerEpoch)
 	}
-	p := ch.p
-	return p.exchange(ctx, p.control.pt, int(ch.epoch)*exchangesPerEpoch+n, sentTo, 0)
+	return int(ch.epoch)*exchangesPerEpoch + n, nil
 }
 
-// exchange sends sentTo[r] to every rank r and receives theirs, on cs
-// with tag. With purgeFrom >= 0 it first drops the leftovers of exchanges
-// with tags from purgeFrom up to tag (those of checkpoints or suspensions
-// given up half-way).
-// When it fails (ctx ended, a peer failed) its receives are withdrawn, so
-// nothing stays posted.
-func (p *Proc) exchange(ctx context.Context, cs *ctxState, tag int, sentTo []uint64, purgeFrom int) ([]uint64, error) {
-	if len(sentTo) != p.size {
-		return nil, fmt.Errorf("mpi: exchange: %w: %d counts for %d ranks", ErrArg, len(sentTo), p.size)
+func (ch *epochChannels) Exchange(ctx context.Context, sentTo []uint64) ([]uint64, error) {
+	tag, err := ch.tag("exchange")
+	if err != nil {
+		return nil, err
 	}
-	if purgeFrom >= 0 {
-		p.mu.Lock()
-		cs.unexp = slices.DeleteFunc(cs.unexp, func(m *message) bool {
-			if m.tag >= purgeFrom && m.tag < tag {
-				putMsg(m)
-				return true
-			}
-			return false
-		})
-		p.mu.Unlock()
+	p := ch.p
+	return p.exchange(ctx, p.control.pt, tag, sentTo, 0)
+}
+
+func (ch *epochChannels) Agree(ctx context.Context, ok bool) (bool, error) {
+	tag, err := ch.tag("agree")
+	if err != nil {
+		return false, err
 	}
-	c := p.control
-	out := make([]uint64, p.size)
-	out[p.rank] = sentTo[p.rank]
-	bufs := make([][8]byte, p.size)
-	recvs := make([]*Request, 0, p.size)
-	for r := 0; r < p.size; r++ {
-		if r != p.rank {
-			recvs = append(recvs, c.irecvOn(cs, bufs[r][:], r, tag))
-		}
+	p := ch.p
+	p.purgeControl(p.control.pt, 0, tag)
+	all, err := p.agreeAll(ctx, p.control.pt, tag, ok)
+	if err != nil {
+		return false, fmt.Errorf("mpi: agree: %w", err)
 	}
-	withdraw := func(err error) ([]uint64, error) {
-		for _, rq := range recvs {
-			p.cancelRecv(rq)
-		}
-		return nil, fmt.Errorf("mpi: exchange: %w", err)
-	}
-	sends := make([]*Request, 0, p.size)
-	for r := 0; r < p.size; r++ {
-		if r == p.rank {
-			continue
-		}
-		b := binary.LittleEndian.AppendUint64(nil, sentTo[r])
-		sr := newRequest(p, reqSend)
-		if err := p.send(cs, r, tag, b, sr); err != nil {
-			return withdraw(err)
-		}
-		sends = append(sends, sr)
-	}
-	for _, rq := range append(recvs, sends...) {
-		if _, err := rq.WaitCtx(ctx); err != nil {
-			return withdraw(err)
-		}
-	}
-	for r := 0; r < p.size; r++ {
-		if r != p.rank {
-			out[r] = binary.LittleEndian.Uint64(bufs[r][:])
-		}
-	}
-	return out, nil
+	return all, nil
 }
 
 // Drain waits until total messages from peer have been taken off the
@@ -132,6 +104,9 @@ func (ch channels) Drain(ctx context.Context, peer int, total uint64) error {
 		return fmt.Errorf("mpi: drain: %w: rank %d of %d", ErrArg, peer, p.size)
 	}
 	pe := p.peers[peer]
+	if pe.recvd.Load() >= total {
+		return nil
+	}
 	w := &drainWait{peer: peer, total: total, ch: make(chan struct{})}
 	p.drainMu.Lock()
 	if pe.recvd.Load() >= total {
@@ -201,6 +176,11 @@ func closeOnce(ch chan struct{}) {
 		close(ch)
 	}
 }
+
+// ControlFrames is the number of the library's own frames this process
+// has written to its peers (messages of the control context, flags): what
+// the coordination of its checkpoints and suspensions cost.
+func (p *Proc) ControlFrames() uint64 { return p.ctlFrames.Load() }
 
 // Counts returns this process's per-peer totals of messages handed to the
 // transport and taken off it (the library's control traffic excluded).

@@ -395,23 +395,12 @@ func (c *Comm) probeTake(ctx context.Context, src, tag int, block, take bool) (S
 		pw := &probeWait{src: w, tag: tag, ch: make(chan struct{})}
 		c.pt.probes = append(c.pt.probes, pw)
 		p.mu.Unlock()
-		p.waiting.Add(1)
-		select {
-		case <-pw.ch:
-			p.waiting.Add(-1)
-			continue
-		case <-p.done:
-			err = p.stopErr()
-		case <-ctx.Done():
-			err = fmt.Errorf("mpi: probe: %w", ctx.Err())
+		if err := p.parkProbe(ctx, c.pt, pw); err != nil {
+			if !p.isStopped() {
+				err = fmt.Errorf("mpi: probe: %w", err)
+			}
+			return Status{}, nil, false, err
 		}
-		p.waiting.Add(-1)
-		p.mu.Lock()
-		if i := slices.Index(c.pt.probes, pw); i >= 0 {
-			c.pt.probes = slices.Delete(c.pt.probes, i, i+1)
-		}
-		p.mu.Unlock()
-		return Status{}, nil, false, err
 	}
 }
 

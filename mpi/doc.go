@@ -138,9 +138,17 @@
 // the protocol the job's parameters select (crcp; -am ft-enable-cr selects
 // bkmrk); with crcp=none nothing is installed and the message path costs
 // one pointer load. SetCRCP installs one by hand. Proc.Channels and
-// Proc.ChannelsAt give a protocol its bookmark exchange and drain;
-// ChannelsAt numbers the exchanges by checkpoint, so a checkpoint given up
-// half-way never disturbs the next. Proc.SaveState returns the library's
+// Proc.ChannelsAt give a protocol its bookmark exchange, drain and
+// agreement; ChannelsAt numbers them by checkpoint, so a checkpoint given
+// up half-way never disturbs the next. The exchange and the agreement
+// travel over a binomial tree of the ranks rooted at rank 0 (the tree of
+// the flat Reduce and Bcast): 2(N-1) messages and 2*floor(log2 N) steps
+// each, whatever the traffic. Only non-zero counts travel, each only as
+// far up as the subtree holding its destination, so the bookmarks of a
+// program whose ranks talk to a few others add bytes, not messages, and a
+// rank that has only received (or not even that yet) learns what it must
+// drain. A checkpoint opens no connection but the tree's
+// (Proc.ControlFrames counts what it wrote). Proc.SaveState returns the library's
 // own state (unexpected and drained messages, sequence numbers, totals,
 // the creation log, collective counts; not the library's control traffic)
 // and WithState, or a Bootstrap that implements Restorer, restores it at
@@ -160,24 +168,26 @@
 // collective enters on its way out; calls already past it run on until
 // they wait for a message, which holds nothing. Once the sends that passed
 // have reached the transport (queued ones too), the ranks exchange their
-// per-peer message counts on the library's control context (bkmrk's
-// bookmarks: every context the library sends on, collectives' included),
-// and each waits until it has taken off its connections what every peer
-// counted; the reader goroutines put it in the unexpected queue or a
+// per-peer message counts on the library's control context, over the
+// tree above (bkmrk's bookmarks: every context the library sends on,
+// collectives' included), and each waits until it has taken off its
+// connections what every peer counted; the reader goroutines put it in the unexpected queue or a
 // posted receive. That is the way of bkmrk (and of a job with no
 // protocol installed). With crcp flag (its module's TransparentQuiesce
 // says which, crcp.Transparent; another protocol is refused, naming the
 // two that work), each rank instead writes a flag frame behind its last
-// frame down every connection and reads each peer's connection up to that
-// peer's flag: connections are FIFO, so nothing is counted or exchanged,
-// and the flags bypass the matching engine. Every rank of a job selects
+// frame down every connection it opened and reads each connection to it
+// up to that peer's flag: connections are FIFO, so nothing is counted,
+// only which ranks flag which is exchanged over the tree, and the flags
+// bypass the matching engine. Every rank of a job selects
 // the same protocol from the job's parameters. Then the rank closes every
 // listener (the uds socket file goes) and connection it owns (an sm
 // connection unmaps its shared segment) and waits
 // for its readers to end: Suspend returns once this rank is quiet, with
 // its totals and the frames the protocol cost (Quiet). A peer closes its
-// connections after its own count or flag, the last frame it sent: a
-// connection ending just after it is no failure of the peer, as a
+// connections after its flag or its message of the tree, the last frame
+// it sent on each: a connection ending just after it is no failure of the
+// peer, as a
 // migration's moving ranks are none (migrate.go).
 //
 // Resume listens again (tcp picks a new port), exchanges the new addresses

@@ -192,3 +192,22 @@ func OnAgreeSend(p *Proc, f func()) { p.agrees.onSend.Store(&f) }
 func AgreeCounts(p *Proc) (sent, rounds int64) {
 	return p.agrees.sent.Load(), p.agrees.hops.Load()
 }
+
+// TreeNeighbours are rank's parent (unless it is the root) and children
+// in the control tree of a job of size ranks: those it writes one message
+// to in each exchange or agreement.
+func TreeNeighbours(rank, size int) []int {
+	t := treeOf(rank, size)
+	if t.parent < 0 {
+		return t.children
+	}
+	return append([]int{t.parent}, t.children...)
+}
+
+// TreeMessages is how many messages rank writes in one exchange or
+// agreement over the control tree of a job of size ranks.
+func TreeMessages(rank, size int) int { return len(TreeNeighbours(rank, size)) }
+
+// OutPeers returns the ranks p has a connection to (or a send queued
+// for, which opens one).
+func OutPeers(p *Proc) []int { return p.outPeers() }

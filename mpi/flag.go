@@ -55,14 +55,56 @@ func (f *flagState) wakeLocked() {
 	}
 }
 
-// flagAll sends this rank's flag of tag to every peer and waits until
-// every peer's flag of tag arrived.
+// flagAll sends this rank's flag of tag down every connection it opened
+// and waits until the flag of tag of every rank that opened one to it
+// arrived. Which ranks send a flag to which is exchanged over the control
+// tree first: a rank that only receives cannot know otherwise that a
+// peer's messages are still on their way.
 func (p *Proc) flagAll(ctx context.Context, tag int) error {
-	var waits []chan error
+	to := p.outPeers()
+	mine := make([]uint64, p.size)
+	for _, r := range to {
+		mine[r] = 1
+	}
+	from, err := p.exchange(ctx, p.control.pt, tag, mine, suspendTagBase)
+	if err != nil {
+		return err
+	}
+	if err := p.sendFlags(ctx, tag, to); err != nil {
+		return err
+	}
+	var senders []int
+	for r, n := range from {
+		if n != 0 && r != p.rank {
+			senders = append(senders, r)
+		}
+	}
+	return p.awaitFlags(ctx, int64(tag), senders)
+}
+
+// outPeers returns the ranks this process has a connection to, or a send
+// queued for (which will open one).
+func (p *Proc) outPeers() []int {
+	var out []int
 	for _, pe := range p.peers {
 		if pe.rank == p.rank {
 			continue
 		}
+		pe.mu.Lock()
+		if pe.out != nil || pe.writing {
+			out = append(out, pe.rank)
+		}
+		pe.mu.Unlock()
+	}
+	return out
+}
+
+// sendFlags writes this rank's flag of tag to each of the ranks to,
+// behind everything queued toward it, and waits until all are written.
+func (p *Proc) sendFlags(ctx context.Context, tag int, to []int) error {
+	var waits []chan error
+	for _, r := range to {
+		pe := p.peers[r]
 		pe.mu.Lock()
 		if pe.writing {
 			// Behind the sends still queued toward pe.
@@ -93,12 +135,12 @@ func (p *Proc) flagAll(ctx context.Context, tag int) error {
 			return p.stopErr()
 		}
 	}
-	return p.awaitFlags(ctx, int64(tag))
+	return nil
 }
 
-// awaitFlags waits until every peer's flag of tag (or a later one) was
-// taken off its connection.
-func (p *Proc) awaitFlags(ctx context.Context, tag int64) error {
+// awaitFlags waits until the flag of tag (or a later one) of each rank
+// of from was taken off its connection.
+func (p *Proc) awaitFlags(ctx context.Context, tag int64, from []int) error {
 	f := &p.flags
 	// Waiting for frames, as a receive does: the readers may poll.
 	p.waiting.Add(1)
@@ -106,8 +148,8 @@ func (p *Proc) awaitFlags(ctx context.Context, tag int64) error {
 	for {
 		f.mu.Lock()
 		missing := -1
-		for r := range p.peers {
-			if r != p.rank && (f.seen == nil || f.seen[r] < tag) {
+		for _, r := range from {
+			if f.seen == nil || f.seen[r] < tag {
 				missing = r
 				break
 			}

@@ -616,9 +616,6 @@ func (p *Proc) writer(pe *peer) {
 
 // transmit writes one frame; the caller holds pe's writer token.
 func (p *Proc) transmit(pe *peer, kind uint8, ctx uint64, tag int, seq uint64, data []byte) error {
-	if kind == kindFlush {
-		return nil
-	}
 	if err := pe.failure(); err != nil {
 		return err
 	}

@@ -21,14 +21,19 @@ import (
 // see gate below), lets the sends already under way reach the transport,
 // makes its channels quiet the way the job's coordination protocol says
 // (crcp.Transparent) and closes every socket and listener it owns. By
-// counts (bkmrk, or no protocol installed): it exchanges per-peer message
-// counts with every rank (bkmrk's bookmarks, over every context the
-// library uses: they are the library's totals) and waits until it has
+// counts (bkmrk, or no protocol installed): it ends every connection it
+// opened with a flag, exchanges its non-zero per-peer message counts over
+// the control tree (bkmrk's bookmarks, over every context the library
+// uses: they are the library's totals; ctltree.go) and waits until it has
 // taken off the transport everything its peers sent. By flags (crcp flag,
-// flag.go): it writes a flag behind its last frame to every peer and
-// reads each peer's connection up to that peer's flag. Resume listens anew, exchanges
-// the new addresses through the runtime (Rejoiner) and opens the gate:
-// communicators, requests and sequence numbers go on as they were.
+// flag.go): it tells the ranks it opened a connection to, over the same
+// tree, writes a flag behind its last frame down each and reads each
+// connection to it up to the peer's flag. Either way a rank writes to the
+// ranks it had channels with and to its neighbours in the tree, O(N)
+// frames in all for a job whose ranks talk to a few others. Resume listens
+// anew, exchanges the new addresses through the runtime (Rejoiner) and
+// opens the gate: communicators, requests and sequence numbers go on as
+// they were.
 
 // Rejoiner is implemented by a Bootstrap whose runtime can exchange the
 // ranks' addresses again after a suspension (Proc.Resume): Remodex is
@@ -44,10 +49,6 @@ type Rejoiner interface {
 // (which drops leftovers with lower tags) and below every Shrink's (bit
 // 62), so neither drops the other's messages.
 const suspendTagBase = 1 << 61
-
-// kindFlush is a send queue entry that writes nothing: it completes once
-// everything queued before it was written (never on the wire).
-const kindFlush = 0xff
 
 // Quiet describes a completed Suspend.
 type Quiet struct {
@@ -263,13 +264,15 @@ func (p *Proc) canSuspend(epoch uint64) (int, crcp.Quiesce, error) {
 
 // quietChannels lets the sends that passed the gate reach the transport
 // and makes every channel toward this rank quiet, the way given. It
-// returns this rank's totals.
+// returns this rank's totals. Either way every connection this rank
+// opened ends with a flag of the suspension (tag), its last frame, so
+// the peer knows it was closed on purpose (quietEnd).
 func (p *Proc) quietChannels(ctx context.Context, way crcp.Quiesce, tag int) (sentTo, recvd []uint64, err error) {
-	if way == crcp.QuiesceCounts {
-		return p.agree(ctx, tag)
-	}
 	if err := p.settle(ctx); err != nil {
 		return nil, nil, err
+	}
+	if way == crcp.QuiesceCounts {
+		return p.quietByCounts(ctx, tag)
 	}
 	// The flags queue behind every send queued before them: no flush.
 	if err := p.flagAll(ctx, tag); err != nil {
@@ -279,14 +282,18 @@ func (p *Proc) quietChannels(ctx context.Context, way crcp.Quiesce, tag int) (se
 	return sentTo, recvd, nil
 }
 
-// agree lets the sends that passed the gate reach the transport, then
-// exchanges counts with every rank and waits until everything counted
-// arrived. It returns this rank's totals.
-func (p *Proc) agree(ctx context.Context, tag int) (sentTo, recvd []uint64, err error) {
-	if err := p.settle(ctx); err != nil {
-		return nil, nil, err
-	}
-	if err := p.flush(ctx); err != nil {
+// quietByCounts ends every connection this rank opened with a flag,
+// behind the sends that passed the gate, and waits until they were
+// written; then it exchanges counts with the other ranks (over the
+// control tree: only the non-zero ones travel, and a rank that only
+// receives learns what it must wait for) and waits until everything
+// counted arrived. It returns this rank's totals. The flags go first: a
+// peer closes its connections once its exchange and drain are done, which
+// needs this rank's part in the exchange, so nothing this rank writes
+// after it (but the exchange's own messages) would find the peer
+// listening.
+func (p *Proc) quietByCounts(ctx context.Context, tag int) (sentTo, recvd []uint64, err error) {
+	if err := p.sendFlags(ctx, tag, p.outPeers()); err != nil {
 		return nil, nil, err
 	}
 	sentTo, _ = p.Counts()
@@ -305,34 +312,6 @@ func (p *Proc) agree(ctx context.Context, tag int) (sentTo, recvd []uint64, err 
 	}
 	_, recvd = p.Counts()
 	return sentTo, recvd, nil
-}
-
-// flush waits until every send queued toward any peer was written.
-func (p *Proc) flush(ctx context.Context) error {
-	var waits []chan error
-	for _, pe := range p.peers {
-		pe.mu.Lock()
-		if !pe.writing {
-			pe.mu.Unlock()
-			continue
-		}
-		op := &sendOp{kind: kindFlush, wake: make(chan error, 1)}
-		waits = append(waits, op.wake)
-		p.enqueueLocked(pe, op)
-	}
-	for _, w := range waits {
-		select {
-		case err := <-w:
-			if err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-p.done:
-			return p.stopErr()
-		}
-	}
-	return nil
 }
 
 // disconnect closes every listener and connection of this rank and waits
@@ -376,9 +355,9 @@ func (pe *peer) dropOut() {
 }
 
 // quietEnd reports whether a connection from src that ended did so for a
-// suspension: this rank closed it, or the peer closed it after its count
-// or flag of the suspension in progress (its last frame). The slot is
-// freed.
+// suspension: this rank closed it, or the peer closed it after its flag
+// or its message of the control tree of the suspension in progress (its
+// last frame). The slot is freed.
 func (p *Proc) quietEnd(src int, c btl.Conn, last *header) bool {
 	s := &p.susp
 	tag := s.tag.Load()

@@ -32,16 +32,24 @@ type Envelope struct {
 }
 
 // Channels is what a protocol needs from the messaging layer to make the
-// channels consistent.
+// channels consistent. Exchange and Agree are collective: every rank
+// calls them, in the same order.
 type Channels interface {
 	Rank() int
 	Size() int
 	// Exchange gives every peer this rank's per-peer counts of messages
-	// sent and returns each peer's count of messages sent to this rank.
+	// sent and returns each peer's count of messages sent to this rank. A
+	// zero count says nothing: the mpi library's exchange moves only the
+	// non-zero ones (along a tree, O(N) messages in all), so it costs the
+	// pairs of ranks that never exchanged a message nothing, and a rank
+	// that only receives still learns what it must wait for.
 	Exchange(ctx context.Context, sentTo []uint64) (sentToMe []uint64, err error)
 	// Drain receives from peer into the library's buffers until total
 	// messages from peer have arrived.
 	Drain(ctx context.Context, peer int, total uint64) error
+	// Agree reports whether ok holds on every rank; it returns once every
+	// rank called it (a barrier too).
+	Agree(ctx context.Context, ok bool) (all bool, err error)
 }
 
 // Module is a selected protocol.
@@ -64,13 +72,15 @@ type Module interface {
 type Quiesce int
 
 const (
-	// QuiesceCounts: every rank tells every peer how many messages it
-	// sent it and waits until it has received what each peer counted
-	// (bkmrk's bookmarks).
+	// QuiesceCounts: every rank tells every peer it sent messages to how
+	// many (through the library's exchange, which tells a rank that only
+	// receives too) and waits until it has received what each peer
+	// counted (bkmrk's bookmarks).
 	QuiesceCounts Quiesce = iota + 1
-	// QuiesceFlags: every rank writes a flag down every connection behind
-	// its last message and reads each peer's connection up to that peer's
-	// flag; no counts are exchanged (channels are FIFO).
+	// QuiesceFlags: every rank writes a flag down every connection it
+	// opened, behind its last message, and reads each connection to it up
+	// to that peer's flag; no counts are exchanged (channels are FIFO),
+	// only which ranks will send a flag to which.
 	QuiesceFlags
 )
 

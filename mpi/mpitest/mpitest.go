@@ -1,6 +1,8 @@
 // Package mpitest runs whole MPI jobs inside a test: n Procs on their own
 // goroutines, bootstrapped through an in-memory runtime (a real modex over
-// channels) and talking over real tcp or uds sockets on this host.
+// channels) and talking over real tcp, uds or sm connections on this
+// host, or through memory (btl mem, package membtl: no descriptor per
+// connection, for jobs of a thousand ranks).
 package mpitest
 
 import (
@@ -12,6 +14,8 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,14 +23,18 @@ import (
 	"gompi/frameworks"
 	"gompi/mca"
 	"gompi/mpi"
+	"gompi/mpi/mpitest/membtl"
 )
 
 // Config describes a job.
 type Config struct {
 	N int
-	// BTL is the value of the btl parameter: "tcp", "uds", "tcp,uds", or
-	// "" for every transport.
+	// BTL is the value of the btl parameter: "tcp", "uds", "tcp,uds",
+	// "mem", or "" for every transport (but mem).
 	BTL string
+	// Net is the memory btl mem connects the ranks through (a test holds
+	// frames in it); nil gives the job one of its own when BTL names mem.
+	Net *membtl.Network
 	// Nodes names each rank's node (default: all on one node). Ranks on
 	// different names are treated as different hosts (uds cannot join
 	// them) although all run here.
@@ -82,6 +90,9 @@ func Start(cfg Config, fn func(p *mpi.Proc) error) []error {
 		ready:  make(chan struct{}),
 		secret: newSecret(),
 	}
+	if cfg.Net == nil && slices.Contains(strings.Split(cfg.BTL, ","), membtl.Name) {
+		cfg.Net = membtl.NewNetwork()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	j.stopped, j.cancel = ctx.Done(), cancel
@@ -126,6 +137,9 @@ func runRank(ctx context.Context, j *job, cfg Config, r int, fn func(p *mpi.Proc
 	params := mca.NewParams()
 	set := frameworks.New(params)
 	builtin.Register(set)
+	if cfg.Net != nil {
+		set.BTL.Register(cfg.Net.Component())
+	}
 	if cfg.Register != nil {
 		cfg.Register(r, set)
 	}

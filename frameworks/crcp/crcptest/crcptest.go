@@ -47,6 +47,7 @@ func Run(t *testing.T, newModule func(t *testing.T) crcp.Module, opts Options) {
 	}
 	t.Run("drain-in-flight", func(t *testing.T) { testDrain(t, newModule) })
 	t.Run("nothing-in-flight", func(t *testing.T) { testQuiet(t, newModule) })
+	t.Run("one-way-in-flight", func(t *testing.T) { testOneWay(t, newModule) })
 	t.Run("totals-run-on-after-continue", func(t *testing.T) { testContinue(t, newModule) })
 	t.Run("restart-from-saved-library", func(t *testing.T) { testRestart(t, newModule) })
 	t.Run("concurrent-message-path", func(t *testing.T) { testConcurrent(t, newModule) })
@@ -113,6 +114,39 @@ func testQuiet(t *testing.T, newModule func(t *testing.T) crcp.Module) {
 	traffic(t, w, 4, 4)
 	checkpoint(t, w)
 	checkpoint(t, w) // nothing sent since: still nothing to drain
+}
+
+// testOneWay: channels used in one direction only, with nothing
+// delivered yet: rank 0 only sends (to 1), rank 1 sends only to 2, rank 2
+// only receives, and rank 3 takes no part. A rank that has never heard of
+// a peer must still drain what that peer sent it, before the checkpoint
+// and again after a restart.
+func testOneWay(t *testing.T, newModule func(t *testing.T) crcp.Module) {
+	w := newWorld(t, 4, newModule)
+	oneWay := func(k int) {
+		for i := range k {
+			w.Send(0, 1, i)
+			w.Send(1, 2, i)
+		}
+	}
+	oneWay(5)
+	checkpoint(t, w)
+	mods := make([]crcp.Module, w.Size())
+	for r := range mods {
+		mods[r] = newModule(t)
+	}
+	w = w.Restarted(mods)
+	for r, err := range w.FTEventAll(t.Context(), crs.StateRestart) {
+		if err != nil {
+			t.Fatalf("rank %d: FTEvent(restart): %v", r, err)
+		}
+	}
+	oneWay(3)
+	w.Deliver(1, 0, 1)
+	checkpoint(t, w)
+	if n := w.Delivered(); n != 16 {
+		t.Errorf("%d messages in the libraries, want the 16 sent", n)
+	}
 }
 
 func testContinue(t *testing.T, newModule func(t *testing.T) crcp.Module) {

@@ -243,6 +243,19 @@ func (c channels) Exchange(ctx context.Context, sentTo []uint64) ([]uint64, erro
 	return out, nil
 }
 
+// Agree is an Exchange of ok: every rank learns whether it held on all.
+func (c channels) Agree(ctx context.Context, ok bool) (bool, error) {
+	v := uint64(0)
+	if ok {
+		v = 1
+	}
+	got, err := c.Exchange(ctx, slices.Repeat([]uint64{v}, c.w.Size()))
+	if err != nil {
+		return false, fmt.Errorf("crcptest: agree: %w", err)
+	}
+	return !slices.Contains(got, 0), nil
+}
+
 // Drain takes messages from peer off the transport until the library
 // holds total from it. Where a real drain would wait for ever for a
 // message that was never sent, this one says so.
