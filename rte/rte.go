@@ -85,6 +85,9 @@ const (
 	JobRecordFile = "job.json"
 	SecretFile    = "secret"
 	DaemonSocket  = "daemon.sock" // in a node directory
+	// TreeSocket is where a daemon on this machine serves its children in
+	// the daemon tree (package rte/routed), in its node directory.
+	TreeSocket = "tree.sock"
 )
 
 // SessionBase is the folder holding node-local directories: the value of

@@ -54,6 +54,10 @@ const (
 	// kills a silent one and reports it failed (rte/daemon, liveness.go).
 	ParamRankHBPeriod  = "errmgr_base_rank_heartbeat_period"
 	ParamRankHBTimeout = "errmgr_base_rank_heartbeat_timeout"
+	// ParamRadix is the radix of the daemon tree (package rte/routed);
+	// ParamTreeStats names a file for its traffic counts.
+	ParamRadix     = "routed_radix"
+	ParamTreeStats = "routed_stats"
 )
 
 // NewFramework creates the plm registry and registers its parameters and
@@ -72,6 +76,11 @@ func NewFramework(params *mca.Params) *mca.Framework[Module] {
 			mca.ParamSpec{Name: ParamGOMAXPROCS, Type: mca.Int, Default: "0", Level: mca.LevelTuner,
 				Help: "GOMAXPROCS of each rank: 0 shares the node's processors out, max(1, cores / ranks on the node), as Open MPI binds one rank per core; n > 0 sets n; < 0 leaves the Go runtime's default (every core). A GOMAXPROCS in the ranks' environment (-x, or gompirun's own) wins"},
 		))
+	params.Register("routed",
+		mca.ParamSpec{Name: ParamRadix, Type: mca.Int, Default: "32", Level: mca.LevelTuner,
+			Help: "Radix of the daemon tree: gompirun is linked to at most this many daemons, each daemon to its parent and at most this many children, and the launch, output, fences, heartbeats and checkpoint messages of deeper daemons are relayed by their ancestors. 0 links every daemon to gompirun (a star). A job of at most this many nodes is a star"},
+		mca.ParamSpec{Name: ParamTreeStats, Type: mca.String, Level: mca.LevelDev,
+			Help: "File gompirun writes when the job's daemons have left: the daemon tree (each daemon's parent) and the control messages and bytes on each link, by kind, as JSON (for tests and measurements); empty = none"})
 	params.Register("errmgr",
 		mca.ParamSpec{Name: ParamHBPeriod, Type: mca.Duration, Default: "1s", Level: mca.LevelTuner,
 			Help: "How often each daemon tells gompirun it is alive"},

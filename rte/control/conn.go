@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -75,16 +76,23 @@ func ParseContacts(s string) ([]Contact, error) {
 type Handshake struct {
 	Secret Secret
 	Pin    []byte // SHA-256 of the HNP's certificate; nil over Unix sockets
+	// Nodes and Radix give the shape of the job's daemon tree (package
+	// rte/routed): a daemon finds its parent there. Radix 0 (or no nodes)
+	// is the star: every daemon attaches to gompirun.
+	Nodes []string
+	Radix int
 }
 
 type handshakeJSON struct {
-	Secret string `json:"secret"`
-	Pin    string `json:"pin,omitempty"`
+	Secret string   `json:"secret"`
+	Pin    string   `json:"pin,omitempty"`
+	Nodes  []string `json:"nodes,omitempty"`
+	Radix  int      `json:"radix,omitempty"`
 }
 
 // Marshal renders the handshake line (without the newline).
 func (h Handshake) Marshal() []byte {
-	b, _ := json.Marshal(handshakeJSON{Secret: h.Secret.Hex(), Pin: hex.EncodeToString(h.Pin)})
+	b, _ := json.Marshal(handshakeJSON{Secret: h.Secret.Hex(), Pin: hex.EncodeToString(h.Pin), Nodes: h.Nodes, Radix: h.Radix})
 	return b
 }
 
@@ -98,7 +106,10 @@ func ParseHandshake(line []byte) (Handshake, error) {
 	if err != nil {
 		return Handshake{}, fmt.Errorf("control: handshake: %w", err)
 	}
-	h := Handshake{Secret: s}
+	h := Handshake{Secret: s, Nodes: j.Nodes, Radix: j.Radix}
+	if j.Radix < 0 {
+		return Handshake{}, fmt.Errorf("control: handshake: radix %d is negative", j.Radix)
+	}
 	if j.Pin != "" {
 		if h.Pin, err = hex.DecodeString(j.Pin); err != nil || len(h.Pin) != 32 {
 			return Handshake{}, fmt.Errorf("control: handshake: certificate pin: want 64 hex digits")
@@ -169,6 +180,22 @@ func NewServer(secret Secret, creds credentials.TransportCredentials) *grpc.Serv
 // Like any gRPC connection it connects lazily: calls made with
 // grpc.WaitForReady(true) wait for it within their context.
 func Dial(contacts []Contact, secret Secret, pin []byte) (*grpc.ClientConn, error) {
+	return dial(contacts, secret, pin)
+}
+
+// DialParent is Dial for a daemon reaching its parent in the daemon tree,
+// which may not listen yet when the daemon starts (they start together):
+// failed attempts are retried within 20ms to 1s, not gRPC's default of
+// 1s to 2 minutes, so a tree of several levels starts without seconds of
+// back-off at each.
+func DialParent(contacts []Contact, secret Secret, pin []byte) (*grpc.ClientConn, error) {
+	return dial(contacts, secret, pin, grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		MinConnectTimeout: 5 * time.Second,
+	}))
+}
+
+func dial(contacts []Contact, secret Secret, pin []byte, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
 	if len(contacts) == 0 {
 		return nil, fmt.Errorf("%w: none given", ErrContact)
 	}
@@ -191,11 +218,12 @@ func Dial(contacts []Contact, secret Secret, pin []byte) (*grpc.ClientConn, erro
 		}
 		return nil, errors.Join(errs...)
 	}
-	conn, err := grpc.NewClient("passthrough:///gompi",
+	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(transport),
 		grpc.WithPerRPCCredentials(secretCreds{hex: secret.Hex()}),
 		grpc.WithContextDialer(dialer),
-	)
+	}, extra...)
+	conn, err := grpc.NewClient("passthrough:///gompi", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("control: dial %s: %w", contacts[0], err)
 	}
@@ -205,4 +233,49 @@ func Dial(contacts []Contact, secret Secret, pin []byte) (*grpc.ClientConn, erro
 // DialUnix connects to a Unix socket.
 func DialUnix(path string, secret Secret) (*grpc.ClientConn, error) {
 	return Dial([]Contact{{Network: "unix", Addr: path}}, secret, nil)
+}
+
+// ListenTCP opens the listener that daemons on other machines dial (the
+// HNP's, or a daemon's for its children in the daemon tree) and returns
+// the contacts to give them: the configured host[:port], or every address
+// of this machine's interfaces (non-loopback first), all on one port.
+func ListenTCP(setting string) (net.Listener, []string, error) {
+	addr := setting
+	if addr == "" {
+		addr = ":0"
+	} else if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, "0")
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control: listen on %s: %w", addr, err)
+	}
+	tcp := l.Addr().(*net.TCPAddr)
+	port := fmt.Sprint(tcp.Port)
+	if !tcp.IP.IsUnspecified() {
+		return l, []string{"tcp:" + net.JoinHostPort(tcp.IP.String(), port)}, nil
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		l.Close()
+		return nil, nil, fmt.Errorf("control: list this machine's addresses: %w", err)
+	}
+	var outer, loop []string
+	for _, a := range ifaddrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		c := "tcp:" + net.JoinHostPort(ipn.IP.String(), port)
+		if ipn.IP.IsLoopback() {
+			loop = append(loop, c)
+		} else {
+			outer = append(outer, c)
+		}
+	}
+	all := append(outer, loop...)
+	if len(all) == 0 {
+		all = []string{"tcp:" + net.JoinHostPort("127.0.0.1", port)}
+	}
+	return l, all, nil
 }

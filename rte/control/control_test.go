@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,16 +273,16 @@ func FuzzParseContacts(f *testing.F) {
 func TestHandshake(t *testing.T) {
 	s := mustSecret(t)
 	_, pin, _ := NewCertificate()
-	for _, h := range []Handshake{{Secret: s}, {Secret: s, Pin: pin}} {
+	for _, h := range []Handshake{{Secret: s}, {Secret: s, Pin: pin}, {Secret: s, Nodes: []string{"n1", "n2"}, Radix: 2}} {
 		got, err := ParseHandshake(h.Marshal())
-		if err != nil || got.Secret != h.Secret || !bytes.Equal(got.Pin, h.Pin) {
+		if err != nil || got.Secret != h.Secret || !bytes.Equal(got.Pin, h.Pin) || !slices.Equal(got.Nodes, h.Nodes) || got.Radix != h.Radix {
 			t.Errorf("round trip of %v: %v, %v", h, got, err)
 		}
 	}
 	if strings.Contains(s.String(), s.Hex()[:8]) || strings.Contains(Handshake{Secret: s}.Secret.String(), s.Hex()) {
 		t.Error("Secret.String leaks the secret")
 	}
-	for _, bad := range []string{"", "{}", `{"secret":"00"}`, `{"secret":"` + s.Hex() + `","pin":"zz"}`, "not json"} {
+	for _, bad := range []string{"", "{}", `{"secret":"00"}`, `{"secret":"` + s.Hex() + `","pin":"zz"}`, `{"secret":"` + s.Hex() + `","radix":-1}`, "not json"} {
 		if _, err := ParseHandshake([]byte(bad)); err == nil {
 			t.Errorf("ParseHandshake(%q) succeeded", bad)
 		}
@@ -293,6 +294,7 @@ func FuzzParseHandshake(f *testing.F) {
 	_, pin, _ := NewCertificate()
 	f.Add(Handshake{Secret: s}.Marshal())
 	f.Add(Handshake{Secret: s, Pin: pin}.Marshal())
+	f.Add(Handshake{Secret: s, Nodes: []string{"n1"}, Radix: 8}.Marshal())
 	f.Add([]byte(`{"secret":1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		h, err := ParseHandshake(line)
@@ -300,7 +302,7 @@ func FuzzParseHandshake(f *testing.F) {
 			return
 		}
 		again, err := ParseHandshake(h.Marshal())
-		if err != nil || again.Secret != h.Secret || !bytes.Equal(again.Pin, h.Pin) {
+		if err != nil || again.Secret != h.Secret || !bytes.Equal(again.Pin, h.Pin) || !slices.Equal(again.Nodes, h.Nodes) || again.Radix != h.Radix {
 			t.Fatalf("%q does not round-trip: %v", line, err)
 		}
 	})

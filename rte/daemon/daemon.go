@@ -113,12 +113,21 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer removeNodeDir(nodeDir, log)
 
-	conn, err := control.Dial(opts.HNP, hs.Secret, hs.Pin)
+	conn, parent, err := dialParent(ctx, opts, hs)
 	if err != nil {
 		return fmt.Errorf("gompid: %w", err)
 	}
 	defer conn.Close()
-	stream, w, err := attach(ctx, conn, opts, nodeDir)
+	tr := newTree(opts.Node, hs, parent, log)
+	out := newOutbox()
+	tr.send = out.put
+	if err := tr.serve(nodeDir, opts.HNP[0].Network, hs.Secret); err != nil {
+		return err
+	}
+	if tr.stop != nil {
+		defer tr.stop()
+	}
+	stream, w, err := attach(ctx, conn, opts, nodeDir, tr)
 	if err != nil {
 		return err
 	}
@@ -136,9 +145,12 @@ func Run(ctx context.Context, opts Options) error {
 	defer mods.Close()
 	cr := newCRState(p, mods)
 
-	out := newOutbox()
 	d := newDaemon(opts, log, nodeDir, hs.Secret, p.Values, w.Settings, cr, out.ports())
+	d.tree = tr
+	merge := d.childFence
+	tr.fence.Store(&merge)
 	go out.run(stream)
+	go tr.watch(ctx, d.vals.Duration(plm.ParamHBTimeout))
 	stop, err := d.serveRanks(hs.Secret)
 	if err != nil {
 		return err
@@ -174,14 +186,15 @@ func removeNodeDir(nodeDir string, log *slog.Logger) {
 // attach opens the stream to gompirun, says hello and reads its welcome.
 // The stream lives as long as ctx: once gompirun is lost or the daemon is
 // told to stop, there is no one to report to.
-func attach(ctx context.Context, conn grpc.ClientConnInterface, opts Options, nodeDir string) (hnpStream, *pb.Welcome, error) {
+func attach(ctx context.Context, conn grpc.ClientConnInterface, opts Options, nodeDir string, tr *tree) (hnpStream, *pb.Welcome, error) {
 	stream, err := pb.NewHNPClient(conn).Attach(ctx, grpc.WaitForReady(true))
 	if err != nil {
-		return nil, nil, fmt.Errorf("gompid: attach to gompirun at %v: %w", opts.HNP, err)
+		return nil, nil, fmt.Errorf("gompid: attach to %s: %w", tr.parentName(opts), err)
 	}
 	host, _ := os.Hostname()
 	if err := stream.Send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Hello{Hello: &pb.DaemonHello{
-		Node: opts.Node, Pid: int32(os.Getpid()), Hostname: host, NodeDir: nodeDir}}}); err != nil {
+		Node: opts.Node, Pid: int32(os.Getpid()), Hostname: host, NodeDir: nodeDir,
+		Contacts: tr.contacts, Pin: tr.pin, Parent: tr.parent}}}); err != nil {
 		return nil, nil, fmt.Errorf("gompid: attach to gompirun: %w", err)
 	}
 	first, err := stream.Recv()
@@ -236,6 +249,13 @@ func (d *daemon) finish(end error, out *outbox, stream hnpStream, cancel context
 		d.killAll(syscall.SIGKILL)
 	}
 	d.waitRanks(10 * time.Second)
+	if d.tree != nil {
+		// The children leave first: their last messages pass through here.
+		stats := d.tree.leave(finishChildren)
+		if end == nil && len(stats) > 0 {
+			d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_TreeStats{TreeStats: &pb.TreeStats{Children: stats}}})
+		}
+	}
 	out.close()
 	if end != nil {
 		return
@@ -332,6 +352,11 @@ type daemon struct {
 	// at the first heartbeat stream.
 	live *liveness
 	mig  migState
+	// tree is the daemon's place in the daemon tree (tree.go); nil in
+	// tests that feed the daemon directly.
+	tree *tree
+	// fenceDone is the last fence gompirun completed.
+	fenceDone uint64
 }
 
 func newDaemon(opts Options, log *slog.Logger, nodeDir string, secret control.Secret, vals *mca.Values, settings []*pb.Setting, cr *crState, p ports) *daemon {
@@ -380,6 +405,11 @@ func (d *daemon) recvLoop(ctx context.Context, stream hnpStream) error {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrHNPLost, err)
 		}
+		// The daemons below get it first: a Launch starts their ranks
+		// while this one starts its own.
+		if d.tree != nil && !d.tree.route(m) {
+			continue
+		}
 		if d.handle(ctx, m) {
 			return nil
 		}
@@ -393,7 +423,7 @@ func (d *daemon) handle(ctx context.Context, m *pb.HNPMessage) (shutdown bool) {
 		if b.Launch.Migrate {
 			d.launchMore(ctx, b.Launch)
 		} else {
-			d.start(ctx, b.Launch)
+			d.start(ctx, d.ownLaunch(b.Launch))
 		}
 	case *pb.HNPMessage_MoveRanks:
 		d.moveRanks(b.MoveRanks)
@@ -449,7 +479,11 @@ func (d *daemon) heartbeat(ctx context.Context) {
 		case <-d.ports.gone:
 			return
 		case <-tick.C:
-			d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}})
+			hb := &pb.Heartbeat{}
+			if d.tree != nil {
+				hb.Ack = d.tree.ack()
+			}
+			d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Heartbeat{Heartbeat: hb}})
 		}
 	}
 }

@@ -1,23 +1,113 @@
 package daemon
 
 import (
+	"slices"
 	"sort"
+
+	"google.golang.org/protobuf/proto"
 
 	"gompi/mca/queue"
 	pb "gompi/rte/control/proto"
 )
 
 // The node's part in fences (the modex and barriers): it gathers its
-// ranks' contributions, sends one for the node once every local rank not
-// declared failed joined, and hands every rank gompirun's answer.
+// ranks' contributions and those of its children in the daemon tree
+// (each child's covering its subtree), sends one for its subtree once
+// every rank there not declared failed joined, and hands every rank
+// gompirun's answer. gompirun so gets one contribution per link of its
+// own, whatever the job's size.
 
 func (d *daemon) fenceComplete(fc *pb.FenceComplete) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if fc.Seq <= d.fenceDone {
+		return // sent again after a parent was lost
+	}
+	d.fenceDone = fc.Seq
 	f := d.fenceLocked(fc.Seq)
 	f.result, f.failed = fc.Entries, fc.Failed
 	f.sent = true // complete without this node's contribution: its ranks all failed
 	close(f.done)
+	if d.launch == nil || d.liveLocalLocked() == 0 {
+		delete(d.fences, fc.Seq) // no rank of this node reads it
+	}
+}
+
+// childFence merges a child's contribution (its subtree's) into the
+// node's, and sends the node's once complete; one that comes after the
+// node's was sent (its subtree attached here after its parent was lost)
+// goes up as it is.
+func (d *daemon) childFence(c *pb.FenceContribution) {
+	d.mu.Lock()
+	if c.Seq <= d.fenceDone {
+		d.mu.Unlock()
+		return
+	}
+	f := d.fenceLocked(c.Seq)
+	if f.sent {
+		d.mu.Unlock()
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: c}})
+		return
+	}
+	for _, e := range c.Entries {
+		data := e.Data
+		if data == nil {
+			data = map[string]string{}
+		}
+		f.contrib[e.Rank] = data
+	}
+	send := d.contributionLocked(c.Seq, f)
+	d.mu.Unlock()
+	if send != nil {
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: send}})
+	}
+}
+
+// readyContributionsLocked are the contributions of the fences that no
+// longer wait for anything (after ranks failed or moved, or the launch
+// that says which ranks are below), in order.
+func (d *daemon) readyContributionsLocked() []*pb.FenceContribution {
+	var sends []*pb.FenceContribution
+	for seq, f := range d.fences {
+		if c := d.contributionLocked(seq, f); c != nil {
+			sends = append(sends, c)
+		}
+	}
+	sort.Slice(sends, func(i, j int) bool { return sends[i].Seq < sends[j].Seq })
+	return sends
+}
+
+// belowRanksLocked are the ranks that run below the node in the tree.
+func (d *daemon) belowRanksLocked() []int32 {
+	if d.tree == nil || d.launch == nil {
+		return nil
+	}
+	below := d.tree.table.Below("")
+	if len(below) == 0 {
+		return nil
+	}
+	var out []int32
+	for r, n := range d.launch.RankNodes {
+		if _, ok := slices.BinarySearch(below, n); ok {
+			out = append(out, int32(r))
+		}
+	}
+	return out
+}
+
+// ownLaunch is the node's part of a launch sent to every daemon: the
+// ranks rank_nodes places here.
+func (d *daemon) ownLaunch(l *pb.Launch) *pb.Launch {
+	if len(l.Ranks) > 0 {
+		return l
+	}
+	own := proto.Clone(l).(*pb.Launch)
+	for r, n := range l.RankNodes {
+		if n == d.node {
+			own.Ranks = append(own.Ranks, int32(r))
+		}
+	}
+	return own
 }
 
 // contributionLocked returns the node's contribution to f once every
@@ -28,6 +118,11 @@ func (d *daemon) contributionLocked(seq uint64, f *fence) *pb.FenceContribution 
 		return nil
 	}
 	for _, r := range d.launch.Ranks {
+		if _, in := f.contrib[r]; !in && d.failed[r] == "" {
+			return nil
+		}
+	}
+	for _, r := range d.belowRanksLocked() {
 		if _, in := f.contrib[r]; !in && d.failed[r] == "" {
 			return nil
 		}
@@ -77,15 +172,9 @@ func (d *daemon) procFailed(m *pb.ProcFailed) {
 			s.Put(ev)
 		}
 	}
-	var sends []*pb.FenceContribution
-	for seq, f := range d.fences {
-		if c := d.contributionLocked(seq, f); c != nil {
-			sends = append(sends, c)
-		}
-	}
+	sends := d.readyContributionsLocked()
 	d.mu.Unlock()
 	d.log.Info("ranks declared failed; the job runs on", "ranks", fresh, "why", why)
-	sort.Slice(sends, func(i, j int) bool { return sends[i].Seq < sends[j].Seq })
 	for _, c := range sends {
 		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: c}})
 	}

@@ -82,12 +82,7 @@ func (d *daemon) moveRanks(m *pb.MoveRanks) {
 	d.launch = nl
 	ranks := toInts(nl.Ranks)
 	// Fences the moved ranks no longer hold up.
-	var sends []*pb.FenceContribution
-	for seq, f := range d.fences {
-		if c := d.contributionLocked(seq, f); c != nil {
-			sends = append(sends, c)
-		}
-	}
+	sends := d.readyContributionsLocked()
 	d.mu.Unlock()
 	if loc := d.localCoord(); loc != nil {
 		loc.SetRanks(ranks)

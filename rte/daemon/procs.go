@@ -33,7 +33,13 @@ func (d *daemon) start(ctx context.Context, l *pb.Launch) {
 		return
 	}
 	d.launch, d.state = l, running
+	// Children may have contributed to a fence before this launch said
+	// which ranks are below.
+	sends := d.readyContributionsLocked()
 	d.mu.Unlock()
+	for _, c := range sends {
+		d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: c}})
+	}
 	if d.underInit && d.initErr == nil {
 		if err := becomeSubreaper(); err != nil {
 			d.log.Error("restored ranks will not be waited on", "err", err)

@@ -49,19 +49,7 @@ var heatSums = struct {
 // grid in row order), so one rank computes it, once for all tests.
 func heatWant(t *testing.T) string {
 	t.Helper()
-	heatSums.Lock()
-	defer heatSums.Unlock()
-	key := autorSize + "x" + autorSteps
-	if s, ok := heatSums.m[key]; ok {
-		return s
-	}
-	code, out, errs := start(t, "-np", "1", filepath.Join(bin, "heat"), "-size", autorSize, "-steps", autorSteps).wait()
-	sum, ok := heatChecksum(out, "")
-	if code != 0 || !ok {
-		t.Fatalf("uninterrupted heat: status %d, output %q\n%s", code, out, errs)
-	}
-	heatSums.m[key] = sum
-	return sum
+	return heatWantSteps(t, autorSteps)
 }
 
 // autorJob is heat on 4 ranks under errmgr autor with C/R on and sstore

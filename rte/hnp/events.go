@@ -29,6 +29,8 @@ func (evSnapcSend) jobEvent()      {}
 func (evTerminate) jobEvent()      {}
 func (evStopped) jobEvent()        {}
 func (evRankCheckpoint) jobEvent() {}
+func (evLocate) jobEvent()         {}
+func (evTell) jobEvent()           {}
 
 // unknownEvent is the panic of handle for an event it has no case for.
 func unknownEvent(e event) string {

@@ -53,7 +53,46 @@ type harness struct {
 // (its ranks are launched).
 func newHarness(t *testing.T, m mapping.Map, coord bool) *harness {
 	t.Helper()
-	proc, err := boot.Load(context.Background(), boot.Options{Role: mca.RoleHNP, Settings: []mca.Setting{}, NoPlugins: true, LogOutput: io.Discard})
+	h := newDetached(t, m, coord)
+	for _, n := range m.Nodes {
+		h.attach(n, n)
+	}
+	if h.j.state != jobRunning {
+		t.Fatalf("job %s after every daemon attached", h.j.state)
+	}
+	for _, n := range m.Nodes {
+		for _, msg := range h.sent(n) { // the welcome and the launch
+			if l := msg.GetLaunch(); l != nil {
+				h.launched[n] = l
+			}
+		}
+	}
+	return h
+}
+
+// attach feeds node's hello, on the link of via (node itself: its own
+// stream to gompirun), and fails the test if it is refused.
+func (h *harness) attach(node, via string, hello ...*pb.DaemonHello) {
+	h.t.Helper()
+	hl := &pb.DaemonHello{Node: node, Pid: 100}
+	if len(hello) > 0 {
+		hl = hello[0]
+	}
+	if h.boxes[via] == nil {
+		h.boxes[via] = newMailbox()
+	}
+	reply := make(chan *dconn, 1)
+	h.step(evAttach{hello: hl, box: h.boxes[via], via: via, reply: reply})
+	if <-reply == nil {
+		h.t.Fatalf("daemon of %s refused", node)
+	}
+}
+
+// newDetached builds the job of newHarness, its daemons not attached yet,
+// with these settings of gompirun's.
+func newDetached(t *testing.T, m mapping.Map, coord bool, settings ...mca.Setting) *harness {
+	t.Helper()
+	proc, err := boot.Load(context.Background(), boot.Options{Role: mca.RoleHNP, Settings: append([]mca.Setting{}, settings...), NoPlugins: true, LogOutput: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,24 +126,6 @@ func newHarness(t *testing.T, m mapping.Map, coord bool) *harness {
 		l := &testLaunch{node: n}
 		h.launch[n] = l
 		h.j.daemons[n].launch = l
-	}
-	for _, n := range m.Nodes {
-		h.boxes[n] = newMailbox()
-		reply := make(chan *dconn, 1)
-		h.step(evAttach{hello: &pb.DaemonHello{Node: n, Pid: 100}, box: h.boxes[n], reply: reply})
-		if <-reply == nil {
-			t.Fatalf("daemon of %s refused", n)
-		}
-	}
-	if h.j.state != jobRunning {
-		t.Fatalf("job %s after every daemon attached", h.j.state)
-	}
-	for _, n := range m.Nodes {
-		for _, msg := range h.sent(n) { // the welcome and the launch
-			if l := msg.GetLaunch(); l != nil {
-				h.launched[n] = l
-			}
-		}
 	}
 	return h
 }

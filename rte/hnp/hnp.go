@@ -18,7 +18,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,15 +180,20 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 
 	for {
-		log.Debug("launching daemons", "job", id, "plm", plmCand.Info.Name, "nodes", j.m.Nodes, "contact", ctl.contacts)
+		log.Debug("launching daemons", "job", id, "plm", plmCand.Info.Name, "nodes", j.m.Nodes, "contact", ctl.contacts, "tree", j.treeSummary())
 		daemons, err := plmCand.Module.Launch(ctx, plm.Spec{
-			Job: id, Nodes: j.m.Nodes, Contact: ctl.contacts, Handshake: ctl.hs.Marshal(),
+			Job: id, Nodes: j.m.Nodes, Contact: ctl.contacts, Handshake: j.handshake(ctl.hs).Marshal(),
 			SessionDir: vals.String(plm.ParamSessionDir), Verbose: vals.Int(plm.Name + "_base_verbose"), Stderr: o.Stderr,
 		})
 		if err != nil {
 			return 1, fmt.Errorf("start the daemons: %w", err)
 		}
 		code, err := j.run(daemons)
+		if f := vals.String(plm.ParamTreeStats); f != "" {
+			if werr := j.writeTreeStats(f); werr != nil {
+				fmt.Fprintf(o.Stderr, "gompirun: %s: %v\n", plm.ParamTreeStats, werr)
+			}
+		}
 		if plmCand.Module.Network() == "unix" {
 			j.removeNodeDirs(vals.String(plm.ParamSessionDir))
 		}
@@ -304,7 +308,7 @@ func serve(svc *service, dir string, secret control.Secret, network string, vals
 		usrv.Stop()
 		return controlServers{}, err
 	}
-	tl, addrs, err := listenTCP(vals.String(plm.ParamHNPAddress))
+	tl, addrs, err := control.ListenTCP(vals.String(plm.ParamHNPAddress))
 	if err != nil {
 		usrv.Stop()
 		return controlServers{}, err
@@ -353,50 +357,6 @@ func (j *job) recovered(ctx context.Context) (*job, error) {
 	}
 	fmt.Fprintln(o.Stderr, msg)
 	return nj, nil
-}
-
-// listenTCP opens the listener remote daemons dial and returns the
-// contacts to give them: the configured address, or every address of
-// this machine's interfaces (non-loopback first), all on one port.
-func listenTCP(setting string) (net.Listener, []string, error) {
-	addr := setting
-	if addr == "" {
-		addr = ":0"
-	} else if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, "0")
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen for daemons on %s (%s): %w", addr, plm.ParamHNPAddress, err)
-	}
-	tcp := l.Addr().(*net.TCPAddr)
-	port := fmt.Sprint(tcp.Port)
-	if !tcp.IP.IsUnspecified() {
-		return l, []string{"tcp:" + net.JoinHostPort(tcp.IP.String(), port)}, nil
-	}
-	ifaddrs, err := net.InterfaceAddrs()
-	if err != nil {
-		l.Close()
-		return nil, nil, fmt.Errorf("list this machine's addresses: %w", err)
-	}
-	var outer, loop []string
-	for _, a := range ifaddrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.IsLinkLocalUnicast() {
-			continue
-		}
-		c := "tcp:" + net.JoinHostPort(ipn.IP.String(), port)
-		if ipn.IP.IsLoopback() {
-			loop = append(loop, c)
-		} else {
-			outer = append(outer, c)
-		}
-	}
-	all := append(outer, loop...)
-	if len(all) == 0 {
-		all = []string{"tcp:" + net.JoinHostPort("127.0.0.1", port)}
-	}
-	return l, all, nil
 }
 
 // grpcStream is the server side of a daemon's Attach.

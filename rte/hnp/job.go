@@ -29,6 +29,7 @@ import (
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
 	"gompi/rte/mapping"
+	"gompi/rte/routed"
 )
 
 // finishBound bounds how long daemons have to leave after Shutdown.
@@ -109,6 +110,12 @@ type job struct {
 	lastMig   *migRecord
 	// faultDone gets the outcome of faults someone waits for (Tool.Migrate).
 	faultDone map[int]chan evFault
+
+	// The daemon tree (tree.go): its launch shape, the number of the last
+	// message sent down, and the daemons waiting to learn where to attach.
+	tree    routed.Tree
+	downSeq uint64
+	locates map[string][]evLocate
 }
 
 // dconn is one daemon as the HNP sees it.
@@ -122,6 +129,18 @@ type dconn struct {
 	ranks    []int
 	exited   bool // its launch process ended
 	killed   bool // the HNP terminated its launch process
+
+	// Its place in the daemon tree (tree.go): the daemon gompirun's link
+	// to it goes through (itself when linked to gompirun), its parent
+	// ("" = gompirun), where it serves its children, the count of its
+	// link's traffic (kept by gompirun for its own links, reported by the
+	// parent for others).
+	via      string
+	parent   string
+	contacts []string
+	pin      []byte
+	link     *routed.Counter
+	stats    *pb.LinkStats
 
 	lastSeen atomic.Int64 // unix nanos of the last message; set by its handler
 	busy     atomic.Bool  // its handler is blocked printing output
@@ -142,9 +161,13 @@ type rankProc struct {
 
 // Events.
 type (
+	// evAttach: a daemon's hello, on its own stream to gompirun or
+	// relayed by its parent (via names gompirun's link it came on).
 	evAttach struct {
 		hello *pb.DaemonHello
 		box   *mailbox
+		via   string
+		link  *routed.Counter
 		reply chan *dconn
 	}
 	evMsg struct {
@@ -152,8 +175,9 @@ type (
 		m    *pb.DaemonMessage
 	}
 	evStreamEnd struct {
-		node string
-		err  error
+		node   string
+		err    error
+		detail string // what broke, when not gompirun's own link
 	}
 	evLaunchExit struct {
 		node string
@@ -204,6 +228,8 @@ func newJob(id string, data control.Secret, o Options, m mapping.Map, program, c
 		movedFrom:  map[int]string{},
 		endpoints:  map[int32]map[string]string{},
 		faultDone:  map[int]chan evFault{},
+		tree:       routed.New(m.Nodes, vals.Int(plm.ParamRadix)),
+		locates:    map[string][]evLocate{},
 	}
 	for _, n := range m.Nodes {
 		j.daemons[n] = &dconn{node: n, state: daemonStarting, ranks: m.Ranks(n)}
@@ -335,23 +361,20 @@ func (j *job) progress() {
 		}
 		j.state = jobRunning
 		j.log.Debug("all daemons attached; launching ranks")
-		for _, n := range j.m.Nodes {
-			d := j.daemons[n]
-			ranks := make([]int32, len(d.ranks))
-			for i, r := range d.ranks {
-				ranks[i] = int32(r)
-				j.ranks[r].state = rankRunning
-			}
-			var restart *pb.RestartSpec
-			if r := j.o.Restart; r != nil {
-				restart = &pb.RestartSpec{RefDir: r.Ref.Dir, RefName: r.Ref.Name, Seq: int32(r.Seq)}
-			}
-			d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
-				Program: j.program, Args: j.o.Args, Env: j.o.Env, Cwd: j.cwd,
-				Size: int32(len(j.ranks)), Ranks: ranks, RankNodes: j.m.RankNode, Restart: restart,
-				DataSecret: j.dataSecret.Bytes(),
-			}}})
+		for _, r := range j.ranks {
+			r.state = rankRunning
 		}
+		var restart *pb.RestartSpec
+		if r := j.o.Restart; r != nil {
+			restart = &pb.RestartSpec{RefDir: r.Ref.Dir, RefName: r.Ref.Name, Seq: int32(r.Seq)}
+		}
+		// One launch for every daemon, sent once down each link of the
+		// tree: each daemon starts the ranks rank_nodes places on its node.
+		j.broadcast(&pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
+			Program: j.program, Args: j.o.Args, Env: j.o.Env, Cwd: j.cwd,
+			Size: int32(len(j.ranks)), RankNodes: j.m.RankNode, Restart: restart,
+			DataSecret: j.dataSecret.Bytes(),
+		}}})
 		j.progress()
 	case jobRunning, jobAborting:
 		if j.pendingFaults > 0 || j.held() {
@@ -381,12 +404,14 @@ func (j *job) shutdown() {
 	for _, d := range j.daemons {
 		if d.box != nil && (d.state == daemonRunning || d.state == daemonStarting) {
 			d.state = daemonLeaving
-			d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Shutdown{Shutdown: &pb.Shutdown{}}})
 		} else if d.launch != nil && !d.exited && d.box == nil {
 			d.killed = true
 			_ = d.launch.Kill() // never attached
 		}
 	}
+	// Down the tree: a daemon passes it on to its children and leaves
+	// after them.
+	j.broadcast(&pb.HNPMessage{Body: &pb.HNPMessage_Shutdown{Shutdown: &pb.Shutdown{}}})
 	j.arm(timerFinish, finishBound)
 }
 
@@ -410,13 +435,8 @@ func (j *job) setExit(code int) {
 	}
 }
 
-func (j *job) sendAll(m *pb.HNPMessage) {
-	for _, d := range j.daemons {
-		if d.box != nil && d.state == daemonRunning {
-			d.box.put(m)
-		}
-	}
-}
+// sendAll sends m to every daemon, once down each link of the tree.
+func (j *job) sendAll(m *pb.HNPMessage) { j.broadcast(m) }
 
 // abort ends the job: it prints report (once), sets the exit status if
 // none is set, and has every daemon kill its ranks.
@@ -475,6 +495,10 @@ func (j *job) handle(e event) {
 		e.reply <- out
 	case evStatus:
 		e.reply <- j.status()
+	case evLocate:
+		j.locate(e)
+	case evTell:
+		j.tellEvent(e)
 	case evSnapcSend:
 		j.snapcSend(e)
 	case evRankCheckpoint:
@@ -496,6 +520,9 @@ func (j *job) streamEnd(e evStreamEnd) {
 		d.state = daemonGone
 	case daemonRunning, daemonStarting:
 		detail := "its daemon's connection to gompirun broke"
+		if e.detail != "" {
+			detail = e.detail
+		}
 		if e.err != nil && status.Code(e.err) != codes.Canceled && !errors.Is(e.err, io.EOF) {
 			detail += " (" + e.err.Error() + ")"
 		}
@@ -553,13 +580,21 @@ func (j *job) faultHandled(e evFault) {
 
 func (j *job) attach(e evAttach) *dconn {
 	d, ok := j.daemons[e.hello.Node]
+	if e.hello.Reattach {
+		return j.reattach(e)
+	}
 	if !ok || d.box != nil || j.state != jobLaunching {
 		j.log.Warn("refused a daemon", "node", e.hello.Node, "pid", e.hello.Pid, "state", j.state)
 		return nil
 	}
 	d.box, d.pid, d.hostname, d.state = e.box, int(e.hello.Pid), e.hello.Hostname, daemonRunning
+	d.via, d.parent, d.contacts, d.pin = e.via, e.hello.Parent, e.hello.Contacts, e.hello.Pin
+	if d.direct() {
+		d.link = e.link
+	}
+	j.located(d)
 	d.lastSeen.Store(j.p.now().UnixNano())
-	d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Welcome{Welcome: &pb.Welcome{Job: j.id, Settings: j.settings}}})
+	j.tell(d, &pb.HNPMessage{Body: &pb.HNPMessage_Welcome{Welcome: &pb.Welcome{Job: j.id, Settings: j.settings}}})
 	j.log.Debug("daemon attached", "node", d.node, "pid", d.pid, "host", d.hostname)
 	return d
 }
@@ -614,6 +649,12 @@ func (j *job) message(node string, m *pb.DaemonMessage) {
 		j.rankMigrate(d, b.RankMigrate)
 	case *pb.DaemonMessage_Fence:
 		j.fence(b.Fence)
+	case *pb.DaemonMessage_ChildLost:
+		j.childLost(node, b.ChildLost)
+	case *pb.DaemonMessage_TreeStats:
+		j.treeStats(node, b.TreeStats)
+	case *pb.DaemonMessage_Resynced:
+		j.log.Debug("subtree sent its state again", "node", node)
 	case *pb.DaemonMessage_Abort:
 		if r := rank(b.Abort.Rank); r != nil {
 			code := int(b.Abort.Code)
@@ -783,7 +824,7 @@ func (j *job) nodeLost(d *dconn, detail string) {
 	if j.p.global != nil {
 		j.p.global.NodeLost(d.node, detail)
 	}
-	if d.box != nil {
+	if d.box != nil && d.direct() {
 		d.box.close()
 	}
 	for _, r := range d.ranks {
@@ -853,12 +894,7 @@ func (j *job) completeFence(seq uint64) {
 		entries = append(entries, e)
 	}
 	sort.Slice(entries, func(a, b int) bool { return entries[a].Rank < entries[b].Rank })
-	msg := &pb.HNPMessage{Body: &pb.HNPMessage_Fence{Fence: &pb.FenceComplete{Seq: seq, Entries: entries, Failed: failed}}}
-	for _, d := range j.daemons {
-		if len(d.ranks) > 0 && d.box != nil && d.state == daemonRunning {
-			d.box.put(msg)
-		}
-	}
+	j.broadcast(&pb.HNPMessage{Body: &pb.HNPMessage_Fence{Fence: &pb.FenceComplete{Seq: seq, Entries: entries, Failed: failed}}})
 	j.rolledBack(seq)
 	if rec := j.computing; rec != nil && seq == 1 {
 		j.computing = nil
@@ -920,8 +956,8 @@ func (j *job) heartbeat() {
 		return
 	}
 	for _, d := range j.daemons {
-		if d.box == nil || d.state != daemonRunning {
-			continue
+		if d.box == nil || d.state != daemonRunning || !d.direct() {
+			continue // a deeper daemon is watched by its parent
 		}
 		if d.busy.Load() || j.hbTimeout <= 0 {
 			continue // its messages wait behind output gompirun is still printing
@@ -941,7 +977,8 @@ func (j *job) status() *pb.StatusResponse {
 	nodes := slices.Clone(j.m.Nodes)
 	for _, n := range nodes {
 		d := j.daemons[n]
-		st.Daemons = append(st.Daemons, &pb.DaemonStatus{Node: n, Pid: int32(d.pid), Hostname: d.hostname, State: d.state.String()})
+		st.Daemons = append(st.Daemons, &pb.DaemonStatus{Node: n, Pid: int32(d.pid), Hostname: d.hostname, State: d.state.String(),
+			Parent: d.parent, Link: d.linkStats()})
 	}
 	for _, r := range j.ranks {
 		st.Ranks = append(st.Ranks, &pb.RankStatus{Rank: int32(r.rank), Node: r.node, Pid: int32(r.pid), State: r.state.String(),

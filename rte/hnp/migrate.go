@@ -208,7 +208,7 @@ func (j *job) migSaved(e evMigSaved) {
 	}
 	ref := j.p.global.Ref()
 	for _, n := range slices.Sorted(maps.Keys(byNode)) {
-		j.daemons[n].box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
+		j.tell(j.daemons[n], &pb.HNPMessage{Body: &pb.HNPMessage_Launch{Launch: &pb.Launch{
 			Migrate: true, Ranks: byNode[n], RankNodes: rankNodes, Size: int32(len(j.ranks)),
 			Restart:    &pb.RestartSpec{RefDir: ref.Dir, RefName: ref.Name, Seq: int32(mig.seq)},
 			DataSecret: j.dataSecret.Bytes(),
@@ -255,7 +255,7 @@ func (j *job) rejoin(node string, e *pb.RankData) {
 		dests[n] = true
 	}
 	for n := range dests {
-		j.daemons[n].box.put(&pb.HNPMessage{Body: &pb.HNPMessage_Rejoined{Rejoined: table}})
+		j.tell(j.daemons[n], &pb.HNPMessage{Body: &pb.HNPMessage_Rejoined{Rejoined: table}})
 	}
 	j.moved(mig)
 }
@@ -461,7 +461,7 @@ func (j *job) rankMigrate(d *dconn, m *pb.RankMigrate) {
 		done.Error = "gompirun: " + err.Error()
 	}
 	if d.box != nil {
-		d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_RankMigrateDone{RankMigrateDone: done}})
+		j.tell(d, &pb.HNPMessage{Body: &pb.HNPMessage_RankMigrateDone{RankMigrateDone: done}})
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"gompi/mca/queue"
 	"gompi/rte/control"
 	pb "gompi/rte/control/proto"
+	"gompi/rte/routed"
 )
 
 // service serves the daemons' streams and the tools' calls.
@@ -36,9 +37,11 @@ func newService(j *job) *service {
 // attached to.
 func (s *service) job() *job { return s.cur.Load() }
 
-// Attach is one daemon's session. Output is printed right here, in the
-// order it arrives, before the daemon's next message (its exit report)
-// goes to the job: a rank's last words always come before its end.
+// Attach is the session of a daemon linked to gompirun, which carries
+// its own messages and those of the daemons below it in the tree (marked
+// with their origin). Output is printed right here, in the order it
+// arrives, before the daemon's next message (its exit report) goes to the
+// job: a rank's last words always come before its end.
 func (s *service) Attach(stream grpcStream) error {
 	j := s.job()
 	first, err := stream.Recv()
@@ -49,19 +52,17 @@ func (s *service) Attach(stream grpcStream) error {
 	if h == nil {
 		return status.Error(codes.InvalidArgument, "hnp: a daemon's first message must be its hello")
 	}
+	link := &routed.Counter{}
+	link.Up(first)
 	box := newMailbox()
-	reply := make(chan *dconn, 1)
-	if !j.send(evAttach{hello: h, box: box, reply: reply}) {
-		return status.Error(codes.Unavailable, "hnp: the job is over")
-	}
-	d := <-reply
+	d := j.attachEvent(h, box, h.Node, link)
 	if d == nil {
 		return status.Errorf(codes.FailedPrecondition, "hnp: node %q is not a node of job %s still waiting for its daemon", h.Node, j.id)
 	}
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
-		box.run(stream)
+		box.run(stream, link)
 	}()
 	for {
 		m, err := stream.Recv()
@@ -71,42 +72,64 @@ func (s *service) Attach(stream grpcStream) error {
 			j.send(evStreamEnd{node: d.node, err: err})
 			return nil
 		}
+		link.Up(m)
 		d.lastSeen.Store(time.Now().UnixNano())
-		switch b := m.Body.(type) {
-		case *pb.DaemonMessage_Heartbeat:
-		case *pb.DaemonMessage_Output:
-			d.busy.Store(true)
-			j.print(b.Output)
-			d.lastSeen.Store(time.Now().UnixNano())
-			d.busy.Store(false)
-		case *pb.DaemonMessage_SnapcReply:
-			if j.p.global == nil {
-				continue
-			}
-			// The rank count never changes (j.m does, on the actor).
-			rep, err := control.LocalReplyFromProto(b.SnapcReply, d.node, len(j.ranks))
-			if err != nil {
-				j.log.Warn("bad checkpoint reply", "node", d.node, "err", err)
-				continue
-			}
-			j.p.global.Deliver(rep)
-		case *pb.DaemonMessage_RankCheckpoint:
-			// The actor checks that the node runs the rank (the placement
-			// is its own: a migration changes it), then the checkpoint
-			// runs on a goroutine of its own.
-			if !j.send(evRankCheckpoint{node: d.node, box: box, m: b.RankCheckpoint}) {
-				box.close()
-				<-sent
-				return nil
-			}
-		default:
-			if !j.send(evMsg{node: d.node, m: m}) {
-				box.close()
-				<-sent
-				return nil
-			}
+		if !j.fromDaemon(d, box, link, m) {
+			box.close()
+			<-sent
+			return nil
 		}
 	}
+}
+
+// attachEvent hands a hello to the job (on the link of d's stream: its
+// own, or its ancestor's) and returns the daemon, or nil when refused.
+func (j *job) attachEvent(h *pb.DaemonHello, box *mailbox, via string, link *routed.Counter) *dconn {
+	reply := make(chan *dconn, 1)
+	if !j.send(evAttach{hello: h, box: box, via: via, link: link, reply: reply}) {
+		return nil
+	}
+	return <-reply
+}
+
+// fromDaemon handles one message that came up the link of top, from top
+// or, relayed, from a daemon below it; false once the job is over.
+func (j *job) fromDaemon(top *dconn, box *mailbox, link *routed.Counter, m *pb.DaemonMessage) bool {
+	node := top.node
+	if m.Origin != "" {
+		node = m.Origin
+	}
+	switch b := m.Body.(type) {
+	case *pb.DaemonMessage_Heartbeat:
+	case *pb.DaemonMessage_Hello:
+		if m.Origin == "" || j.attachEvent(b.Hello, box, top.node, nil) == nil {
+			j.log.Warn("a daemon's hello was refused", "node", node, "via", top.node)
+		}
+	case *pb.DaemonMessage_Output:
+		top.busy.Store(true)
+		j.print(b.Output)
+		top.lastSeen.Store(time.Now().UnixNano())
+		top.busy.Store(false)
+	case *pb.DaemonMessage_SnapcReply:
+		if j.p.global == nil {
+			return true
+		}
+		// The rank count never changes (j.m does, on the actor).
+		rep, err := control.LocalReplyFromProto(b.SnapcReply, node, len(j.ranks))
+		if err != nil {
+			j.log.Warn("bad checkpoint reply", "node", node, "err", err)
+			return true
+		}
+		j.p.global.Deliver(rep)
+	case *pb.DaemonMessage_RankCheckpoint:
+		// The actor checks that the node runs the rank (the placement
+		// is its own: a migration changes it), then the checkpoint
+		// runs on a goroutine of its own.
+		return j.send(evRankCheckpoint{node: node, m: b.RankCheckpoint})
+	default:
+		return j.send(evMsg{node: node, m: m})
+	}
+	return true
 }
 
 // Status answers gompi-ps.
@@ -209,8 +232,8 @@ func (b *mailbox) put(m *pb.HNPMessage) { b.q.Put(m) }
 func (b *mailbox) close() { b.q.Close() }
 
 // run sends the queued messages in order until the mailbox is closed and
-// empty or the stream breaks.
-func (b *mailbox) run(stream grpcStream) {
+// empty or the stream breaks, counting them on link.
+func (b *mailbox) run(stream grpcStream, link *routed.Counter) {
 	for {
 		q, err := b.q.PopAll(context.Background()) // close ends it
 		if err != nil {
@@ -220,6 +243,7 @@ func (b *mailbox) run(stream grpcStream) {
 			if err := stream.Send(m); err != nil {
 				return
 			}
+			link.Down(m)
 		}
 	}
 }

@@ -210,7 +210,7 @@ func (j *job) snapcSend(e evSnapcSend) {
 	case snapc.LocalCancel:
 		j.termCancel()
 	}
-	d.box.put(&pb.HNPMessage{Body: &pb.HNPMessage_SnapcRequest{SnapcRequest: control.LocalRequestToProto(e.req)}})
+	j.tell(d, &pb.HNPMessage{Body: &pb.HNPMessage_SnapcRequest{SnapcRequest: control.LocalRequestToProto(e.req)}})
 	e.errc <- nil
 }
 
@@ -266,7 +266,6 @@ func (s *service) Snapshots(context.Context, *pb.SnapshotsRequest) (*pb.Snapshot
 // evRankCheckpoint is a rank's cr.Checkpoint, relayed by its daemon.
 type evRankCheckpoint struct {
 	node string
-	box  *mailbox
 	m    *pb.RankCheckpoint
 }
 
@@ -280,14 +279,13 @@ func (j *job) startRankCheckpoint(e evRankCheckpoint) {
 	}
 	mod, g := j.p.snapc, j.p.global
 	j.spawn(func() event {
-		rankCheckpoint(mod, g, e.box, e.m, refused)
-		return nil
+		return evTell{node: e.node, m: rankCheckpoint(mod, g, e.m, refused)}
 	})
 }
 
 // rankCheckpoint runs a rank's request (refused, when set, is the
-// actor's refusal) and answers its daemon.
-func rankCheckpoint(mod snapc.Module, g snapc.Global, box *mailbox, m *pb.RankCheckpoint, refused error) {
+// actor's refusal) and returns the answer to its daemon.
+func rankCheckpoint(mod snapc.Module, g snapc.Global, m *pb.RankCheckpoint, refused error) *pb.HNPMessage {
 	done := &pb.RankCheckpointDone{Id: m.Id, Seq: -1}
 	var res snapc.Result
 	err := refused
@@ -306,7 +304,7 @@ func rankCheckpoint(mod snapc.Module, g snapc.Global, box *mailbox, m *pb.RankCh
 	} else {
 		done.Seq, done.Ref, done.Dir, done.DurationNano = int32(res.Seq), res.Ref, res.Dir, int64(res.Duration)
 	}
-	box.put(&pb.HNPMessage{Body: &pb.HNPMessage_RankCheckpointDone{RankCheckpointDone: done}})
+	return &pb.HNPMessage{Body: &pb.HNPMessage_RankCheckpointDone{RankCheckpointDone: done}}
 }
 
 // layRemoteFileM lays the FileM that reaches a remote global snapshot

@@ -137,6 +137,123 @@ func (Phase) EnumDescriptor() ([]byte, []int) {
 	return file_control_proto_rawDescGZIP(), []int{1}
 }
 
+// LocateRequest asks where node attaches; lost names the parent it lost
+// (empty at start).
+type LocateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Lost          string                 `protobuf:"bytes,2,opt,name=lost,proto3" json:"lost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocateRequest) Reset() {
+	*x = LocateRequest{}
+	mi := &file_control_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocateRequest) ProtoMessage() {}
+
+func (x *LocateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocateRequest.ProtoReflect.Descriptor instead.
+func (*LocateRequest) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *LocateRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *LocateRequest) GetLost() string {
+	if x != nil {
+		return x.Lost
+	}
+	return ""
+}
+
+// LocateResponse: parent is empty when the node attaches to gompirun
+// itself (at the contacts it was started with); otherwise the parent's
+// contacts and, over TCP, its certificate's pin.
+type LocateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Parent        string                 `protobuf:"bytes,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	Contacts      []string               `protobuf:"bytes,2,rep,name=contacts,proto3" json:"contacts,omitempty"`
+	Pin           []byte                 `protobuf:"bytes,3,opt,name=pin,proto3" json:"pin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocateResponse) Reset() {
+	*x = LocateResponse{}
+	mi := &file_control_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocateResponse) ProtoMessage() {}
+
+func (x *LocateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocateResponse.ProtoReflect.Descriptor instead.
+func (*LocateResponse) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LocateResponse) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *LocateResponse) GetContacts() []string {
+	if x != nil {
+		return x.Contacts
+	}
+	return nil
+}
+
+func (x *LocateResponse) GetPin() []byte {
+	if x != nil {
+		return x.Pin
+	}
+	return nil
+}
+
 // Setting is one resolved MCA parameter travelling with a job.
 type Setting struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -150,7 +267,7 @@ type Setting struct {
 
 func (x *Setting) Reset() {
 	*x = Setting{}
-	mi := &file_control_proto_msgTypes[0]
+	mi := &file_control_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -162,7 +279,7 @@ func (x *Setting) String() string {
 func (*Setting) ProtoMessage() {}
 
 func (x *Setting) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[0]
+	mi := &file_control_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -175,7 +292,7 @@ func (x *Setting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Setting.ProtoReflect.Descriptor instead.
 func (*Setting) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{0}
+	return file_control_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Setting) GetName() string {
@@ -217,7 +334,7 @@ type RankData struct {
 
 func (x *RankData) Reset() {
 	*x = RankData{}
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -229,7 +346,7 @@ func (x *RankData) String() string {
 func (*RankData) ProtoMessage() {}
 
 func (x *RankData) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[1]
+	mi := &file_control_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -242,7 +359,7 @@ func (x *RankData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankData.ProtoReflect.Descriptor instead.
 func (*RankData) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{1}
+	return file_control_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RankData) GetRank() int32 {
@@ -275,14 +392,21 @@ type DaemonMessage struct {
 	//	*DaemonMessage_RankCheckpoint
 	//	*DaemonMessage_RankMigrate
 	//	*DaemonMessage_Rejoin
-	Body          isDaemonMessage_Body `protobuf_oneof:"body"`
+	//	*DaemonMessage_ChildLost
+	//	*DaemonMessage_Resynced
+	//	*DaemonMessage_TreeStats
+	Body isDaemonMessage_Body `protobuf_oneof:"body"`
+	// origin is the node the message is from, set by the first daemon that
+	// relays it up the tree (empty: from the daemon on the other end of the
+	// stream).
+	Origin        string `protobuf:"bytes,100,opt,name=origin,proto3" json:"origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DaemonMessage) Reset() {
 	*x = DaemonMessage{}
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -294,7 +418,7 @@ func (x *DaemonMessage) String() string {
 func (*DaemonMessage) ProtoMessage() {}
 
 func (x *DaemonMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[2]
+	mi := &file_control_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -307,7 +431,7 @@ func (x *DaemonMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonMessage.ProtoReflect.Descriptor instead.
 func (*DaemonMessage) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{2}
+	return file_control_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DaemonMessage) GetBody() isDaemonMessage_Body {
@@ -425,6 +549,40 @@ func (x *DaemonMessage) GetRejoin() *RankData {
 	return nil
 }
 
+func (x *DaemonMessage) GetChildLost() *ChildLost {
+	if x != nil {
+		if x, ok := x.Body.(*DaemonMessage_ChildLost); ok {
+			return x.ChildLost
+		}
+	}
+	return nil
+}
+
+func (x *DaemonMessage) GetResynced() *Resynced {
+	if x != nil {
+		if x, ok := x.Body.(*DaemonMessage_Resynced); ok {
+			return x.Resynced
+		}
+	}
+	return nil
+}
+
+func (x *DaemonMessage) GetTreeStats() *TreeStats {
+	if x != nil {
+		if x, ok := x.Body.(*DaemonMessage_TreeStats); ok {
+			return x.TreeStats
+		}
+	}
+	return nil
+}
+
+func (x *DaemonMessage) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
 type isDaemonMessage_Body interface {
 	isDaemonMessage_Body()
 }
@@ -477,6 +635,18 @@ type DaemonMessage_Rejoin struct {
 	Rejoin *RankData `protobuf:"bytes,12,opt,name=rejoin,proto3,oneof"` // a migrated rank's new endpoints (Daemon.Rejoin)
 }
 
+type DaemonMessage_ChildLost struct {
+	ChildLost *ChildLost `protobuf:"bytes,13,opt,name=child_lost,json=childLost,proto3,oneof"`
+}
+
+type DaemonMessage_Resynced struct {
+	Resynced *Resynced `protobuf:"bytes,14,opt,name=resynced,proto3,oneof"`
+}
+
+type DaemonMessage_TreeStats struct {
+	TreeStats *TreeStats `protobuf:"bytes,15,opt,name=tree_stats,json=treeStats,proto3,oneof"`
+}
+
 func (*DaemonMessage_Hello) isDaemonMessage_Body() {}
 
 func (*DaemonMessage_Heartbeat) isDaemonMessage_Body() {}
@@ -501,19 +671,173 @@ func (*DaemonMessage_RankMigrate) isDaemonMessage_Body() {}
 
 func (*DaemonMessage_Rejoin) isDaemonMessage_Body() {}
 
-type DaemonHello struct {
+func (*DaemonMessage_ChildLost) isDaemonMessage_Body() {}
+
+func (*DaemonMessage_Resynced) isDaemonMessage_Body() {}
+
+func (*DaemonMessage_TreeStats) isDaemonMessage_Body() {}
+
+// ChildLost: a daemon lost one of its children in the tree (its stream
+// broke or its heartbeats stopped).
+type ChildLost struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Pid           int32                  `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
-	Hostname      string                 `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
-	NodeDir       string                 `protobuf:"bytes,4,opt,name=node_dir,json=nodeDir,proto3" json:"node_dir,omitempty"`
+	Detail        string                 `protobuf:"bytes,2,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChildLost) Reset() {
+	*x = ChildLost{}
+	mi := &file_control_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChildLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChildLost) ProtoMessage() {}
+
+func (x *ChildLost) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChildLost.ProtoReflect.Descriptor instead.
+func (*ChildLost) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ChildLost) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ChildLost) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+// TreeStats is a daemon's count of the traffic on its links to its
+// children, sent as it leaves (after they left).
+type TreeStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Children      map[string]*LinkStats  `protobuf:"bytes,1,rep,name=children,proto3" json:"children,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TreeStats) Reset() {
+	*x = TreeStats{}
+	mi := &file_control_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TreeStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TreeStats) ProtoMessage() {}
+
+func (x *TreeStats) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TreeStats.ProtoReflect.Descriptor instead.
+func (*TreeStats) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TreeStats) GetChildren() map[string]*LinkStats {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+// Resynced answers a Resync: the daemon has sent its state again.
+type Resynced struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resynced) Reset() {
+	*x = Resynced{}
+	mi := &file_control_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resynced) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resynced) ProtoMessage() {}
+
+func (x *Resynced) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resynced.ProtoReflect.Descriptor instead.
+func (*Resynced) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{7}
+}
+
+type DaemonHello struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Node     string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Pid      int32                  `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
+	Hostname string                 `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	NodeDir  string                 `protobuf:"bytes,4,opt,name=node_dir,json=nodeDir,proto3" json:"node_dir,omitempty"`
+	// contacts is where the daemon serves its children in the tree (none
+	// for a leaf), pin its certificate's SHA-256 over TCP.
+	Contacts []string `protobuf:"bytes,5,rep,name=contacts,proto3" json:"contacts,omitempty"`
+	Pin      []byte   `protobuf:"bytes,6,opt,name=pin,proto3" json:"pin,omitempty"`
+	// reattach: the daemon lost its parent and attaches to a live ancestor;
+	// subtree names the nodes below it, which it keeps relaying for, and
+	// last_seq the last message of gompirun's it received.
+	Reattach      bool     `protobuf:"varint,7,opt,name=reattach,proto3" json:"reattach,omitempty"`
+	Subtree       []string `protobuf:"bytes,8,rep,name=subtree,proto3" json:"subtree,omitempty"`
+	LastSeq       uint64   `protobuf:"varint,9,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	Parent        string   `protobuf:"bytes,10,opt,name=parent,proto3" json:"parent,omitempty"` // the node it attached to ("" = gompirun)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DaemonHello) Reset() {
 	*x = DaemonHello{}
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +849,7 @@ func (x *DaemonHello) String() string {
 func (*DaemonHello) ProtoMessage() {}
 
 func (x *DaemonHello) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[3]
+	mi := &file_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +862,7 @@ func (x *DaemonHello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonHello.ProtoReflect.Descriptor instead.
 func (*DaemonHello) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{3}
+	return file_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DaemonHello) GetNode() string {
@@ -569,15 +893,62 @@ func (x *DaemonHello) GetNodeDir() string {
 	return ""
 }
 
+func (x *DaemonHello) GetContacts() []string {
+	if x != nil {
+		return x.Contacts
+	}
+	return nil
+}
+
+func (x *DaemonHello) GetPin() []byte {
+	if x != nil {
+		return x.Pin
+	}
+	return nil
+}
+
+func (x *DaemonHello) GetReattach() bool {
+	if x != nil {
+		return x.Reattach
+	}
+	return false
+}
+
+func (x *DaemonHello) GetSubtree() []string {
+	if x != nil {
+		return x.Subtree
+	}
+	return nil
+}
+
+func (x *DaemonHello) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
+func (x *DaemonHello) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+// Heartbeat goes up from a daemon to its parent, and down from gompirun
+// through the tree. Up, ack is the lowest last message sequence received
+// in the daemon's subtree (gompirun keeps what it sent after it, to send
+// again to a subtree that lost its parent).
 type Heartbeat struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ack           uint64                 `protobuf:"varint,1,opt,name=ack,proto3" json:"ack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -589,7 +960,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[4]
+	mi := &file_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -602,7 +973,14 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{4}
+	return file_control_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Heartbeat) GetAck() uint64 {
+	if x != nil {
+		return x.Ack
+	}
+	return 0
 }
 
 // RankStarted reports a rank's process, or why it could not be started.
@@ -617,7 +995,7 @@ type RankStarted struct {
 
 func (x *RankStarted) Reset() {
 	*x = RankStarted{}
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +1007,7 @@ func (x *RankStarted) String() string {
 func (*RankStarted) ProtoMessage() {}
 
 func (x *RankStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[5]
+	mi := &file_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +1020,7 @@ func (x *RankStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankStarted.ProtoReflect.Descriptor instead.
 func (*RankStarted) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{5}
+	return file_control_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RankStarted) GetRank() int32 {
@@ -679,7 +1057,7 @@ type RankOutput struct {
 
 func (x *RankOutput) Reset() {
 	*x = RankOutput{}
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +1069,7 @@ func (x *RankOutput) String() string {
 func (*RankOutput) ProtoMessage() {}
 
 func (x *RankOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[6]
+	mi := &file_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +1082,7 @@ func (x *RankOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankOutput.ProtoReflect.Descriptor instead.
 func (*RankOutput) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{6}
+	return file_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RankOutput) GetRank() int32 {
@@ -744,7 +1122,7 @@ type RankExited struct {
 
 func (x *RankExited) Reset() {
 	*x = RankExited{}
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +1134,7 @@ func (x *RankExited) String() string {
 func (*RankExited) ProtoMessage() {}
 
 func (x *RankExited) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[7]
+	mi := &file_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +1147,7 @@ func (x *RankExited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankExited.ProtoReflect.Descriptor instead.
 func (*RankExited) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{7}
+	return file_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RankExited) GetRank() int32 {
@@ -832,7 +1210,7 @@ type FenceContribution struct {
 
 func (x *FenceContribution) Reset() {
 	*x = FenceContribution{}
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +1222,7 @@ func (x *FenceContribution) String() string {
 func (*FenceContribution) ProtoMessage() {}
 
 func (x *FenceContribution) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[8]
+	mi := &file_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +1235,7 @@ func (x *FenceContribution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceContribution.ProtoReflect.Descriptor instead.
 func (*FenceContribution) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{8}
+	return file_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FenceContribution) GetSeq() uint64 {
@@ -885,7 +1263,7 @@ type RankAbort struct {
 
 func (x *RankAbort) Reset() {
 	*x = RankAbort{}
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +1275,7 @@ func (x *RankAbort) String() string {
 func (*RankAbort) ProtoMessage() {}
 
 func (x *RankAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[9]
+	mi := &file_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +1288,7 @@ func (x *RankAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankAbort.ProtoReflect.Descriptor instead.
 func (*RankAbort) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{9}
+	return file_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RankAbort) GetRank() int32 {
@@ -944,7 +1322,7 @@ type RankPhase struct {
 
 func (x *RankPhase) Reset() {
 	*x = RankPhase{}
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1334,7 @@ func (x *RankPhase) String() string {
 func (*RankPhase) ProtoMessage() {}
 
 func (x *RankPhase) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[10]
+	mi := &file_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1347,7 @@ func (x *RankPhase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankPhase.ProtoReflect.Descriptor instead.
 func (*RankPhase) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{10}
+	return file_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RankPhase) GetRank() int32 {
@@ -1003,14 +1381,23 @@ type HNPMessage struct {
 	//	*HNPMessage_Rejoined
 	//	*HNPMessage_MoveRanks
 	//	*HNPMessage_Rollback
-	Body          isHNPMessage_Body `protobuf_oneof:"body"`
+	//	*HNPMessage_Heartbeat
+	//	*HNPMessage_Resync
+	Body isHNPMessage_Body `protobuf_oneof:"body"`
+	// Routing through the daemon tree: a message goes to every daemon (all)
+	// or to the nodes named in to; each daemon hands the message to its
+	// children whose subtree holds a target. seq numbers gompirun's
+	// messages, in the order sent.
+	To            []string `protobuf:"bytes,100,rep,name=to,proto3" json:"to,omitempty"`
+	All           bool     `protobuf:"varint,101,opt,name=all,proto3" json:"all,omitempty"`
+	Seq           uint64   `protobuf:"varint,102,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HNPMessage) Reset() {
 	*x = HNPMessage{}
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1409,7 @@ func (x *HNPMessage) String() string {
 func (*HNPMessage) ProtoMessage() {}
 
 func (x *HNPMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[11]
+	mi := &file_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1422,7 @@ func (x *HNPMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HNPMessage.ProtoReflect.Descriptor instead.
 func (*HNPMessage) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{11}
+	return file_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HNPMessage) GetBody() isHNPMessage_Body {
@@ -1162,6 +1549,45 @@ func (x *HNPMessage) GetRollback() *Rollback {
 	return nil
 }
 
+func (x *HNPMessage) GetHeartbeat() *Heartbeat {
+	if x != nil {
+		if x, ok := x.Body.(*HNPMessage_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
+func (x *HNPMessage) GetResync() *Resync {
+	if x != nil {
+		if x, ok := x.Body.(*HNPMessage_Resync); ok {
+			return x.Resync
+		}
+	}
+	return nil
+}
+
+func (x *HNPMessage) GetTo() []string {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *HNPMessage) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *HNPMessage) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type isHNPMessage_Body interface {
 	isHNPMessage_Body()
 }
@@ -1218,6 +1644,14 @@ type HNPMessage_Rollback struct {
 	Rollback *Rollback `protobuf:"bytes,13,opt,name=rollback,proto3,oneof"`
 }
 
+type HNPMessage_Heartbeat struct {
+	Heartbeat *Heartbeat `protobuf:"bytes,14,opt,name=heartbeat,proto3,oneof"`
+}
+
+type HNPMessage_Resync struct {
+	Resync *Resync `protobuf:"bytes,15,opt,name=resync,proto3,oneof"`
+}
+
 func (*HNPMessage_Welcome) isHNPMessage_Body() {}
 
 func (*HNPMessage_Launch) isHNPMessage_Body() {}
@@ -1244,6 +1678,49 @@ func (*HNPMessage_MoveRanks) isHNPMessage_Body() {}
 
 func (*HNPMessage_Rollback) isHNPMessage_Body() {}
 
+func (*HNPMessage_Heartbeat) isHNPMessage_Body() {}
+
+func (*HNPMessage_Resync) isHNPMessage_Body() {}
+
+// Resync asks a subtree that attached again (its parent was lost) to send
+// again what may have been lost with its parent: its ranks' states, its
+// pending fence contributions and checkpoint replies and requests.
+type Resync struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resync) Reset() {
+	*x = Resync{}
+	mi := &file_control_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resync) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resync) ProtoMessage() {}
+
+func (x *Resync) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resync.ProtoReflect.Descriptor instead.
+func (*Resync) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{17}
+}
+
 // Rollback rolls the job back in place (errmgr rollback): every daemon
 // hands each surviving rank of its node its local snapshot of seq (a
 // snapc Rollback request) and starts the lost ranks placed on its node
@@ -1265,7 +1742,7 @@ type Rollback struct {
 
 func (x *Rollback) Reset() {
 	*x = Rollback{}
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1754,7 @@ func (x *Rollback) String() string {
 func (*Rollback) ProtoMessage() {}
 
 func (x *Rollback) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[12]
+	mi := &file_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1767,7 @@ func (x *Rollback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
 func (*Rollback) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{12}
+	return file_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Rollback) GetEpoch() uint64 {
@@ -1362,7 +1839,7 @@ type MoveRanks struct {
 
 func (x *MoveRanks) Reset() {
 	*x = MoveRanks{}
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1851,7 @@ func (x *MoveRanks) String() string {
 func (*MoveRanks) ProtoMessage() {}
 
 func (x *MoveRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[13]
+	mi := &file_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1864,7 @@ func (x *MoveRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveRanks.ProtoReflect.Descriptor instead.
 func (*MoveRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{13}
+	return file_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MoveRanks) GetOut() []int32 {
@@ -1417,7 +1894,7 @@ type Rejoined struct {
 
 func (x *Rejoined) Reset() {
 	*x = Rejoined{}
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1906,7 @@ func (x *Rejoined) String() string {
 func (*Rejoined) ProtoMessage() {}
 
 func (x *Rejoined) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[14]
+	mi := &file_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1919,7 @@ func (x *Rejoined) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejoined.ProtoReflect.Descriptor instead.
 func (*Rejoined) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{14}
+	return file_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Rejoined) GetEntries() []*RankData {
@@ -1479,7 +1956,7 @@ type ProcFailed struct {
 
 func (x *ProcFailed) Reset() {
 	*x = ProcFailed{}
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1968,7 @@ func (x *ProcFailed) String() string {
 func (*ProcFailed) ProtoMessage() {}
 
 func (x *ProcFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[15]
+	mi := &file_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1981,7 @@ func (x *ProcFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcFailed.ProtoReflect.Descriptor instead.
 func (*ProcFailed) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{15}
+	return file_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ProcFailed) GetRanks() []int32 {
@@ -1532,7 +2009,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +2021,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[16]
+	mi := &file_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +2034,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{16}
+	return file_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Welcome) GetJob() string {
@@ -1600,7 +2077,7 @@ type Launch struct {
 
 func (x *Launch) Reset() {
 	*x = Launch{}
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +2089,7 @@ func (x *Launch) String() string {
 func (*Launch) ProtoMessage() {}
 
 func (x *Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[17]
+	mi := &file_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +2102,7 @@ func (x *Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Launch.ProtoReflect.Descriptor instead.
 func (*Launch) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{17}
+	return file_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Launch) GetProgram() string {
@@ -1711,7 +2188,7 @@ type RestartSpec struct {
 
 func (x *RestartSpec) Reset() {
 	*x = RestartSpec{}
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +2200,7 @@ func (x *RestartSpec) String() string {
 func (*RestartSpec) ProtoMessage() {}
 
 func (x *RestartSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[18]
+	mi := &file_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +2213,7 @@ func (x *RestartSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartSpec.ProtoReflect.Descriptor instead.
 func (*RestartSpec) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{18}
+	return file_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RestartSpec) GetRefDir() string {
@@ -1771,7 +2248,7 @@ type FenceComplete struct {
 
 func (x *FenceComplete) Reset() {
 	*x = FenceComplete{}
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +2260,7 @@ func (x *FenceComplete) String() string {
 func (*FenceComplete) ProtoMessage() {}
 
 func (x *FenceComplete) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[19]
+	mi := &file_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +2273,7 @@ func (x *FenceComplete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceComplete.ProtoReflect.Descriptor instead.
 func (*FenceComplete) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{19}
+	return file_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FenceComplete) GetSeq() uint64 {
@@ -1831,7 +2308,7 @@ type SignalRanks struct {
 
 func (x *SignalRanks) Reset() {
 	*x = SignalRanks{}
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1843,7 +2320,7 @@ func (x *SignalRanks) String() string {
 func (*SignalRanks) ProtoMessage() {}
 
 func (x *SignalRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[20]
+	mi := &file_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1856,7 +2333,7 @@ func (x *SignalRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRanks.ProtoReflect.Descriptor instead.
 func (*SignalRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{20}
+	return file_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SignalRanks) GetSignal() int32 {
@@ -1879,7 +2356,7 @@ type KillRanks struct {
 
 func (x *KillRanks) Reset() {
 	*x = KillRanks{}
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +2368,7 @@ func (x *KillRanks) String() string {
 func (*KillRanks) ProtoMessage() {}
 
 func (x *KillRanks) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[21]
+	mi := &file_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +2381,7 @@ func (x *KillRanks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRanks.ProtoReflect.Descriptor instead.
 func (*KillRanks) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{21}
+	return file_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *KillRanks) GetNow() bool {
@@ -1924,7 +2401,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2413,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[22]
+	mi := &file_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2426,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{22}
+	return file_control_proto_rawDescGZIP(), []int{28}
 }
 
 type HelloRequest struct {
@@ -1962,7 +2439,7 @@ type HelloRequest struct {
 
 func (x *HelloRequest) Reset() {
 	*x = HelloRequest{}
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2451,7 @@ func (x *HelloRequest) String() string {
 func (*HelloRequest) ProtoMessage() {}
 
 func (x *HelloRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[23]
+	mi := &file_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2464,7 @@ func (x *HelloRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloRequest.ProtoReflect.Descriptor instead.
 func (*HelloRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{23}
+	return file_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HelloRequest) GetRank() int32 {
@@ -2019,7 +2496,7 @@ type HelloResponse struct {
 
 func (x *HelloResponse) Reset() {
 	*x = HelloResponse{}
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2508,7 @@ func (x *HelloResponse) String() string {
 func (*HelloResponse) ProtoMessage() {}
 
 func (x *HelloResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[24]
+	mi := &file_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2521,7 @@ func (x *HelloResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloResponse.ProtoReflect.Descriptor instead.
 func (*HelloResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{24}
+	return file_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HelloResponse) GetJob() string {
@@ -2107,7 +2584,7 @@ type FenceRequest struct {
 
 func (x *FenceRequest) Reset() {
 	*x = FenceRequest{}
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2596,7 @@ func (x *FenceRequest) String() string {
 func (*FenceRequest) ProtoMessage() {}
 
 func (x *FenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[25]
+	mi := &file_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2609,7 @@ func (x *FenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceRequest.ProtoReflect.Descriptor instead.
 func (*FenceRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{25}
+	return file_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FenceRequest) GetRank() int32 {
@@ -2170,7 +2647,7 @@ type FenceResponse struct {
 
 func (x *FenceResponse) Reset() {
 	*x = FenceResponse{}
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2182,7 +2659,7 @@ func (x *FenceResponse) String() string {
 func (*FenceResponse) ProtoMessage() {}
 
 func (x *FenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[26]
+	mi := &file_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2195,7 +2672,7 @@ func (x *FenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceResponse.ProtoReflect.Descriptor instead.
 func (*FenceResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{26}
+	return file_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *FenceResponse) GetEntries() []*RankData {
@@ -2228,7 +2705,7 @@ type FinalizeRequest struct {
 
 func (x *FinalizeRequest) Reset() {
 	*x = FinalizeRequest{}
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2240,7 +2717,7 @@ func (x *FinalizeRequest) String() string {
 func (*FinalizeRequest) ProtoMessage() {}
 
 func (x *FinalizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[27]
+	mi := &file_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2253,7 +2730,7 @@ func (x *FinalizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinalizeRequest.ProtoReflect.Descriptor instead.
 func (*FinalizeRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{27}
+	return file_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FinalizeRequest) GetRank() int32 {
@@ -2271,7 +2748,7 @@ type FinalizeResponse struct {
 
 func (x *FinalizeResponse) Reset() {
 	*x = FinalizeResponse{}
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2760,7 @@ func (x *FinalizeResponse) String() string {
 func (*FinalizeResponse) ProtoMessage() {}
 
 func (x *FinalizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[28]
+	mi := &file_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2773,7 @@ func (x *FinalizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinalizeResponse.ProtoReflect.Descriptor instead.
 func (*FinalizeResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{28}
+	return file_control_proto_rawDescGZIP(), []int{34}
 }
 
 type AbortRequest struct {
@@ -2310,7 +2787,7 @@ type AbortRequest struct {
 
 func (x *AbortRequest) Reset() {
 	*x = AbortRequest{}
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2322,7 +2799,7 @@ func (x *AbortRequest) String() string {
 func (*AbortRequest) ProtoMessage() {}
 
 func (x *AbortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[29]
+	mi := &file_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2335,7 +2812,7 @@ func (x *AbortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRequest.ProtoReflect.Descriptor instead.
 func (*AbortRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{29}
+	return file_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AbortRequest) GetRank() int32 {
@@ -2367,7 +2844,7 @@ type AbortResponse struct {
 
 func (x *AbortResponse) Reset() {
 	*x = AbortResponse{}
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2856,7 @@ func (x *AbortResponse) String() string {
 func (*AbortResponse) ProtoMessage() {}
 
 func (x *AbortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[30]
+	mi := &file_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2869,7 @@ func (x *AbortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortResponse.ProtoReflect.Descriptor instead.
 func (*AbortResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{30}
+	return file_control_proto_rawDescGZIP(), []int{36}
 }
 
 type EventsRequest struct {
@@ -2404,7 +2881,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +2893,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[31]
+	mi := &file_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +2906,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{31}
+	return file_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EventsRequest) GetRank() int32 {
@@ -2449,7 +2926,7 @@ type RankBeat struct {
 
 func (x *RankBeat) Reset() {
 	*x = RankBeat{}
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2461,7 +2938,7 @@ func (x *RankBeat) String() string {
 func (*RankBeat) ProtoMessage() {}
 
 func (x *RankBeat) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[32]
+	mi := &file_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2474,7 +2951,7 @@ func (x *RankBeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankBeat.ProtoReflect.Descriptor instead.
 func (*RankBeat) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{32}
+	return file_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RankBeat) GetRank() int32 {
@@ -2492,7 +2969,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2981,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[33]
+	mi := &file_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2994,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{33}
+	return file_control_proto_rawDescGZIP(), []int{39}
 }
 
 // RankEvent is one notice to a rank: failed ranks, and why.
@@ -2531,7 +3008,7 @@ type RankEvent struct {
 
 func (x *RankEvent) Reset() {
 	*x = RankEvent{}
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2543,7 +3020,7 @@ func (x *RankEvent) String() string {
 func (*RankEvent) ProtoMessage() {}
 
 func (x *RankEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[34]
+	mi := &file_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2556,7 +3033,7 @@ func (x *RankEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankEvent.ProtoReflect.Descriptor instead.
 func (*RankEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{34}
+	return file_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RankEvent) GetFailed() []int32 {
@@ -2581,7 +3058,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +3070,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[35]
+	mi := &file_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +3083,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{35}
+	return file_control_proto_rawDescGZIP(), []int{41}
 }
 
 type StatusResponse struct {
@@ -2625,7 +3102,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +3114,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[36]
+	mi := &file_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +3127,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{36}
+	return file_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StatusResponse) GetJob() string {
@@ -2710,18 +3187,23 @@ func (x *StatusResponse) GetRanks() []*RankStatus {
 }
 
 type DaemonStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Pid           int32                  `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"` // the daemon's pid on its node (0 before it connects)
-	Hostname      string                 `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
-	State         string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"` // starting, running, leaving, gone, lost
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Node     string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Pid      int32                  `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"` // the daemon's pid on its node (0 before it connects)
+	Hostname string                 `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	State    string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`   // starting, running, leaving, gone, lost
+	Parent   string                 `protobuf:"bytes,5,opt,name=parent,proto3" json:"parent,omitempty"` // its parent in the daemon tree ("" = gompirun)
+	// Control traffic on its link to its parent, as its parent counted it
+	// (the counts of the daemons gompirun is linked to; others' come with
+	// a daemon's last message, see LinkStats).
+	Link          *LinkStats `protobuf:"bytes,6,opt,name=link,proto3" json:"link,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DaemonStatus) Reset() {
 	*x = DaemonStatus{}
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2733,7 +3215,7 @@ func (x *DaemonStatus) String() string {
 func (*DaemonStatus) ProtoMessage() {}
 
 func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[37]
+	mi := &file_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2746,7 +3228,7 @@ func (x *DaemonStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonStatus.ProtoReflect.Descriptor instead.
 func (*DaemonStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{37}
+	return file_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DaemonStatus) GetNode() string {
@@ -2777,6 +3259,107 @@ func (x *DaemonStatus) GetState() string {
 	return ""
 }
 
+func (x *DaemonStatus) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+func (x *DaemonStatus) GetLink() *LinkStats {
+	if x != nil {
+		return x.Link
+	}
+	return nil
+}
+
+// LinkStats counts the control messages and bytes on one link of the
+// daemon tree; up is towards gompirun. Heartbeats, whose number depends
+// on how long the job runs, are counted by kind only.
+type LinkStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MsgsUp        uint64                 `protobuf:"varint,1,opt,name=msgs_up,json=msgsUp,proto3" json:"msgs_up,omitempty"`
+	BytesUp       uint64                 `protobuf:"varint,2,opt,name=bytes_up,json=bytesUp,proto3" json:"bytes_up,omitempty"`
+	MsgsDown      uint64                 `protobuf:"varint,3,opt,name=msgs_down,json=msgsDown,proto3" json:"msgs_down,omitempty"`
+	BytesDown     uint64                 `protobuf:"varint,4,opt,name=bytes_down,json=bytesDown,proto3" json:"bytes_down,omitempty"`
+	KindsUp       map[string]uint64      `protobuf:"bytes,5,rep,name=kinds_up,json=kindsUp,proto3" json:"kinds_up,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // by message kind ("fence", "hello", ...)
+	KindsDown     map[string]uint64      `protobuf:"bytes,6,rep,name=kinds_down,json=kindsDown,proto3" json:"kinds_down,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkStats) Reset() {
+	*x = LinkStats{}
+	mi := &file_control_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkStats) ProtoMessage() {}
+
+func (x *LinkStats) ProtoReflect() protoreflect.Message {
+	mi := &file_control_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkStats.ProtoReflect.Descriptor instead.
+func (*LinkStats) Descriptor() ([]byte, []int) {
+	return file_control_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *LinkStats) GetMsgsUp() uint64 {
+	if x != nil {
+		return x.MsgsUp
+	}
+	return 0
+}
+
+func (x *LinkStats) GetBytesUp() uint64 {
+	if x != nil {
+		return x.BytesUp
+	}
+	return 0
+}
+
+func (x *LinkStats) GetMsgsDown() uint64 {
+	if x != nil {
+		return x.MsgsDown
+	}
+	return 0
+}
+
+func (x *LinkStats) GetBytesDown() uint64 {
+	if x != nil {
+		return x.BytesDown
+	}
+	return 0
+}
+
+func (x *LinkStats) GetKindsUp() map[string]uint64 {
+	if x != nil {
+		return x.KindsUp
+	}
+	return nil
+}
+
+func (x *LinkStats) GetKindsDown() map[string]uint64 {
+	if x != nil {
+		return x.KindsDown
+	}
+	return nil
+}
+
 type RankStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rank          int32                  `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
@@ -2791,7 +3374,7 @@ type RankStatus struct {
 
 func (x *RankStatus) Reset() {
 	*x = RankStatus{}
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +3386,7 @@ func (x *RankStatus) String() string {
 func (*RankStatus) ProtoMessage() {}
 
 func (x *RankStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[38]
+	mi := &file_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +3399,7 @@ func (x *RankStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankStatus.ProtoReflect.Descriptor instead.
 func (*RankStatus) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{38}
+	return file_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RankStatus) GetRank() int32 {
@@ -2872,7 +3455,7 @@ type CROptions struct {
 
 func (x *CROptions) Reset() {
 	*x = CROptions{}
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2884,7 +3467,7 @@ func (x *CROptions) String() string {
 func (*CROptions) ProtoMessage() {}
 
 func (x *CROptions) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[39]
+	mi := &file_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2897,7 +3480,7 @@ func (x *CROptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CROptions.ProtoReflect.Descriptor instead.
 func (*CROptions) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{39}
+	return file_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CROptions) GetTerm() bool {
@@ -2923,7 +3506,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3518,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[40]
+	mi := &file_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3531,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{40}
+	return file_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CheckpointRequest) GetOptions() *CROptions {
@@ -2979,7 +3562,7 @@ type CheckpointEvent struct {
 
 func (x *CheckpointEvent) Reset() {
 	*x = CheckpointEvent{}
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2991,7 +3574,7 @@ func (x *CheckpointEvent) String() string {
 func (*CheckpointEvent) ProtoMessage() {}
 
 func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[41]
+	mi := &file_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3004,7 +3587,7 @@ func (x *CheckpointEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointEvent.ProtoReflect.Descriptor instead.
 func (*CheckpointEvent) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{41}
+	return file_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CheckpointEvent) GetPhase() string {
@@ -3099,7 +3682,7 @@ type DrainProgress struct {
 
 func (x *DrainProgress) Reset() {
 	*x = DrainProgress{}
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3111,7 +3694,7 @@ func (x *DrainProgress) String() string {
 func (*DrainProgress) ProtoMessage() {}
 
 func (x *DrainProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[42]
+	mi := &file_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3124,7 +3707,7 @@ func (x *DrainProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainProgress.ProtoReflect.Descriptor instead.
 func (*DrainProgress) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{42}
+	return file_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DrainProgress) GetFiles() int32 {
@@ -3177,7 +3760,7 @@ type SnapshotsRequest struct {
 
 func (x *SnapshotsRequest) Reset() {
 	*x = SnapshotsRequest{}
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3189,7 +3772,7 @@ func (x *SnapshotsRequest) String() string {
 func (*SnapshotsRequest) ProtoMessage() {}
 
 func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[43]
+	mi := &file_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3202,7 +3785,7 @@ func (x *SnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{43}
+	return file_control_proto_rawDescGZIP(), []int{50}
 }
 
 type SnapshotsResponse struct {
@@ -3215,7 +3798,7 @@ type SnapshotsResponse struct {
 
 func (x *SnapshotsResponse) Reset() {
 	*x = SnapshotsResponse{}
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3227,7 +3810,7 @@ func (x *SnapshotsResponse) String() string {
 func (*SnapshotsResponse) ProtoMessage() {}
 
 func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[44]
+	mi := &file_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3240,7 +3823,7 @@ func (x *SnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*SnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{44}
+	return file_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SnapshotsResponse) GetDir() string {
@@ -3268,7 +3851,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3280,7 +3863,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[45]
+	mi := &file_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3293,7 +3876,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{45}
+	return file_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RemoveRequest) GetSeq() int32 {
@@ -3329,7 +3912,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3924,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[46]
+	mi := &file_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3937,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{46}
+	return file_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemoveResponse) GetDir() string {
@@ -3405,7 +3988,7 @@ type SnapcRequest struct {
 
 func (x *SnapcRequest) Reset() {
 	*x = SnapcRequest{}
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3417,7 +4000,7 @@ func (x *SnapcRequest) String() string {
 func (*SnapcRequest) ProtoMessage() {}
 
 func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[47]
+	mi := &file_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3430,7 +4013,7 @@ func (x *SnapcRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRequest.ProtoReflect.Descriptor instead.
 func (*SnapcRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{47}
+	return file_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SnapcRequest) GetId() uint64 {
@@ -3518,7 +4101,7 @@ type SnapcReply struct {
 
 func (x *SnapcReply) Reset() {
 	*x = SnapcReply{}
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3530,7 +4113,7 @@ func (x *SnapcReply) String() string {
 func (*SnapcReply) ProtoMessage() {}
 
 func (x *SnapcReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[48]
+	mi := &file_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3543,7 +4126,7 @@ func (x *SnapcReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcReply.ProtoReflect.Descriptor instead.
 func (*SnapcReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{48}
+	return file_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SnapcReply) GetId() uint64 {
@@ -3603,7 +4186,7 @@ type SnapcRankReply struct {
 
 func (x *SnapcRankReply) Reset() {
 	*x = SnapcRankReply{}
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3615,7 +4198,7 @@ func (x *SnapcRankReply) String() string {
 func (*SnapcRankReply) ProtoMessage() {}
 
 func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[49]
+	mi := &file_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3628,7 +4211,7 @@ func (x *SnapcRankReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapcRankReply.ProtoReflect.Descriptor instead.
 func (*SnapcRankReply) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{49}
+	return file_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SnapcRankReply) GetRank() int32 {
@@ -3694,7 +4277,7 @@ type RankCheckpoint struct {
 
 func (x *RankCheckpoint) Reset() {
 	*x = RankCheckpoint{}
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3706,7 +4289,7 @@ func (x *RankCheckpoint) String() string {
 func (*RankCheckpoint) ProtoMessage() {}
 
 func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[50]
+	mi := &file_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3719,7 +4302,7 @@ func (x *RankCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpoint.ProtoReflect.Descriptor instead.
 func (*RankCheckpoint) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{50}
+	return file_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RankCheckpoint) GetId() uint64 {
@@ -3764,7 +4347,7 @@ type RankCheckpointDone struct {
 
 func (x *RankCheckpointDone) Reset() {
 	*x = RankCheckpointDone{}
-	mi := &file_control_proto_msgTypes[51]
+	mi := &file_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3776,7 +4359,7 @@ func (x *RankCheckpointDone) String() string {
 func (*RankCheckpointDone) ProtoMessage() {}
 
 func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[51]
+	mi := &file_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3789,7 +4372,7 @@ func (x *RankCheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointDone.ProtoReflect.Descriptor instead.
 func (*RankCheckpointDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{51}
+	return file_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RankCheckpointDone) GetId() uint64 {
@@ -3843,7 +4426,7 @@ type AppRequestsRequest struct {
 
 func (x *AppRequestsRequest) Reset() {
 	*x = AppRequestsRequest{}
-	mi := &file_control_proto_msgTypes[52]
+	mi := &file_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3855,7 +4438,7 @@ func (x *AppRequestsRequest) String() string {
 func (*AppRequestsRequest) ProtoMessage() {}
 
 func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[52]
+	mi := &file_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3868,7 +4451,7 @@ func (x *AppRequestsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestsRequest.ProtoReflect.Descriptor instead.
 func (*AppRequestsRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{52}
+	return file_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AppRequestsRequest) GetRank() int32 {
@@ -3898,7 +4481,7 @@ type AppRequestMsg struct {
 
 func (x *AppRequestMsg) Reset() {
 	*x = AppRequestMsg{}
-	mi := &file_control_proto_msgTypes[53]
+	mi := &file_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +4493,7 @@ func (x *AppRequestMsg) String() string {
 func (*AppRequestMsg) ProtoMessage() {}
 
 func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[53]
+	mi := &file_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +4506,7 @@ func (x *AppRequestMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppRequestMsg.ProtoReflect.Descriptor instead.
 func (*AppRequestMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{53}
+	return file_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *AppRequestMsg) GetReady() bool {
@@ -4012,7 +4595,7 @@ type AppReplyMsg struct {
 
 func (x *AppReplyMsg) Reset() {
 	*x = AppReplyMsg{}
-	mi := &file_control_proto_msgTypes[54]
+	mi := &file_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4024,7 +4607,7 @@ func (x *AppReplyMsg) String() string {
 func (*AppReplyMsg) ProtoMessage() {}
 
 func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[54]
+	mi := &file_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4037,7 +4620,7 @@ func (x *AppReplyMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyMsg.ProtoReflect.Descriptor instead.
 func (*AppReplyMsg) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{54}
+	return file_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *AppReplyMsg) GetRank() int32 {
@@ -4097,7 +4680,7 @@ type AppReplyResponse struct {
 
 func (x *AppReplyResponse) Reset() {
 	*x = AppReplyResponse{}
-	mi := &file_control_proto_msgTypes[55]
+	mi := &file_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4109,7 +4692,7 @@ func (x *AppReplyResponse) String() string {
 func (*AppReplyResponse) ProtoMessage() {}
 
 func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[55]
+	mi := &file_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4122,7 +4705,7 @@ func (x *AppReplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AppReplyResponse.ProtoReflect.Descriptor instead.
 func (*AppReplyResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{55}
+	return file_control_proto_rawDescGZIP(), []int{62}
 }
 
 type RankCheckpointRequest struct {
@@ -4136,7 +4719,7 @@ type RankCheckpointRequest struct {
 
 func (x *RankCheckpointRequest) Reset() {
 	*x = RankCheckpointRequest{}
-	mi := &file_control_proto_msgTypes[56]
+	mi := &file_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4148,7 +4731,7 @@ func (x *RankCheckpointRequest) String() string {
 func (*RankCheckpointRequest) ProtoMessage() {}
 
 func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[56]
+	mi := &file_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4161,7 +4744,7 @@ func (x *RankCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*RankCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{56}
+	return file_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RankCheckpointRequest) GetRank() int32 {
@@ -4198,7 +4781,7 @@ type RankCheckpointResponse struct {
 
 func (x *RankCheckpointResponse) Reset() {
 	*x = RankCheckpointResponse{}
-	mi := &file_control_proto_msgTypes[57]
+	mi := &file_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4210,7 +4793,7 @@ func (x *RankCheckpointResponse) String() string {
 func (*RankCheckpointResponse) ProtoMessage() {}
 
 func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[57]
+	mi := &file_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4223,7 +4806,7 @@ func (x *RankCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*RankCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{57}
+	return file_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RankCheckpointResponse) GetSeq() int32 {
@@ -4278,7 +4861,7 @@ type MigrateRequest struct {
 
 func (x *MigrateRequest) Reset() {
 	*x = MigrateRequest{}
-	mi := &file_control_proto_msgTypes[58]
+	mi := &file_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4290,7 +4873,7 @@ func (x *MigrateRequest) String() string {
 func (*MigrateRequest) ProtoMessage() {}
 
 func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[58]
+	mi := &file_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4303,7 +4886,7 @@ func (x *MigrateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateRequest.ProtoReflect.Descriptor instead.
 func (*MigrateRequest) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{58}
+	return file_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MigrateRequest) GetRanks() []int32 {
@@ -4362,7 +4945,7 @@ type MigrateWish struct {
 
 func (x *MigrateWish) Reset() {
 	*x = MigrateWish{}
-	mi := &file_control_proto_msgTypes[59]
+	mi := &file_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4374,7 +4957,7 @@ func (x *MigrateWish) String() string {
 func (*MigrateWish) ProtoMessage() {}
 
 func (x *MigrateWish) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[59]
+	mi := &file_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4387,7 +4970,7 @@ func (x *MigrateWish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateWish.ProtoReflect.Descriptor instead.
 func (*MigrateWish) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{59}
+	return file_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MigrateWish) GetRank() int32 {
@@ -4434,7 +5017,7 @@ type MigrateResponse struct {
 
 func (x *MigrateResponse) Reset() {
 	*x = MigrateResponse{}
-	mi := &file_control_proto_msgTypes[60]
+	mi := &file_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4446,7 +5029,7 @@ func (x *MigrateResponse) String() string {
 func (*MigrateResponse) ProtoMessage() {}
 
 func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[60]
+	mi := &file_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4459,7 +5042,7 @@ func (x *MigrateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigrateResponse.ProtoReflect.Descriptor instead.
 func (*MigrateResponse) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{60}
+	return file_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *MigrateResponse) GetMigrated() bool {
@@ -4529,7 +5112,7 @@ type RankMove struct {
 
 func (x *RankMove) Reset() {
 	*x = RankMove{}
-	mi := &file_control_proto_msgTypes[61]
+	mi := &file_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4541,7 +5124,7 @@ func (x *RankMove) String() string {
 func (*RankMove) ProtoMessage() {}
 
 func (x *RankMove) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[61]
+	mi := &file_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4554,7 +5137,7 @@ func (x *RankMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMove.ProtoReflect.Descriptor instead.
 func (*RankMove) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{61}
+	return file_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RankMove) GetRank() int32 {
@@ -4590,7 +5173,7 @@ type RankMigrate struct {
 
 func (x *RankMigrate) Reset() {
 	*x = RankMigrate{}
-	mi := &file_control_proto_msgTypes[62]
+	mi := &file_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4602,7 +5185,7 @@ func (x *RankMigrate) String() string {
 func (*RankMigrate) ProtoMessage() {}
 
 func (x *RankMigrate) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[62]
+	mi := &file_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4615,7 +5198,7 @@ func (x *RankMigrate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMigrate.ProtoReflect.Descriptor instead.
 func (*RankMigrate) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{62}
+	return file_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RankMigrate) GetId() uint64 {
@@ -4642,7 +5225,7 @@ type RankMigrateDone struct {
 
 func (x *RankMigrateDone) Reset() {
 	*x = RankMigrateDone{}
-	mi := &file_control_proto_msgTypes[63]
+	mi := &file_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4654,7 +5237,7 @@ func (x *RankMigrateDone) String() string {
 func (*RankMigrateDone) ProtoMessage() {}
 
 func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[63]
+	mi := &file_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4667,7 +5250,7 @@ func (x *RankMigrateDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RankMigrateDone.ProtoReflect.Descriptor instead.
 func (*RankMigrateDone) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{63}
+	return file_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RankMigrateDone) GetId() uint64 {
@@ -4696,7 +5279,7 @@ type KeptFolder struct {
 
 func (x *KeptFolder) Reset() {
 	*x = KeptFolder{}
-	mi := &file_control_proto_msgTypes[64]
+	mi := &file_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4708,7 +5291,7 @@ func (x *KeptFolder) String() string {
 func (*KeptFolder) ProtoMessage() {}
 
 func (x *KeptFolder) ProtoReflect() protoreflect.Message {
-	mi := &file_control_proto_msgTypes[64]
+	mi := &file_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4721,7 +5304,7 @@ func (x *KeptFolder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeptFolder.ProtoReflect.Descriptor instead.
 func (*KeptFolder) Descriptor() ([]byte, []int) {
-	return file_control_proto_rawDescGZIP(), []int{64}
+	return file_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *KeptFolder) GetSeq() int32 {
@@ -4742,7 +5325,14 @@ var File_control_proto protoreflect.FileDescriptor
 
 const file_control_proto_rawDesc = "" +
 	"\n" +
-	"\rcontrol.proto\x12\fgompi.rte.v1\"a\n" +
+	"\rcontrol.proto\x12\fgompi.rte.v1\"7\n" +
+	"\rLocateRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
+	"\x04lost\x18\x02 \x01(\tR\x04lost\"V\n" +
+	"\x0eLocateResponse\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\tR\x06parent\x12\x1a\n" +
+	"\bcontacts\x18\x02 \x03(\tR\bcontacts\x12\x10\n" +
+	"\x03pin\x18\x03 \x01(\fR\x03pin\"a\n" +
 	"\aSetting\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
@@ -4753,7 +5343,7 @@ const file_control_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x03(\v2 .gompi.rte.v1.RankData.DataEntryR\x04data\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf7\x06\n" +
 	"\rDaemonMessage\x121\n" +
 	"\x05hello\x18\x01 \x01(\v2\x19.gompi.rte.v1.DaemonHelloH\x00R\x05hello\x127\n" +
 	"\theartbeat\x18\x02 \x01(\v2\x17.gompi.rte.v1.HeartbeatH\x00R\theartbeat\x125\n" +
@@ -4768,14 +5358,38 @@ const file_control_proto_rawDesc = "" +
 	"\x0frank_checkpoint\x18\n" +
 	" \x01(\v2\x1c.gompi.rte.v1.RankCheckpointH\x00R\x0erankCheckpoint\x12>\n" +
 	"\frank_migrate\x18\v \x01(\v2\x19.gompi.rte.v1.RankMigrateH\x00R\vrankMigrate\x120\n" +
-	"\x06rejoin\x18\f \x01(\v2\x16.gompi.rte.v1.RankDataH\x00R\x06rejoinB\x06\n" +
-	"\x04body\"j\n" +
+	"\x06rejoin\x18\f \x01(\v2\x16.gompi.rte.v1.RankDataH\x00R\x06rejoin\x128\n" +
+	"\n" +
+	"child_lost\x18\r \x01(\v2\x17.gompi.rte.v1.ChildLostH\x00R\tchildLost\x124\n" +
+	"\bresynced\x18\x0e \x01(\v2\x16.gompi.rte.v1.ResyncedH\x00R\bresynced\x128\n" +
+	"\n" +
+	"tree_stats\x18\x0f \x01(\v2\x17.gompi.rte.v1.TreeStatsH\x00R\ttreeStats\x12\x16\n" +
+	"\x06origin\x18d \x01(\tR\x06originB\x06\n" +
+	"\x04body\"7\n" +
+	"\tChildLost\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
+	"\x06detail\x18\x02 \x01(\tR\x06detail\"\xa4\x01\n" +
+	"\tTreeStats\x12A\n" +
+	"\bchildren\x18\x01 \x03(\v2%.gompi.rte.v1.TreeStats.ChildrenEntryR\bchildren\x1aT\n" +
+	"\rChildrenEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.gompi.rte.v1.LinkStatsR\x05value:\x028\x01\"\n" +
+	"\n" +
+	"\bResynced\"\x81\x02\n" +
 	"\vDaemonHello\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x1a\n" +
 	"\bhostname\x18\x03 \x01(\tR\bhostname\x12\x19\n" +
-	"\bnode_dir\x18\x04 \x01(\tR\anodeDir\"\v\n" +
-	"\tHeartbeat\"I\n" +
+	"\bnode_dir\x18\x04 \x01(\tR\anodeDir\x12\x1a\n" +
+	"\bcontacts\x18\x05 \x03(\tR\bcontacts\x12\x10\n" +
+	"\x03pin\x18\x06 \x01(\fR\x03pin\x12\x1a\n" +
+	"\breattach\x18\a \x01(\bR\breattach\x12\x18\n" +
+	"\asubtree\x18\b \x03(\tR\asubtree\x12\x19\n" +
+	"\blast_seq\x18\t \x01(\x04R\alastSeq\x12\x16\n" +
+	"\x06parent\x18\n" +
+	" \x01(\tR\x06parent\"\x1d\n" +
+	"\tHeartbeat\x12\x10\n" +
+	"\x03ack\x18\x01 \x01(\x04R\x03ack\"I\n" +
 	"\vRankStarted\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x14\n" +
@@ -4803,7 +5417,7 @@ const file_control_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"J\n" +
 	"\tRankPhase\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12)\n" +
-	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\x8f\x06\n" +
+	"\x05phase\x18\x02 \x01(\x0e2\x13.gompi.rte.v1.PhaseR\x05phase\"\xac\a\n" +
 	"\n" +
 	"HNPMessage\x121\n" +
 	"\awelcome\x18\x01 \x01(\v2\x15.gompi.rte.v1.WelcomeH\x00R\awelcome\x12.\n" +
@@ -4821,8 +5435,14 @@ const file_control_proto_rawDesc = "" +
 	"\brejoined\x18\v \x01(\v2\x16.gompi.rte.v1.RejoinedH\x00R\brejoined\x128\n" +
 	"\n" +
 	"move_ranks\x18\f \x01(\v2\x17.gompi.rte.v1.MoveRanksH\x00R\tmoveRanks\x124\n" +
-	"\brollback\x18\r \x01(\v2\x16.gompi.rte.v1.RollbackH\x00R\brollbackB\x06\n" +
-	"\x04body\"\xd7\x01\n" +
+	"\brollback\x18\r \x01(\v2\x16.gompi.rte.v1.RollbackH\x00R\brollback\x127\n" +
+	"\theartbeat\x18\x0e \x01(\v2\x17.gompi.rte.v1.HeartbeatH\x00R\theartbeat\x12.\n" +
+	"\x06resync\x18\x0f \x01(\v2\x14.gompi.rte.v1.ResyncH\x00R\x06resync\x12\x0e\n" +
+	"\x02to\x18d \x03(\tR\x02to\x12\x10\n" +
+	"\x03all\x18e \x01(\bR\x03all\x12\x10\n" +
+	"\x03seq\x18f \x01(\x04R\x03seqB\x06\n" +
+	"\x04body\"\b\n" +
+	"\x06Resync\"\xd7\x01\n" +
 	"\bRollback\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x05R\x03seq\x12\x17\n" +
@@ -4925,12 +5545,29 @@ const file_control_proto_rawDesc = "" +
 	"\acommand\x18\x05 \x03(\tR\acommand\x12\x0e\n" +
 	"\x02np\x18\x06 \x01(\x05R\x02np\x124\n" +
 	"\adaemons\x18\a \x03(\v2\x1a.gompi.rte.v1.DaemonStatusR\adaemons\x12.\n" +
-	"\x05ranks\x18\b \x03(\v2\x18.gompi.rte.v1.RankStatusR\x05ranks\"f\n" +
+	"\x05ranks\x18\b \x03(\v2\x18.gompi.rte.v1.RankStatusR\x05ranks\"\xab\x01\n" +
 	"\fDaemonStatus\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x05R\x03pid\x12\x1a\n" +
 	"\bhostname\x18\x03 \x01(\tR\bhostname\x12\x14\n" +
-	"\x05state\x18\x04 \x01(\tR\x05state\"\x91\x01\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x16\n" +
+	"\x06parent\x18\x05 \x01(\tR\x06parent\x12+\n" +
+	"\x04link\x18\x06 \x01(\v2\x17.gompi.rte.v1.LinkStatsR\x04link\"\xfd\x02\n" +
+	"\tLinkStats\x12\x17\n" +
+	"\amsgs_up\x18\x01 \x01(\x04R\x06msgsUp\x12\x19\n" +
+	"\bbytes_up\x18\x02 \x01(\x04R\abytesUp\x12\x1b\n" +
+	"\tmsgs_down\x18\x03 \x01(\x04R\bmsgsDown\x12\x1d\n" +
+	"\n" +
+	"bytes_down\x18\x04 \x01(\x04R\tbytesDown\x12?\n" +
+	"\bkinds_up\x18\x05 \x03(\v2$.gompi.rte.v1.LinkStats.KindsUpEntryR\akindsUp\x12E\n" +
+	"\n" +
+	"kinds_down\x18\x06 \x03(\v2&.gompi.rte.v1.LinkStats.KindsDownEntryR\tkindsDown\x1a:\n" +
+	"\fKindsUpEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1a<\n" +
+	"\x0eKindsDownEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x91\x01\n" +
 	"\n" +
 	"RankStatus\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x12\n" +
@@ -5095,9 +5732,10 @@ const file_control_proto_rawDesc = "" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPHASE_CONNECTED\x10\x01\x12\x14\n" +
-	"\x10PHASE_FINALIZING\x10\x022J\n" +
+	"\x10PHASE_FINALIZING\x10\x022\x8f\x01\n" +
 	"\x03HNP\x12C\n" +
-	"\x06Attach\x12\x1b.gompi.rte.v1.DaemonMessage\x1a\x18.gompi.rte.v1.HNPMessage(\x010\x012\xf6\x02\n" +
+	"\x06Attach\x12\x1b.gompi.rte.v1.DaemonMessage\x1a\x18.gompi.rte.v1.HNPMessage(\x010\x01\x12C\n" +
+	"\x06Locate\x12\x1b.gompi.rte.v1.LocateRequest\x1a\x1c.gompi.rte.v1.LocateResponse2\xf6\x02\n" +
 	"\x04Tool\x12C\n" +
 	"\x06Status\x12\x1b.gompi.rte.v1.StatusRequest\x1a\x1c.gompi.rte.v1.StatusResponse\x12N\n" +
 	"\n" +
@@ -5132,170 +5770,192 @@ func file_control_proto_rawDescGZIP() []byte {
 }
 
 var file_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_control_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_control_proto_goTypes = []any{
 	(Stream)(0),                    // 0: gompi.rte.v1.Stream
 	(Phase)(0),                     // 1: gompi.rte.v1.Phase
-	(*Setting)(nil),                // 2: gompi.rte.v1.Setting
-	(*RankData)(nil),               // 3: gompi.rte.v1.RankData
-	(*DaemonMessage)(nil),          // 4: gompi.rte.v1.DaemonMessage
-	(*DaemonHello)(nil),            // 5: gompi.rte.v1.DaemonHello
-	(*Heartbeat)(nil),              // 6: gompi.rte.v1.Heartbeat
-	(*RankStarted)(nil),            // 7: gompi.rte.v1.RankStarted
-	(*RankOutput)(nil),             // 8: gompi.rte.v1.RankOutput
-	(*RankExited)(nil),             // 9: gompi.rte.v1.RankExited
-	(*FenceContribution)(nil),      // 10: gompi.rte.v1.FenceContribution
-	(*RankAbort)(nil),              // 11: gompi.rte.v1.RankAbort
-	(*RankPhase)(nil),              // 12: gompi.rte.v1.RankPhase
-	(*HNPMessage)(nil),             // 13: gompi.rte.v1.HNPMessage
-	(*Rollback)(nil),               // 14: gompi.rte.v1.Rollback
-	(*MoveRanks)(nil),              // 15: gompi.rte.v1.MoveRanks
-	(*Rejoined)(nil),               // 16: gompi.rte.v1.Rejoined
-	(*ProcFailed)(nil),             // 17: gompi.rte.v1.ProcFailed
-	(*Welcome)(nil),                // 18: gompi.rte.v1.Welcome
-	(*Launch)(nil),                 // 19: gompi.rte.v1.Launch
-	(*RestartSpec)(nil),            // 20: gompi.rte.v1.RestartSpec
-	(*FenceComplete)(nil),          // 21: gompi.rte.v1.FenceComplete
-	(*SignalRanks)(nil),            // 22: gompi.rte.v1.SignalRanks
-	(*KillRanks)(nil),              // 23: gompi.rte.v1.KillRanks
-	(*Shutdown)(nil),               // 24: gompi.rte.v1.Shutdown
-	(*HelloRequest)(nil),           // 25: gompi.rte.v1.HelloRequest
-	(*HelloResponse)(nil),          // 26: gompi.rte.v1.HelloResponse
-	(*FenceRequest)(nil),           // 27: gompi.rte.v1.FenceRequest
-	(*FenceResponse)(nil),          // 28: gompi.rte.v1.FenceResponse
-	(*FinalizeRequest)(nil),        // 29: gompi.rte.v1.FinalizeRequest
-	(*FinalizeResponse)(nil),       // 30: gompi.rte.v1.FinalizeResponse
-	(*AbortRequest)(nil),           // 31: gompi.rte.v1.AbortRequest
-	(*AbortResponse)(nil),          // 32: gompi.rte.v1.AbortResponse
-	(*EventsRequest)(nil),          // 33: gompi.rte.v1.EventsRequest
-	(*RankBeat)(nil),               // 34: gompi.rte.v1.RankBeat
-	(*HeartbeatResponse)(nil),      // 35: gompi.rte.v1.HeartbeatResponse
-	(*RankEvent)(nil),              // 36: gompi.rte.v1.RankEvent
-	(*StatusRequest)(nil),          // 37: gompi.rte.v1.StatusRequest
-	(*StatusResponse)(nil),         // 38: gompi.rte.v1.StatusResponse
-	(*DaemonStatus)(nil),           // 39: gompi.rte.v1.DaemonStatus
-	(*RankStatus)(nil),             // 40: gompi.rte.v1.RankStatus
-	(*CROptions)(nil),              // 41: gompi.rte.v1.CROptions
-	(*CheckpointRequest)(nil),      // 42: gompi.rte.v1.CheckpointRequest
-	(*CheckpointEvent)(nil),        // 43: gompi.rte.v1.CheckpointEvent
-	(*DrainProgress)(nil),          // 44: gompi.rte.v1.DrainProgress
-	(*SnapshotsRequest)(nil),       // 45: gompi.rte.v1.SnapshotsRequest
-	(*SnapshotsResponse)(nil),      // 46: gompi.rte.v1.SnapshotsResponse
-	(*RemoveRequest)(nil),          // 47: gompi.rte.v1.RemoveRequest
-	(*RemoveResponse)(nil),         // 48: gompi.rte.v1.RemoveResponse
-	(*SnapcRequest)(nil),           // 49: gompi.rte.v1.SnapcRequest
-	(*SnapcReply)(nil),             // 50: gompi.rte.v1.SnapcReply
-	(*SnapcRankReply)(nil),         // 51: gompi.rte.v1.SnapcRankReply
-	(*RankCheckpoint)(nil),         // 52: gompi.rte.v1.RankCheckpoint
-	(*RankCheckpointDone)(nil),     // 53: gompi.rte.v1.RankCheckpointDone
-	(*AppRequestsRequest)(nil),     // 54: gompi.rte.v1.AppRequestsRequest
-	(*AppRequestMsg)(nil),          // 55: gompi.rte.v1.AppRequestMsg
-	(*AppReplyMsg)(nil),            // 56: gompi.rte.v1.AppReplyMsg
-	(*AppReplyResponse)(nil),       // 57: gompi.rte.v1.AppReplyResponse
-	(*RankCheckpointRequest)(nil),  // 58: gompi.rte.v1.RankCheckpointRequest
-	(*RankCheckpointResponse)(nil), // 59: gompi.rte.v1.RankCheckpointResponse
-	(*MigrateRequest)(nil),         // 60: gompi.rte.v1.MigrateRequest
-	(*MigrateWish)(nil),            // 61: gompi.rte.v1.MigrateWish
-	(*MigrateResponse)(nil),        // 62: gompi.rte.v1.MigrateResponse
-	(*RankMove)(nil),               // 63: gompi.rte.v1.RankMove
-	(*RankMigrate)(nil),            // 64: gompi.rte.v1.RankMigrate
-	(*RankMigrateDone)(nil),        // 65: gompi.rte.v1.RankMigrateDone
-	(*KeptFolder)(nil),             // 66: gompi.rte.v1.KeptFolder
-	nil,                            // 67: gompi.rte.v1.RankData.DataEntry
-	nil,                            // 68: gompi.rte.v1.FenceRequest.DataEntry
+	(*LocateRequest)(nil),          // 2: gompi.rte.v1.LocateRequest
+	(*LocateResponse)(nil),         // 3: gompi.rte.v1.LocateResponse
+	(*Setting)(nil),                // 4: gompi.rte.v1.Setting
+	(*RankData)(nil),               // 5: gompi.rte.v1.RankData
+	(*DaemonMessage)(nil),          // 6: gompi.rte.v1.DaemonMessage
+	(*ChildLost)(nil),              // 7: gompi.rte.v1.ChildLost
+	(*TreeStats)(nil),              // 8: gompi.rte.v1.TreeStats
+	(*Resynced)(nil),               // 9: gompi.rte.v1.Resynced
+	(*DaemonHello)(nil),            // 10: gompi.rte.v1.DaemonHello
+	(*Heartbeat)(nil),              // 11: gompi.rte.v1.Heartbeat
+	(*RankStarted)(nil),            // 12: gompi.rte.v1.RankStarted
+	(*RankOutput)(nil),             // 13: gompi.rte.v1.RankOutput
+	(*RankExited)(nil),             // 14: gompi.rte.v1.RankExited
+	(*FenceContribution)(nil),      // 15: gompi.rte.v1.FenceContribution
+	(*RankAbort)(nil),              // 16: gompi.rte.v1.RankAbort
+	(*RankPhase)(nil),              // 17: gompi.rte.v1.RankPhase
+	(*HNPMessage)(nil),             // 18: gompi.rte.v1.HNPMessage
+	(*Resync)(nil),                 // 19: gompi.rte.v1.Resync
+	(*Rollback)(nil),               // 20: gompi.rte.v1.Rollback
+	(*MoveRanks)(nil),              // 21: gompi.rte.v1.MoveRanks
+	(*Rejoined)(nil),               // 22: gompi.rte.v1.Rejoined
+	(*ProcFailed)(nil),             // 23: gompi.rte.v1.ProcFailed
+	(*Welcome)(nil),                // 24: gompi.rte.v1.Welcome
+	(*Launch)(nil),                 // 25: gompi.rte.v1.Launch
+	(*RestartSpec)(nil),            // 26: gompi.rte.v1.RestartSpec
+	(*FenceComplete)(nil),          // 27: gompi.rte.v1.FenceComplete
+	(*SignalRanks)(nil),            // 28: gompi.rte.v1.SignalRanks
+	(*KillRanks)(nil),              // 29: gompi.rte.v1.KillRanks
+	(*Shutdown)(nil),               // 30: gompi.rte.v1.Shutdown
+	(*HelloRequest)(nil),           // 31: gompi.rte.v1.HelloRequest
+	(*HelloResponse)(nil),          // 32: gompi.rte.v1.HelloResponse
+	(*FenceRequest)(nil),           // 33: gompi.rte.v1.FenceRequest
+	(*FenceResponse)(nil),          // 34: gompi.rte.v1.FenceResponse
+	(*FinalizeRequest)(nil),        // 35: gompi.rte.v1.FinalizeRequest
+	(*FinalizeResponse)(nil),       // 36: gompi.rte.v1.FinalizeResponse
+	(*AbortRequest)(nil),           // 37: gompi.rte.v1.AbortRequest
+	(*AbortResponse)(nil),          // 38: gompi.rte.v1.AbortResponse
+	(*EventsRequest)(nil),          // 39: gompi.rte.v1.EventsRequest
+	(*RankBeat)(nil),               // 40: gompi.rte.v1.RankBeat
+	(*HeartbeatResponse)(nil),      // 41: gompi.rte.v1.HeartbeatResponse
+	(*RankEvent)(nil),              // 42: gompi.rte.v1.RankEvent
+	(*StatusRequest)(nil),          // 43: gompi.rte.v1.StatusRequest
+	(*StatusResponse)(nil),         // 44: gompi.rte.v1.StatusResponse
+	(*DaemonStatus)(nil),           // 45: gompi.rte.v1.DaemonStatus
+	(*LinkStats)(nil),              // 46: gompi.rte.v1.LinkStats
+	(*RankStatus)(nil),             // 47: gompi.rte.v1.RankStatus
+	(*CROptions)(nil),              // 48: gompi.rte.v1.CROptions
+	(*CheckpointRequest)(nil),      // 49: gompi.rte.v1.CheckpointRequest
+	(*CheckpointEvent)(nil),        // 50: gompi.rte.v1.CheckpointEvent
+	(*DrainProgress)(nil),          // 51: gompi.rte.v1.DrainProgress
+	(*SnapshotsRequest)(nil),       // 52: gompi.rte.v1.SnapshotsRequest
+	(*SnapshotsResponse)(nil),      // 53: gompi.rte.v1.SnapshotsResponse
+	(*RemoveRequest)(nil),          // 54: gompi.rte.v1.RemoveRequest
+	(*RemoveResponse)(nil),         // 55: gompi.rte.v1.RemoveResponse
+	(*SnapcRequest)(nil),           // 56: gompi.rte.v1.SnapcRequest
+	(*SnapcReply)(nil),             // 57: gompi.rte.v1.SnapcReply
+	(*SnapcRankReply)(nil),         // 58: gompi.rte.v1.SnapcRankReply
+	(*RankCheckpoint)(nil),         // 59: gompi.rte.v1.RankCheckpoint
+	(*RankCheckpointDone)(nil),     // 60: gompi.rte.v1.RankCheckpointDone
+	(*AppRequestsRequest)(nil),     // 61: gompi.rte.v1.AppRequestsRequest
+	(*AppRequestMsg)(nil),          // 62: gompi.rte.v1.AppRequestMsg
+	(*AppReplyMsg)(nil),            // 63: gompi.rte.v1.AppReplyMsg
+	(*AppReplyResponse)(nil),       // 64: gompi.rte.v1.AppReplyResponse
+	(*RankCheckpointRequest)(nil),  // 65: gompi.rte.v1.RankCheckpointRequest
+	(*RankCheckpointResponse)(nil), // 66: gompi.rte.v1.RankCheckpointResponse
+	(*MigrateRequest)(nil),         // 67: gompi.rte.v1.MigrateRequest
+	(*MigrateWish)(nil),            // 68: gompi.rte.v1.MigrateWish
+	(*MigrateResponse)(nil),        // 69: gompi.rte.v1.MigrateResponse
+	(*RankMove)(nil),               // 70: gompi.rte.v1.RankMove
+	(*RankMigrate)(nil),            // 71: gompi.rte.v1.RankMigrate
+	(*RankMigrateDone)(nil),        // 72: gompi.rte.v1.RankMigrateDone
+	(*KeptFolder)(nil),             // 73: gompi.rte.v1.KeptFolder
+	nil,                            // 74: gompi.rte.v1.RankData.DataEntry
+	nil,                            // 75: gompi.rte.v1.TreeStats.ChildrenEntry
+	nil,                            // 76: gompi.rte.v1.FenceRequest.DataEntry
+	nil,                            // 77: gompi.rte.v1.LinkStats.KindsUpEntry
+	nil,                            // 78: gompi.rte.v1.LinkStats.KindsDownEntry
 }
 var file_control_proto_depIdxs = []int32{
-	67, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
-	5,  // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
-	6,  // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
-	7,  // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
-	8,  // 4: gompi.rte.v1.DaemonMessage.output:type_name -> gompi.rte.v1.RankOutput
-	9,  // 5: gompi.rte.v1.DaemonMessage.exited:type_name -> gompi.rte.v1.RankExited
-	10, // 6: gompi.rte.v1.DaemonMessage.fence:type_name -> gompi.rte.v1.FenceContribution
-	11, // 7: gompi.rte.v1.DaemonMessage.abort:type_name -> gompi.rte.v1.RankAbort
-	12, // 8: gompi.rte.v1.DaemonMessage.phase:type_name -> gompi.rte.v1.RankPhase
-	50, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
-	52, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
-	64, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
-	3,  // 12: gompi.rte.v1.DaemonMessage.rejoin:type_name -> gompi.rte.v1.RankData
-	0,  // 13: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
-	3,  // 14: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
-	1,  // 15: gompi.rte.v1.RankPhase.phase:type_name -> gompi.rte.v1.Phase
-	18, // 16: gompi.rte.v1.HNPMessage.welcome:type_name -> gompi.rte.v1.Welcome
-	19, // 17: gompi.rte.v1.HNPMessage.launch:type_name -> gompi.rte.v1.Launch
-	21, // 18: gompi.rte.v1.HNPMessage.fence:type_name -> gompi.rte.v1.FenceComplete
-	22, // 19: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
-	23, // 20: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
-	24, // 21: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
-	49, // 22: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
-	53, // 23: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
-	17, // 24: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
-	65, // 25: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
-	16, // 26: gompi.rte.v1.HNPMessage.rejoined:type_name -> gompi.rte.v1.Rejoined
-	15, // 27: gompi.rte.v1.HNPMessage.move_ranks:type_name -> gompi.rte.v1.MoveRanks
-	14, // 28: gompi.rte.v1.HNPMessage.rollback:type_name -> gompi.rte.v1.Rollback
-	3,  // 29: gompi.rte.v1.Rejoined.entries:type_name -> gompi.rte.v1.RankData
-	2,  // 30: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
-	20, // 31: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
-	3,  // 32: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
-	2,  // 33: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
-	68, // 34: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
-	3,  // 35: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
-	39, // 36: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
-	40, // 37: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
-	41, // 38: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	44, // 39: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
-	66, // 40: gompi.rte.v1.RemoveResponse.kept:type_name -> gompi.rte.v1.KeptFolder
-	41, // 41: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
-	3,  // 42: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
-	51, // 43: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
-	44, // 44: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
-	41, // 45: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
-	41, // 46: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
-	3,  // 47: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
-	41, // 48: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
-	61, // 49: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
-	63, // 50: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
-	60, // 51: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
-	4,  // 52: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
-	37, // 53: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
-	42, // 54: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
-	45, // 55: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
-	47, // 56: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
-	60, // 57: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
-	25, // 58: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
-	27, // 59: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
-	29, // 60: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
-	31, // 61: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
-	54, // 62: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
-	56, // 63: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
-	58, // 64: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
-	33, // 65: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
-	60, // 66: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
-	27, // 67: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
-	34, // 68: gompi.rte.v1.Daemon.Heartbeat:input_type -> gompi.rte.v1.RankBeat
-	13, // 69: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
-	38, // 70: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
-	43, // 71: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
-	46, // 72: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
-	48, // 73: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
-	62, // 74: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	26, // 75: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
-	28, // 76: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
-	30, // 77: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
-	32, // 78: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
-	55, // 79: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
-	57, // 80: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
-	59, // 81: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
-	36, // 82: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
-	62, // 83: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
-	28, // 84: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
-	35, // 85: gompi.rte.v1.Daemon.Heartbeat:output_type -> gompi.rte.v1.HeartbeatResponse
-	69, // [69:86] is the sub-list for method output_type
-	52, // [52:69] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	74, // 0: gompi.rte.v1.RankData.data:type_name -> gompi.rte.v1.RankData.DataEntry
+	10, // 1: gompi.rte.v1.DaemonMessage.hello:type_name -> gompi.rte.v1.DaemonHello
+	11, // 2: gompi.rte.v1.DaemonMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
+	12, // 3: gompi.rte.v1.DaemonMessage.started:type_name -> gompi.rte.v1.RankStarted
+	13, // 4: gompi.rte.v1.DaemonMessage.output:type_name -> gompi.rte.v1.RankOutput
+	14, // 5: gompi.rte.v1.DaemonMessage.exited:type_name -> gompi.rte.v1.RankExited
+	15, // 6: gompi.rte.v1.DaemonMessage.fence:type_name -> gompi.rte.v1.FenceContribution
+	16, // 7: gompi.rte.v1.DaemonMessage.abort:type_name -> gompi.rte.v1.RankAbort
+	17, // 8: gompi.rte.v1.DaemonMessage.phase:type_name -> gompi.rte.v1.RankPhase
+	57, // 9: gompi.rte.v1.DaemonMessage.snapc_reply:type_name -> gompi.rte.v1.SnapcReply
+	59, // 10: gompi.rte.v1.DaemonMessage.rank_checkpoint:type_name -> gompi.rte.v1.RankCheckpoint
+	71, // 11: gompi.rte.v1.DaemonMessage.rank_migrate:type_name -> gompi.rte.v1.RankMigrate
+	5,  // 12: gompi.rte.v1.DaemonMessage.rejoin:type_name -> gompi.rte.v1.RankData
+	7,  // 13: gompi.rte.v1.DaemonMessage.child_lost:type_name -> gompi.rte.v1.ChildLost
+	9,  // 14: gompi.rte.v1.DaemonMessage.resynced:type_name -> gompi.rte.v1.Resynced
+	8,  // 15: gompi.rte.v1.DaemonMessage.tree_stats:type_name -> gompi.rte.v1.TreeStats
+	75, // 16: gompi.rte.v1.TreeStats.children:type_name -> gompi.rte.v1.TreeStats.ChildrenEntry
+	0,  // 17: gompi.rte.v1.RankOutput.stream:type_name -> gompi.rte.v1.Stream
+	5,  // 18: gompi.rte.v1.FenceContribution.entries:type_name -> gompi.rte.v1.RankData
+	1,  // 19: gompi.rte.v1.RankPhase.phase:type_name -> gompi.rte.v1.Phase
+	24, // 20: gompi.rte.v1.HNPMessage.welcome:type_name -> gompi.rte.v1.Welcome
+	25, // 21: gompi.rte.v1.HNPMessage.launch:type_name -> gompi.rte.v1.Launch
+	27, // 22: gompi.rte.v1.HNPMessage.fence:type_name -> gompi.rte.v1.FenceComplete
+	28, // 23: gompi.rte.v1.HNPMessage.signal:type_name -> gompi.rte.v1.SignalRanks
+	29, // 24: gompi.rte.v1.HNPMessage.kill:type_name -> gompi.rte.v1.KillRanks
+	30, // 25: gompi.rte.v1.HNPMessage.shutdown:type_name -> gompi.rte.v1.Shutdown
+	56, // 26: gompi.rte.v1.HNPMessage.snapc_request:type_name -> gompi.rte.v1.SnapcRequest
+	60, // 27: gompi.rte.v1.HNPMessage.rank_checkpoint_done:type_name -> gompi.rte.v1.RankCheckpointDone
+	23, // 28: gompi.rte.v1.HNPMessage.proc_failed:type_name -> gompi.rte.v1.ProcFailed
+	72, // 29: gompi.rte.v1.HNPMessage.rank_migrate_done:type_name -> gompi.rte.v1.RankMigrateDone
+	22, // 30: gompi.rte.v1.HNPMessage.rejoined:type_name -> gompi.rte.v1.Rejoined
+	21, // 31: gompi.rte.v1.HNPMessage.move_ranks:type_name -> gompi.rte.v1.MoveRanks
+	20, // 32: gompi.rte.v1.HNPMessage.rollback:type_name -> gompi.rte.v1.Rollback
+	11, // 33: gompi.rte.v1.HNPMessage.heartbeat:type_name -> gompi.rte.v1.Heartbeat
+	19, // 34: gompi.rte.v1.HNPMessage.resync:type_name -> gompi.rte.v1.Resync
+	5,  // 35: gompi.rte.v1.Rejoined.entries:type_name -> gompi.rte.v1.RankData
+	4,  // 36: gompi.rte.v1.Welcome.settings:type_name -> gompi.rte.v1.Setting
+	26, // 37: gompi.rte.v1.Launch.restart:type_name -> gompi.rte.v1.RestartSpec
+	5,  // 38: gompi.rte.v1.FenceComplete.entries:type_name -> gompi.rte.v1.RankData
+	4,  // 39: gompi.rte.v1.HelloResponse.settings:type_name -> gompi.rte.v1.Setting
+	76, // 40: gompi.rte.v1.FenceRequest.data:type_name -> gompi.rte.v1.FenceRequest.DataEntry
+	5,  // 41: gompi.rte.v1.FenceResponse.entries:type_name -> gompi.rte.v1.RankData
+	45, // 42: gompi.rte.v1.StatusResponse.daemons:type_name -> gompi.rte.v1.DaemonStatus
+	47, // 43: gompi.rte.v1.StatusResponse.ranks:type_name -> gompi.rte.v1.RankStatus
+	46, // 44: gompi.rte.v1.DaemonStatus.link:type_name -> gompi.rte.v1.LinkStats
+	77, // 45: gompi.rte.v1.LinkStats.kinds_up:type_name -> gompi.rte.v1.LinkStats.KindsUpEntry
+	78, // 46: gompi.rte.v1.LinkStats.kinds_down:type_name -> gompi.rte.v1.LinkStats.KindsDownEntry
+	48, // 47: gompi.rte.v1.CheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	51, // 48: gompi.rte.v1.CheckpointEvent.progress:type_name -> gompi.rte.v1.DrainProgress
+	73, // 49: gompi.rte.v1.RemoveResponse.kept:type_name -> gompi.rte.v1.KeptFolder
+	48, // 50: gompi.rte.v1.SnapcRequest.options:type_name -> gompi.rte.v1.CROptions
+	5,  // 51: gompi.rte.v1.SnapcRequest.peers:type_name -> gompi.rte.v1.RankData
+	58, // 52: gompi.rte.v1.SnapcReply.ranks:type_name -> gompi.rte.v1.SnapcRankReply
+	51, // 53: gompi.rte.v1.SnapcReply.progress:type_name -> gompi.rte.v1.DrainProgress
+	48, // 54: gompi.rte.v1.RankCheckpoint.options:type_name -> gompi.rte.v1.CROptions
+	48, // 55: gompi.rte.v1.AppRequestMsg.options:type_name -> gompi.rte.v1.CROptions
+	5,  // 56: gompi.rte.v1.AppRequestMsg.peers:type_name -> gompi.rte.v1.RankData
+	48, // 57: gompi.rte.v1.RankCheckpointRequest.options:type_name -> gompi.rte.v1.CROptions
+	68, // 58: gompi.rte.v1.MigrateRequest.wishes:type_name -> gompi.rte.v1.MigrateWish
+	70, // 59: gompi.rte.v1.MigrateResponse.moves:type_name -> gompi.rte.v1.RankMove
+	67, // 60: gompi.rte.v1.RankMigrate.request:type_name -> gompi.rte.v1.MigrateRequest
+	46, // 61: gompi.rte.v1.TreeStats.ChildrenEntry.value:type_name -> gompi.rte.v1.LinkStats
+	6,  // 62: gompi.rte.v1.HNP.Attach:input_type -> gompi.rte.v1.DaemonMessage
+	2,  // 63: gompi.rte.v1.HNP.Locate:input_type -> gompi.rte.v1.LocateRequest
+	43, // 64: gompi.rte.v1.Tool.Status:input_type -> gompi.rte.v1.StatusRequest
+	49, // 65: gompi.rte.v1.Tool.Checkpoint:input_type -> gompi.rte.v1.CheckpointRequest
+	52, // 66: gompi.rte.v1.Tool.Snapshots:input_type -> gompi.rte.v1.SnapshotsRequest
+	54, // 67: gompi.rte.v1.Tool.Remove:input_type -> gompi.rte.v1.RemoveRequest
+	67, // 68: gompi.rte.v1.Tool.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	31, // 69: gompi.rte.v1.Daemon.Hello:input_type -> gompi.rte.v1.HelloRequest
+	33, // 70: gompi.rte.v1.Daemon.Fence:input_type -> gompi.rte.v1.FenceRequest
+	35, // 71: gompi.rte.v1.Daemon.Finalize:input_type -> gompi.rte.v1.FinalizeRequest
+	37, // 72: gompi.rte.v1.Daemon.Abort:input_type -> gompi.rte.v1.AbortRequest
+	61, // 73: gompi.rte.v1.Daemon.Requests:input_type -> gompi.rte.v1.AppRequestsRequest
+	63, // 74: gompi.rte.v1.Daemon.Reply:input_type -> gompi.rte.v1.AppReplyMsg
+	65, // 75: gompi.rte.v1.Daemon.Checkpoint:input_type -> gompi.rte.v1.RankCheckpointRequest
+	39, // 76: gompi.rte.v1.Daemon.Events:input_type -> gompi.rte.v1.EventsRequest
+	67, // 77: gompi.rte.v1.Daemon.Migrate:input_type -> gompi.rte.v1.MigrateRequest
+	33, // 78: gompi.rte.v1.Daemon.Rejoin:input_type -> gompi.rte.v1.FenceRequest
+	40, // 79: gompi.rte.v1.Daemon.Heartbeat:input_type -> gompi.rte.v1.RankBeat
+	18, // 80: gompi.rte.v1.HNP.Attach:output_type -> gompi.rte.v1.HNPMessage
+	3,  // 81: gompi.rte.v1.HNP.Locate:output_type -> gompi.rte.v1.LocateResponse
+	44, // 82: gompi.rte.v1.Tool.Status:output_type -> gompi.rte.v1.StatusResponse
+	50, // 83: gompi.rte.v1.Tool.Checkpoint:output_type -> gompi.rte.v1.CheckpointEvent
+	53, // 84: gompi.rte.v1.Tool.Snapshots:output_type -> gompi.rte.v1.SnapshotsResponse
+	55, // 85: gompi.rte.v1.Tool.Remove:output_type -> gompi.rte.v1.RemoveResponse
+	69, // 86: gompi.rte.v1.Tool.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	32, // 87: gompi.rte.v1.Daemon.Hello:output_type -> gompi.rte.v1.HelloResponse
+	34, // 88: gompi.rte.v1.Daemon.Fence:output_type -> gompi.rte.v1.FenceResponse
+	36, // 89: gompi.rte.v1.Daemon.Finalize:output_type -> gompi.rte.v1.FinalizeResponse
+	38, // 90: gompi.rte.v1.Daemon.Abort:output_type -> gompi.rte.v1.AbortResponse
+	62, // 91: gompi.rte.v1.Daemon.Requests:output_type -> gompi.rte.v1.AppRequestMsg
+	64, // 92: gompi.rte.v1.Daemon.Reply:output_type -> gompi.rte.v1.AppReplyResponse
+	66, // 93: gompi.rte.v1.Daemon.Checkpoint:output_type -> gompi.rte.v1.RankCheckpointResponse
+	42, // 94: gompi.rte.v1.Daemon.Events:output_type -> gompi.rte.v1.RankEvent
+	69, // 95: gompi.rte.v1.Daemon.Migrate:output_type -> gompi.rte.v1.MigrateResponse
+	34, // 96: gompi.rte.v1.Daemon.Rejoin:output_type -> gompi.rte.v1.FenceResponse
+	41, // 97: gompi.rte.v1.Daemon.Heartbeat:output_type -> gompi.rte.v1.HeartbeatResponse
+	80, // [80:98] is the sub-list for method output_type
+	62, // [62:80] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_control_proto_init() }
@@ -5303,7 +5963,7 @@ func file_control_proto_init() {
 	if File_control_proto != nil {
 		return
 	}
-	file_control_proto_msgTypes[2].OneofWrappers = []any{
+	file_control_proto_msgTypes[4].OneofWrappers = []any{
 		(*DaemonMessage_Hello)(nil),
 		(*DaemonMessage_Heartbeat)(nil),
 		(*DaemonMessage_Started)(nil),
@@ -5316,8 +5976,11 @@ func file_control_proto_init() {
 		(*DaemonMessage_RankCheckpoint)(nil),
 		(*DaemonMessage_RankMigrate)(nil),
 		(*DaemonMessage_Rejoin)(nil),
+		(*DaemonMessage_ChildLost)(nil),
+		(*DaemonMessage_Resynced)(nil),
+		(*DaemonMessage_TreeStats)(nil),
 	}
-	file_control_proto_msgTypes[11].OneofWrappers = []any{
+	file_control_proto_msgTypes[16].OneofWrappers = []any{
 		(*HNPMessage_Welcome)(nil),
 		(*HNPMessage_Launch)(nil),
 		(*HNPMessage_Fence)(nil),
@@ -5331,6 +5994,8 @@ func file_control_proto_init() {
 		(*HNPMessage_Rejoined)(nil),
 		(*HNPMessage_MoveRanks)(nil),
 		(*HNPMessage_Rollback)(nil),
+		(*HNPMessage_Heartbeat)(nil),
+		(*HNPMessage_Resync)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5338,7 +6003,7 @@ func file_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_control_proto_rawDesc), len(file_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   67,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

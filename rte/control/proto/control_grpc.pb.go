@@ -38,6 +38,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	HNP_Attach_FullMethodName = "/gompi.rte.v1.HNP/Attach"
+	HNP_Locate_FullMethodName = "/gompi.rte.v1.HNP/Locate"
 )
 
 // HNPClient is the client API for HNP service.
@@ -50,6 +51,13 @@ type HNPClient interface {
 	// HNP's first answer a Welcome. The stream ends when the daemon leaves;
 	// a stream that breaks before a Shutdown means the node is lost.
 	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[DaemonMessage, HNPMessage], error)
+	// Locate names where a daemon attaches: its parent in the job's daemon
+	// tree (package rte/routed), once that parent has attached and said
+	// where it listens. A daemon asks when it cannot compute its parent's
+	// address (TCP: the parent chose its port) and when its parent was
+	// lost (the answer is then a live ancestor). Only gompirun serves it;
+	// a daemon serves Attach alone to its children.
+	Locate(ctx context.Context, in *LocateRequest, opts ...grpc.CallOption) (*LocateResponse, error)
 }
 
 type hNPClient struct {
@@ -73,6 +81,16 @@ func (c *hNPClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.B
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type HNP_AttachClient = grpc.BidiStreamingClient[DaemonMessage, HNPMessage]
 
+func (c *hNPClient) Locate(ctx context.Context, in *LocateRequest, opts ...grpc.CallOption) (*LocateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LocateResponse)
+	err := c.cc.Invoke(ctx, HNP_Locate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HNPServer is the server API for HNP service.
 // All implementations must embed UnimplementedHNPServer
 // for forward compatibility.
@@ -83,6 +101,13 @@ type HNPServer interface {
 	// HNP's first answer a Welcome. The stream ends when the daemon leaves;
 	// a stream that breaks before a Shutdown means the node is lost.
 	Attach(grpc.BidiStreamingServer[DaemonMessage, HNPMessage]) error
+	// Locate names where a daemon attaches: its parent in the job's daemon
+	// tree (package rte/routed), once that parent has attached and said
+	// where it listens. A daemon asks when it cannot compute its parent's
+	// address (TCP: the parent chose its port) and when its parent was
+	// lost (the answer is then a live ancestor). Only gompirun serves it;
+	// a daemon serves Attach alone to its children.
+	Locate(context.Context, *LocateRequest) (*LocateResponse, error)
 	mustEmbedUnimplementedHNPServer()
 }
 
@@ -95,6 +120,9 @@ type UnimplementedHNPServer struct{}
 
 func (UnimplementedHNPServer) Attach(grpc.BidiStreamingServer[DaemonMessage, HNPMessage]) error {
 	return status.Error(codes.Unimplemented, "method Attach not implemented")
+}
+func (UnimplementedHNPServer) Locate(context.Context, *LocateRequest) (*LocateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Locate not implemented")
 }
 func (UnimplementedHNPServer) mustEmbedUnimplementedHNPServer() {}
 func (UnimplementedHNPServer) testEmbeddedByValue()             {}
@@ -124,13 +152,36 @@ func _HNP_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type HNP_AttachServer = grpc.BidiStreamingServer[DaemonMessage, HNPMessage]
 
+func _HNP_Locate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LocateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HNPServer).Locate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HNP_Locate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HNPServer).Locate(ctx, req.(*LocateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HNP_ServiceDesc is the grpc.ServiceDesc for HNP service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var HNP_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "gompi.rte.v1.HNP",
 	HandlerType: (*HNPServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Locate",
+			Handler:    _HNP_Locate_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Attach",
