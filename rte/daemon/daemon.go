@@ -117,10 +117,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("gompid: %w", err)
 	}
-	defer conn.Close()
 	tr := newTree(opts.Node, hs, parent, log)
+	tr.opts, tr.conn = opts, conn
+	defer func() { tr.conn.Close() }()
 	out := newOutbox()
-	tr.send = out.put
+	tr.send, tr.out = out.put, out
 	if err := tr.serve(nodeDir, opts.HNP[0].Network, hs.Secret); err != nil {
 		return err
 	}
@@ -131,6 +132,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	tr.stream = stream
 	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleDaemon, Settings: control.SettingsFromProto(w.Settings),
 		LogOutput: opts.LogOutput, LogAttrs: []slog.Attr{slog.String("node", opts.Node)}})
 	if err != nil {
@@ -159,7 +161,7 @@ func Run(ctx context.Context, opts Options) error {
 	go d.heartbeat(ctx)
 	go d.watchRanks(ctx)
 	end := d.serve(ctx, stream)
-	d.finish(end, out, stream, cancel)
+	d.finish(end, out, tr.upstream(), cancel)
 	return end
 }
 
@@ -388,6 +390,8 @@ type rank struct {
 	// unresponsive says why the detector killed it (liveness.go); "" when
 	// it did not.
 	unresponsive string
+	// exit is its exit report, once sent (sent again by a resync).
+	exit *pb.RankExited
 }
 
 type fence struct {
@@ -403,7 +407,12 @@ func (d *daemon) recvLoop(ctx context.Context, stream hnpStream) error {
 	for {
 		m, err := stream.Recv()
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrHNPLost, err)
+			// A lost parent daemon is not a lost gompirun: the daemon
+			// attaches to a live ancestor and goes on.
+			if stream, err = d.reattach(ctx, err); err != nil {
+				return err
+			}
+			continue
 		}
 		// The daemons below get it first: a Launch starts their ranks
 		// while this one starts its own.
@@ -441,6 +450,10 @@ func (d *daemon) handle(ctx context.Context, m *pb.HNPMessage) (shutdown bool) {
 		d.fenceComplete(b.Fence)
 	case *pb.HNPMessage_ProcFailed:
 		d.procFailed(b.ProcFailed)
+	case *pb.HNPMessage_Resync:
+		d.resync()
+	case *pb.HNPMessage_Heartbeat:
+		// gompirun's beat down the tree: it moves lastSeq on (route).
 	case *pb.HNPMessage_Signal:
 		d.signalAll(syscall.Signal(b.Signal.Signal))
 	case *pb.HNPMessage_Kill:

@@ -128,6 +128,11 @@ func (d *daemon) contributionLocked(seq uint64, f *fence) *pb.FenceContribution 
 		}
 	}
 	f.sent = true
+	return contributionOf(seq, f)
+}
+
+// contributionOf is the contribution f holds, by rank.
+func contributionOf(seq uint64, f *fence) *pb.FenceContribution {
 	send := &pb.FenceContribution{Seq: seq}
 	for r, m := range f.contrib {
 		send.Entries = append(send.Entries, &pb.RankData{Rank: r, Data: m})

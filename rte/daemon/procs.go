@@ -361,7 +361,7 @@ func (d *daemon) reap(rk *rank, wait func() (int, syscall.Signal), readers *sync
 	ex := &pb.RankExited{Rank: int32(r), ExitCode: int32(code), Signal: int32(sig),
 		Connected: rk.phase >= rankConnected, Finalized: rk.phase >= rankFinalizing, Killed: rk.killed,
 		Reason: rk.unresponsive}
-	rk.phase = rankExited
+	rk.phase, rk.exit = rankExited, ex
 	d.mu.Unlock()
 	d.log.Debug("rank exited", "rank", r, "code", code, "signal", int(sig), "dumped_term", saved)
 	how := fmt.Sprintf("status %d", code)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,6 +45,16 @@ import (
 // methods are safe for concurrent use; each child's stream is served by
 // its own Attach call (the child's goroutine), which owns the child.
 type tree struct {
+	// opts and hs are how the daemon reaches gompirun, to ask where to
+	// attach when its parent is lost; out is its outbox, conn its
+	// connection to its parent (replaced when it attaches elsewhere).
+	opts Options
+	hs   control.Handshake
+	out  *outbox
+	conn *grpc.ClientConn
+	// stream is the stream to the parent (under mu).
+	stream hnpStream
+
 	node   string
 	shape  routed.Tree
 	parent string // the node attached to; routed.Root: gompirun
@@ -81,7 +93,7 @@ type child struct {
 }
 
 func newTree(node string, hs control.Handshake, parent string, log *slog.Logger) *tree {
-	return &tree{node: node, shape: routed.New(hs.Nodes, hs.Radix), parent: parent, table: routed.NewTable(), log: log,
+	return &tree{node: node, hs: hs, shape: routed.New(hs.Nodes, hs.Radix), parent: parent, table: routed.NewTable(), log: log,
 		children: map[string]*child{}, counts: map[string]*routed.Counter{}, changed: make(chan struct{})}
 }
 
@@ -416,4 +428,102 @@ wait:
 		out[n] = c.Stats()
 	}
 	return out
+}
+
+// upstream is the current stream to the parent.
+func (t *tree) upstream() hnpStream {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stream
+}
+
+// reattachTries bounds how often a daemon that lost its parent asks
+// gompirun for another before it gives up (and ends, as when gompirun is
+// lost).
+const reattachTries = 3
+
+// reattach attaches the daemon to a live ancestor after its stream to its
+// parent broke (cause), keeping its children, and returns the new stream:
+// gompirun sends it again what it sent the subtree since the daemon's
+// last message, and asks the subtree for its state again (Resync). An
+// error wrapping ErrHNPLost when the parent was gompirun or none is left.
+func (d *daemon) reattach(ctx context.Context, cause error) (hnpStream, error) {
+	t := d.tree
+	if t == nil || t.parent == routed.Root {
+		return nil, fmt.Errorf("%w: %w", ErrHNPLost, cause)
+	}
+	for range reattachTries {
+		lost := t.parent
+		d.log.Warn("lost the parent daemon; attaching to a live ancestor", "parent", lost, "why", cause)
+		conn, parent, err := locate(ctx, t.opts, t.hs, lost)
+		if err != nil {
+			return nil, fmt.Errorf("%w: parent daemon %s lost (%v), and %w", ErrHNPLost, lost, cause, err)
+		}
+		stream, err := pb.NewHNPClient(conn).Attach(ctx, grpc.WaitForReady(true))
+		if err == nil {
+			err = stream.Send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Hello{Hello: &pb.DaemonHello{
+				Node: t.node, Pid: int32(os.Getpid()), NodeDir: d.nodeDir, Contacts: t.contacts, Pin: t.pin,
+				Reattach: true, Subtree: t.table.Below(""), LastSeq: t.lastSeq.Load(), Parent: parent}}})
+		}
+		t.conn.Close()
+		t.conn, t.parent = conn, parent
+		if err != nil {
+			cause = err
+			continue
+		}
+		t.mu.Lock()
+		t.stream = stream
+		t.mu.Unlock()
+		if !t.out.swap(stream) {
+			return nil, fmt.Errorf("%w: %w", ErrHNPLost, cause)
+		}
+		d.log.Info("attached again", "parent", parent)
+		return stream, nil
+	}
+	return nil, fmt.Errorf("%w: could not attach again after losing the parent daemon: %w", ErrHNPLost, cause)
+}
+
+// resync sends again what may have been lost with a lost parent: each
+// rank's start, phase and end, and the contributions of the fences sent
+// but not completed. gompirun takes each once.
+func (d *daemon) resync() {
+	d.mu.Lock()
+	var msgs []*pb.DaemonMessage
+	for _, r := range slices.Sorted(maps.Keys(d.ranks)) {
+		rk := d.ranks[r]
+		if rk.pid > 0 {
+			msgs = append(msgs, &pb.DaemonMessage{Body: &pb.DaemonMessage_Started{Started: &pb.RankStarted{Rank: int32(r), Pid: int32(rk.pid)}}})
+		}
+		phase := pb.Phase_PHASE_UNSPECIFIED
+		switch {
+		case rk.exit != nil:
+			msgs = append(msgs, &pb.DaemonMessage{Body: &pb.DaemonMessage_Exited{Exited: rk.exit}})
+		case rk.phase == rankConnected:
+			phase = pb.Phase_PHASE_CONNECTED
+		case rk.phase == rankFinalizing:
+			phase = pb.Phase_PHASE_FINALIZING
+		}
+		if phase != pb.Phase_PHASE_UNSPECIFIED {
+			msgs = append(msgs, &pb.DaemonMessage{Body: &pb.DaemonMessage_Phase{Phase: &pb.RankPhase{Rank: int32(r), Phase: phase}}})
+		}
+	}
+	for _, seq := range slices.Sorted(maps.Keys(d.fences)) {
+		if f := d.fences[seq]; f.sent && !isClosed(f.done) {
+			msgs = append(msgs, &pb.DaemonMessage{Body: &pb.DaemonMessage_Fence{Fence: contributionOf(seq, f)}})
+		}
+	}
+	d.mu.Unlock()
+	for _, m := range msgs {
+		d.send(m)
+	}
+	d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Resynced{Resynced: &pb.Resynced{}}})
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

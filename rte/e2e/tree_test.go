@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gompi/rte/hnp"
@@ -148,4 +150,38 @@ func heatWantSteps(t *testing.T, steps string) string {
 	}
 	heatSums.m[key] = sum
 	return sum
+}
+
+// sevenHosts is sevenNodes as a hostfile (one slot each).
+const sevenHosts = "n1\nn2\nn3\nn4\nn5\nn6\nn7\n"
+
+// Heat under autor on the seven-node tree of radix 2 (four ranks on
+// n1..n4): the daemon of n4, a leaf, is killed, then, after the recovery
+// (a new tree of six nodes), the daemon of n1, the parent of two daemons.
+// Each loss is a node loss the job recovers from; the daemons below n1
+// attach to gompirun and are not lost with it; the checksum is that of a
+// run without fault.
+func TestTreeAutor(t *testing.T) {
+	want := heatWant(t)
+	j := startAutor(t, sevenHosts, "--mca", "routed_radix", "2")
+	for i, node := range []string{"n4", "n1"} {
+		j.waitConnected()
+		pid := j.waitPID(-1, node)
+		j.checkpoint(i)
+		kill(t, "the daemon of "+node, pid)
+		j.waitErr(fmt.Sprintf("gompirun: recovery %d: every rank runs again", i+1))
+	}
+	errs := j.finish(want,
+		"node n4 was lost",
+		"autor: recovery 1 of 5: every rank restarts from sequence 0",
+		"node n1 was lost",
+		"gompirun: the daemon of node n3 lost its parent daemon and attached to gompirun",
+		"gompirun: the daemon of node n5 lost its parent daemon and attached to gompirun",
+		"autor: recovery 2 of 5: every rank restarts from sequence 1",
+	)
+	for _, n := range []string{"n3", "n5"} {
+		if strings.Contains(errs, "node "+n+" was lost") {
+			t.Errorf("%s, below the lost n1, was lost with it:\n%s", n, errs)
+		}
+	}
 }

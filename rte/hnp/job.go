@@ -116,6 +116,9 @@ type job struct {
 	tree    routed.Tree
 	downSeq uint64
 	locates map[string][]evLocate
+	// sentLog holds what was sent down and not yet acknowledged by every
+	// daemon, to send again to a subtree that lost its parent.
+	sentLog []*pb.HNPMessage
 }
 
 // dconn is one daemon as the HNP sees it.
@@ -141,6 +144,8 @@ type dconn struct {
 	pin      []byte
 	link     *routed.Counter
 	stats    *pb.LinkStats
+	ack      atomic.Uint64 // its link's last acknowledgement (its heartbeat)
+	orphaned time.Time     // when its route was lost with an ancestor; zero: not
 
 	lastSeen atomic.Int64 // unix nanos of the last message; set by its handler
 	busy     atomic.Bool  // its handler is blocked printing output
@@ -534,6 +539,7 @@ func (j *job) streamEnd(e evStreamEnd) {
 		// a moment to arrive, since it says how (status, signal, what
 		// ssh printed), which the broken stream cannot.
 		d.state = daemonBreaking
+		j.orphan(d)
 		j.p.later(streamEndGrace, evBroken{node: d.node, detail: detail}, j.send)
 	}
 }
@@ -820,7 +826,8 @@ func (j *job) nodeLost(d *dconn, detail string) {
 		return
 	}
 	running := j.state == jobRunning
-	d.state = daemonLost
+	j.orphan(d)
+	d.state, d.orphaned = daemonLost, time.Time{}
 	if j.p.global != nil {
 		j.p.global.NodeLost(d.node, detail)
 	}
@@ -955,6 +962,11 @@ func (j *job) heartbeat() {
 		}
 		return
 	}
+	// gompirun's beat goes down the tree; the daemons' acknowledgements
+	// of it let it forget what it sent.
+	j.broadcast(&pb.HNPMessage{Body: &pb.HNPMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}})
+	j.trimSent()
+	j.watchOrphans(now)
 	for _, d := range j.daemons {
 		if d.box == nil || d.state != daemonRunning || !d.direct() {
 			continue // a deeper daemon is watched by its parent

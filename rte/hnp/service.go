@@ -101,6 +101,9 @@ func (j *job) fromDaemon(top *dconn, box *mailbox, link *routed.Counter, m *pb.D
 	}
 	switch b := m.Body.(type) {
 	case *pb.DaemonMessage_Heartbeat:
+		if m.Origin == "" {
+			top.ack.Store(b.Heartbeat.GetAck())
+		}
 	case *pb.DaemonMessage_Hello:
 		if m.Origin == "" || j.attachEvent(b.Hello, box, top.node, nil) == nil {
 			j.log.Warn("a daemon's hello was refused", "node", node, "via", top.node)

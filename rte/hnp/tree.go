@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -45,16 +47,78 @@ func (j *job) tell(d *dconn, m *pb.HNPMessage) {
 		return
 	}
 	j.downSeq++
-	d.box.put(&pb.HNPMessage{Body: m.Body, To: []string{d.node}, Seq: j.downSeq})
+	out := &pb.HNPMessage{Body: m.Body, To: []string{d.node}, Seq: j.downSeq}
+	j.sentLog = append(j.sentLog, out)
+	d.box.put(out)
 }
 
 // broadcast sends m to every daemon: once down each of gompirun's links.
 func (j *job) broadcast(m *pb.HNPMessage) {
 	j.downSeq++
 	out := &pb.HNPMessage{Body: m.Body, All: true, Seq: j.downSeq}
+	if m.GetHeartbeat() == nil { // a beat lost with a parent needs no second sending
+		j.sentLog = append(j.sentLog, out)
+	}
 	for _, d := range j.daemons {
 		if d.box != nil && d.direct() && (d.state == daemonRunning || d.state == daemonLeaving) {
 			d.box.put(out)
+		}
+	}
+}
+
+// trimSent forgets the messages every daemon has received: those up to
+// the lowest acknowledgement of gompirun's links (each covers its
+// subtree), unless a subtree is cut off from its parent (its daemons
+// have not acknowledged what they may miss).
+func (j *job) trimSent() {
+	ack := j.downSeq
+	for _, d := range j.daemons {
+		switch {
+		case !d.orphaned.IsZero() || d.state == daemonBreaking:
+			return
+		case d.direct() && d.box != nil && d.state == daemonRunning:
+			ack = min(ack, d.ack.Load())
+		}
+	}
+	i := 0
+	for i < len(j.sentLog) && j.sentLog[i].Seq <= ack {
+		i++
+	}
+	j.sentLog = slices.Delete(j.sentLog, 0, i)
+}
+
+// orphan marks the daemons below d, which lost their route when d was
+// lost: they attach again elsewhere, or are lost too (watchOrphans).
+func (j *job) orphan(d *dconn) {
+	now := j.p.now()
+	for _, o := range j.daemons {
+		if o == d || o.state == daemonLost || o.state == daemonGone {
+			continue
+		}
+		for p := o.parent; p != routed.Root; p = j.daemons[p].parent {
+			if p == d.node {
+				if o.orphaned.IsZero() {
+					o.orphaned = now
+				}
+				break
+			}
+			if j.daemons[p] == nil {
+				break
+			}
+		}
+	}
+}
+
+// watchOrphans declares lost the daemons that lost their parent and did
+// not attach again within twice the heartbeat timeout.
+func (j *job) watchOrphans(now time.Time) {
+	if j.hbTimeout <= 0 {
+		return
+	}
+	for _, n := range j.m.Nodes {
+		d := j.daemons[n]
+		if !d.orphaned.IsZero() && now.Sub(d.orphaned) > 2*j.hbTimeout && d.state == daemonRunning {
+			j.nodeLost(d, fmt.Sprintf("its parent daemon was lost and it did not attach again within %v", 2*j.hbTimeout))
 		}
 	}
 }
@@ -168,10 +232,70 @@ func (s *service) Locate(ctx context.Context, req *pb.LocateRequest) (*pb.Locate
 	}
 }
 
-// reattach takes a daemon that lost its parent back into the tree.
+// reattach takes back a daemon that lost its parent, with the daemons
+// below it, on the link its new hello came (the link of the ancestor it
+// attached to, or its own): gompirun sends the subtree again what it sent
+// it after the daemon's last message, then asks it for its state again.
 func (j *job) reattach(e evAttach) *dconn {
-	j.log.Warn("refused a daemon attaching again: not done yet", "node", e.hello.Node)
-	return nil
+	h := e.hello
+	d := j.daemons[h.Node]
+	if d == nil || d.box == nil || d.state == daemonLost || d.state == daemonGone {
+		j.log.Warn("refused a daemon attaching again", "node", h.Node)
+		return nil
+	}
+	moved := []string{d.node}
+	for _, n := range h.Subtree {
+		if o := j.daemons[n]; o != nil && o.state != daemonLost && o.state != daemonGone {
+			moved = append(moved, n)
+		}
+	}
+	for _, n := range moved {
+		o := j.daemons[n]
+		o.via, o.box, o.orphaned = e.via, e.box, time.Time{}
+	}
+	d.parent, d.contacts, d.pin, d.link = h.Parent, h.Contacts, h.Pin, nil
+	if d.direct() {
+		d.link = e.link
+		d.lastSeen.Store(j.p.now().UnixNano())
+	}
+	to := "gompirun"
+	if h.Parent != routed.Root {
+		to = "the daemon of node " + h.Parent
+	}
+	fmt.Fprintf(j.p.stderr, "gompirun: the daemon of node %s lost its parent daemon and attached to %s, with the %d daemons below it\n", d.node, to, len(moved)-1)
+	j.elog.Info("a daemon that lost its parent attached again", "node", d.node, "parent", h.Parent, "subtree", len(moved)-1, "resend_after", h.LastSeq)
+	j.resend(e.box, moved, h.LastSeq)
+	j.downSeq++
+	resync := &pb.HNPMessage{Body: &pb.HNPMessage_Resync{Resync: &pb.Resync{}}, To: moved, Seq: j.downSeq}
+	e.box.put(resync)
+	return d
+}
+
+// resend sends again to nodes what gompirun sent them after sequence
+// after, addressed to them alone.
+func (j *job) resend(box *mailbox, nodes []string, after uint64) {
+	in := map[string]bool{}
+	for _, n := range nodes {
+		in[n] = true
+	}
+	for _, m := range j.sentLog {
+		if m.Seq <= after {
+			continue
+		}
+		var to []string
+		if m.All {
+			to = nodes
+		} else {
+			for _, n := range m.To {
+				if in[n] {
+					to = append(to, n)
+				}
+			}
+		}
+		if len(to) > 0 {
+			box.put(&pb.HNPMessage{Body: m.Body, To: to, Seq: m.Seq})
+		}
+	}
 }
 
 // handshake is hs with the shape of this run's tree: every daemon finds

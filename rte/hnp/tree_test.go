@@ -2,6 +2,8 @@ package hnp
 
 import (
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"gompi/mca"
@@ -114,5 +116,54 @@ func TestTreeChildLost(t *testing.T) {
 	h.msg("n2", &pb.DaemonMessage{Body: &pb.DaemonMessage_ChildLost{ChildLost: &pb.ChildLost{Node: "n3", Detail: "no heartbeat for 5s"}}})
 	if s := h.j.daemons["n3"].state; s != daemonBreaking {
 		t.Errorf("n3, reported lost by its parent, is %s", s)
+	}
+}
+
+// A daemon that lost its parent attaches again elsewhere: gompirun routes
+// it (and the daemons below it) through the new link, sends it again what
+// it sent after the daemon's last message, readdressed to it alone, and
+// asks it for its state; what every daemon acknowledged is forgotten,
+// but not while a subtree is cut off.
+func TestTreeReattach(t *testing.T) {
+	h := newChain(t)
+	h.attach("n1", "n1")
+	h.attach("n2", "n1", &pb.DaemonHello{Node: "n2", Parent: "n1"})
+	h.attach("n3", "n1", &pb.DaemonHello{Node: "n3", Parent: "n2"})
+	sent := h.sent("n1") // 3 welcomes, the launch: sequences 1 to 4
+	last := sent[len(sent)-1].Seq
+	h.j.signal(syscall.SIGUSR1) // forwarded to every rank: sequence 5
+	h.msg("n1", &pb.DaemonMessage{Body: &pb.DaemonMessage_ChildLost{ChildLost: &pb.ChildLost{Node: "n2"}}})
+	if o := h.j.daemons["n3"].orphaned; o.IsZero() {
+		t.Fatal("n3, below the lost n2, is not marked cut off")
+	}
+	h.j.daemons["n1"].ack.Store(h.j.downSeq)
+	h.j.trimSent()
+	if len(h.j.sentLog) == 0 {
+		t.Fatal("gompirun forgot what it sent while n3 was cut off")
+	}
+	h.sent("n1")
+	h.attach("n3", "n1", &pb.DaemonHello{Node: "n3", Parent: "n1", Reattach: true, LastSeq: last})
+	msgs := h.sent("n1")
+	if k := kinds(msgs); !slices.Equal(k, []string{"Signal", "Resync"}) {
+		t.Fatalf("after n3 attached again: %v, want the signal sent again, then the resync", k)
+	}
+	if !slices.Equal(msgs[0].To, []string{"n3"}) || msgs[0].All || msgs[0].Seq != last+1 {
+		t.Errorf("sent again: %v, want sequence %d addressed to n3 alone", msgs[0], last+1)
+	}
+	d := h.j.daemons["n3"]
+	if d.parent != "n1" || !d.orphaned.IsZero() || d.via != "n1" {
+		t.Errorf("n3 after attaching again: parent %q, via %q, orphaned %v", d.parent, d.via, d.orphaned)
+	}
+	if !strings.Contains(h.stderr.String(), "the daemon of node n3 lost its parent daemon and attached to the daemon of node n1") {
+		t.Errorf("gompirun did not say so:\n%s", h.stderr)
+	}
+	h.settle() // n2's grace ends: it is lost
+	h.j.daemons["n1"].ack.Store(h.j.downSeq)
+	h.j.trimSent()
+	if len(h.j.sentLog) != 0 {
+		t.Errorf("%d messages kept after every daemon acknowledged them", len(h.j.sentLog))
+	}
+	if d := h.j.daemons["n2"]; d.state != daemonLost {
+		t.Errorf("n2 is %s", d.state)
 	}
 }
