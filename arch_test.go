@@ -351,6 +351,9 @@ var componentImporters = map[string][]string{
 	// and registers the two components a rank's C/R path runs (self saves
 	// the rank, bkmrk quiesces its channels) into the test's own sets.
 	cr + "/crtest": {components + "/crcp/bkmrk", components + "/crs/self"},
+	// crsim simulates a large job's checkpoints in process with the real
+	// SnapC coordinators (full) over central storage.
+	cr + "/crsim": {components + "/snapc/full", components + "/sstore/central"},
 	// The plugin binaries (pluginCommands).
 	cmdDir + "/gompi-plugin-criu": {components + "/crs/criu"},
 }
