@@ -32,6 +32,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"gompi/components/snapc/full"
@@ -112,9 +113,16 @@ func nodeName(vpid int) string { return fmt.Sprintf("n%04d", vpid) }
 // Figures are what one checkpoint cost.
 type Figures struct {
 	Seq int
-	// Coordination is the time from the request to every node's local
-	// snapshots written; Commit, to the sequence committed.
-	Coordination, Commit time.Duration
+	// Query is the time from the request to every rank's answer to the
+	// query (a round trip through the tree: nothing drained or written),
+	// Coordination to every node's local snapshots written, Commit to
+	// the sequence committed.
+	Query, Coordination, Commit time.Duration
+	// CPU is the processor time the whole simulation (every rank, daemon
+	// and gompirun, sharing this machine's cores) spent from the request
+	// to the ranks' return to their gate: what the checkpoint costs in
+	// all, steadier than the times on a busy machine.
+	CPU time.Duration
 	// RankFrames are the frames the ranks' libraries wrote to each
 	// other for it (bookmark exchange, agreements: mpi's control tree).
 	RankFrames uint64
@@ -285,9 +293,13 @@ func (s *Sim) Checkpoint(ctx context.Context) (Figures, error) {
 	f := Figures{Depth: d.topo.maxDepth(), Fanout: d.topo.children(0), RankDepth: mpi.TreeDepth(j.cfg.Ranks)}
 	nodes := j.cfg.nodes()
 	written := 0
+	cpu0 := cpuTime()
 	start := time.Now()
 	res, err := d.global.Checkpoint(ctx, snapc.Request{}, func(e snapc.Event) {
-		if e.Phase == snapc.PhaseLocalWrite {
+		switch e.Phase {
+		case snapc.PhaseQuery:
+			f.Query = time.Since(start)
+		case snapc.PhaseLocalWrite:
 			if written++; written == nodes {
 				f.Coordination = time.Since(start)
 			}
@@ -302,10 +314,20 @@ func (s *Sim) Checkpoint(ctx context.Context) (Figures, error) {
 	if err := j.awaitGate(ctx); err != nil {
 		return f, err
 	}
+	f.CPU = cpuTime() - cpu0
 	f.RankFrames = j.frames() - frames0
 	f.TreeMessages = d.down.Load() - down0 + d.up.Load() - up0
 	f.AppMessages = d.app.Load() - app0
 	return f, nil
+}
+
+// cpuTime is the processor time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // frames is the control frames every rank has written so far.
