@@ -51,7 +51,6 @@ import (
 
 	"gompi/cr/crsim"
 	"gompi/frameworks/snapc"
-	"gompi/tools/checkpoint"
 )
 
 // row is one checkpoint's figures.
@@ -203,7 +202,7 @@ func real(args []string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var o checkpoint.Outcome
+		var o outcome
 		if err := json.Unmarshal(b, &o); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -219,8 +218,14 @@ func real(args []string, w io.Writer) error {
 	return nil
 }
 
+// outcome is what gompi-checkpoint --json prints, the part read here.
+type outcome struct {
+	Events []snapc.Event `json:"events"`
+	Error  string        `json:"error,omitempty"`
+}
+
 // outcomeRow measures one checkpoint from its events.
-func outcomeRow(o checkpoint.Outcome) (row, error) {
+func outcomeRow(o outcome) (row, error) {
 	if o.Error != "" {
 		return row{}, errors.New(o.Error)
 	}
