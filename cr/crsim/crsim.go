@@ -56,8 +56,9 @@ type Config struct {
 	Ranks int
 	// PerNode is the number of ranks per simulated node (default 8).
 	PerNode int
-	// Radix is the daemon tree's (Open MPI's routed radix); 0, or at
-	// least the node count, is flat: gompirun talks to every daemon.
+	// Radix is the daemon tree's (routed_radix, package rte/routed); 0,
+	// or at least the node count, is flat: gompirun talks to every
+	// daemon.
 	Radix int
 	// Dir holds the job's snapshot reference (required).
 	Dir string
@@ -82,8 +83,8 @@ func (c Config) withDefaults() Config {
 	if c.HoldAt <= 0 {
 		c.HoldAt = max(1, c.Steps/2)
 	}
-	if c.Radix <= 0 || c.Radix > c.nodes() {
-		c.Radix = max(1, c.nodes())
+	if c.Radix >= c.nodes() {
+		c.Radix = 0
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -388,7 +389,7 @@ func newRuntime(cfg Config, from *int) (*runtime, error) {
 	coord := mod.(snapc.Coordinator)
 	nodes := cfg.nodes()
 	rt := &runtime{cfg: cfg, ref: snapshot.Ref{Dir: cfg.Dir, Name: snapshot.RefName("crsim")}}
-	d := &daemons{topo: topo{radix: cfg.Radix, daemons: nodes}, seen: map[edge]bool{}, byNode: map[string]int{}}
+	d := &daemons{topo: newTopo(nodes, cfg.Radix), byNode: map[string]int{}}
 	rt.d = d
 	rankNodes := make([]string, cfg.Ranks)
 	nodeRanks := make([][]int, nodes+1)

@@ -3,53 +3,66 @@ package crsim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"gompi/frameworks/snapc"
 	"gompi/mca/queue"
+	"gompi/rte/routed"
 )
 
-// The daemon tree, modelled: vpid 0 is gompirun, vpids 1..D the daemons
-// of the nodes, in node order. With radix r the children of vpid v are
-// v*r+1 .. v*r+r (Open MPI's routed radix); flat is radix D, gompirun's
-// children being every daemon. Each vpid is a goroutine with an inbox,
-// and every message between two of them is one hop through the
-// receiver's inbox and loop, so a message's latency grows with the depth
-// it crosses. What travels is the real coordinators' traffic: gompirun's
-// global SnapC coordinator (snapc full) sends each node's local
-// coordinator (snapc full, in its daemon) its requests through Send, and
-// the nodes' replies come back to its Deliver.
+// The daemon tree, modelled: its shape is the runtime's own (package
+// rte/routed: gompirun the root, the daemons of the nodes in node order
+// as a complete tree of the radix, Open MPI's routed radix; radix 0 the
+// star, gompirun linked to every daemon). Each process of the tree is a
+// goroutine with an inbox, and every message between two of them is one
+// hop through the receiver's inbox and loop, so a message's latency grows
+// with the depth it crosses. What travels is the real coordinators'
+// traffic: gompirun's global SnapC coordinator (snapc full) sends each
+// node's local coordinator (snapc full, in its daemon) its requests
+// through Send, and the nodes' replies come back to its Deliver.
 //
-// Counting follows how Open MPI's SnapC moves them: a request of the
-// global coordinator goes to every node at once, as an xcast down the
-// tree, one message per tree edge it crosses however many nodes lie
-// below (the model counts each edge once per request, though it carries
-// the global's one Send per node along it); a reply is routed to gompirun
-// hop by hop, one message per hop (no aggregation).
+// Counting follows what gompirun does (rte/hnp): a SnapC request is
+// addressed to one daemon and relayed by its ancestors, one message per
+// hop; a reply is relayed to gompirun the same way (no aggregation).
 
-// topo is the tree's shape.
-type topo struct{ radix, daemons int }
+// topo is the tree's shape, with the vpids of its processes: gompirun 0,
+// the daemon of node nodeName(v) v.
+type topo struct{ tree routed.Tree }
 
-func (t topo) parent(v int) int { return (v - 1) / t.radix }
-
-// depth is the number of hops from vpid v up to gompirun.
-func (t topo) depth(v int) int {
-	d := 0
-	for ; v > 0; v = t.parent(v) {
-		d++
+func newTopo(nodes, radix int) topo {
+	names := make([]string, nodes)
+	for i := range names {
+		names[i] = nodeName(i + 1)
 	}
-	return d
+	return topo{tree: routed.New(names, radix)}
 }
+
+func (t topo) name(v int) string {
+	if v == 0 {
+		return routed.Root
+	}
+	return nodeName(v)
+}
+
+// vpidOf is the vpid of a node name of the tree (Root: 0).
+func vpidOf(name string) int {
+	if name == routed.Root {
+		return 0
+	}
+	var v int
+	fmt.Sscanf(name, "n%d", &v)
+	return v
+}
+
+func (t topo) parent(v int) int { return vpidOf(t.tree.Parent(t.name(v))) }
 
 // maxDepth is the tree's depth.
-func (t topo) maxDepth() int { return t.depth(t.daemons) }
+func (t topo) maxDepth() int { return t.tree.Depth() }
 
-// children is the number of vpids whose parent is v.
-func (t topo) children(v int) int {
-	lo := v*t.radix + 1
-	return max(0, min(t.daemons, lo+t.radix-1)-lo+1)
-}
+// children is the number of daemons linked to vpid v below it.
+func (t topo) children(v int) int { return len(t.tree.Children(t.name(v))) }
 
 // nextHop is the child of from on the way down to to, a vpid below it.
 func (t topo) nextHop(from, to int) int {
@@ -79,13 +92,6 @@ const (
 	msgAppGone                 // a rank's coordinator is gone (it finalized)
 )
 
-// edge is one tree edge crossed by one request of the global coordinator.
-type edge struct {
-	id       uint64
-	kind     snapc.LocalKind
-	from, to int
-}
-
 // vpid is one process of the tree: gompirun (0, with the global
 // coordinator) or a node's daemon (with its local coordinator).
 type vpid struct {
@@ -100,9 +106,6 @@ type daemons struct {
 	vpids  []*vpid
 	byNode map[string]int
 	global snapc.Global // set once every vpid exists
-
-	mu   sync.Mutex
-	seen map[edge]bool // down edges crossed, by request
 
 	down, up, app atomic.Uint64 // messages: down the tree, up it, between a daemon and its ranks
 	wg            sync.WaitGroup
@@ -133,18 +136,10 @@ func (d *daemons) vpidOf(node string) (int, error) {
 	return 0, errors.New("crsim: no daemon for node " + node)
 }
 
-// forward moves req one hop down from vpid from toward vpid to, counting
-// the edge once per request.
+// forward moves req one hop down from vpid from toward vpid to.
 func (d *daemons) forward(from, to int, req snapc.LocalRequest) {
-	next := d.topo.nextHop(from, to)
-	e := edge{id: req.ID, kind: req.Kind, from: from, to: next}
-	d.mu.Lock()
-	if !d.seen[e] {
-		d.seen[e] = true
-		d.down.Add(1)
-	}
-	d.mu.Unlock()
-	d.send(next, msg{kind: msgDown, to: to, req: req})
+	d.down.Add(1)
+	d.send(d.topo.nextHop(from, to), msg{kind: msgDown, to: to, req: req})
 }
 
 // reply moves a node's reply one hop up from vpid v.
