@@ -16,8 +16,10 @@ func (p *Proc) Channels() crcp.Channels { return channels{p} }
 
 type channels struct{ p *Proc }
 
-func (ch channels) Rank() int { return ch.p.rank }
-func (ch channels) Size() int { return ch.p.size }
+// Rank and Size are the process's index and the number of processes: a
+// replicated job's channels are between processes (replica.go).
+func (ch channels) Rank() int { return ch.p.phys }
+func (ch channels) Size() int { return ch.p.physN }
 
 // Exchange gives every rank this rank's count of messages sent to it and
 // returns every rank's count for this one, over the control tree
@@ -100,10 +102,10 @@ func (ch *epochChannels) Agree(ctx context.Context, ok bool) (bool, error) {
 // nothing needs posting).
 func (ch channels) Drain(ctx context.Context, peer int, total uint64) error {
 	p := ch.p
-	if peer < 0 || peer >= p.size {
-		return fmt.Errorf("mpi: drain: %w: rank %d of %d", ErrArg, peer, p.size)
+	if peer < 0 || peer >= p.physN {
+		return fmt.Errorf("mpi: drain: %w: rank %d of %d", ErrArg, peer, p.physN)
 	}
-	pe := p.peers[peer]
+	pe := p.link(peer)
 	if pe.recvd.Load() >= total {
 		return nil
 	}
@@ -150,7 +152,7 @@ func (ch channels) Drain(ctx context.Context, peer int, total uint64) error {
 func (p *Proc) checkDrains(src int) {
 	p.drainMu.Lock()
 	defer p.drainMu.Unlock()
-	n := p.peers[src].recvd.Load()
+	n := p.link(src).recvd.Load()
 	for _, d := range p.drains {
 		if d.peer == src && n >= d.total {
 			closeOnce(d.ch)
@@ -184,9 +186,10 @@ func (p *Proc) ControlFrames() uint64 { return p.ctlFrames.Load() }
 
 // Counts returns this process's per-peer totals of messages handed to the
 // transport and taken off it (the library's control traffic excluded).
+// In a replicated job they are per process (Proc.Copy's indices).
 func (p *Proc) Counts() (sentTo, recvdFrom []uint64) {
-	sentTo, recvdFrom = make([]uint64, p.size), make([]uint64, p.size)
-	for i, pe := range p.peers {
+	sentTo, recvdFrom = make([]uint64, p.physN), make([]uint64, p.physN)
+	for i, pe := range p.links() {
 		sentTo[i], recvdFrom[i] = pe.sent.Load(), pe.recvd.Load()
 	}
 	return sentTo, recvdFrom

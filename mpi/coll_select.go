@@ -45,10 +45,15 @@ func (v *collView) Rank() int { return v.rank }
 func (v *collView) Size() int { return v.size }
 
 // Node names the node member r runs on, as this rank learned it from the
-// modex: the same answer on every member.
+// modex: the same answer on every member (in a replicated job, the node
+// of the rank's first copy, whichever copy asks).
 func (v *collView) Node(r int) string {
 	p := v.p
 	w := v.members[r]
+	if p.rep != nil {
+		// Both copies of a rank run the same algorithm (replica.go).
+		return p.rep.nodeOf(w)
+	}
 	if w == p.rank {
 		return p.Node()
 	}
@@ -190,6 +195,9 @@ func (c *Comm) reduce(tag int, send, recv []byte, red coll.Reduction, root int) 
 	if declined(err) {
 		err = coll.Reduce(ctx, v, tag, send, recv, red, root)
 	}
+	if err == nil && c.p.rep != nil && c.rank == root {
+		err = c.p.rep.handoff(c, tag, recv)
+	}
 	if err != nil {
 		return fmt.Errorf("mpi: reduce: %w", err)
 	}
@@ -206,6 +214,9 @@ func (c *Comm) allreduce(tag int, send, recv []byte, red coll.Reduction) error {
 	}
 	if declined(err) {
 		err = coll.Allreduce(ctx, v, tag, send, recv, red)
+	}
+	if err == nil && c.p.rep != nil {
+		err = c.p.rep.handoff(c, tag, recv)
 	}
 	if err != nil {
 		return fmt.Errorf("mpi: allreduce: %w", err)

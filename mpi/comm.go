@@ -287,7 +287,7 @@ func (c *Comm) recvOn(ctx context.Context, cs *ctxState, buf []byte, src, tag in
 // recvDone returns a completed pooled receive's outcome and pools it.
 func (c *Comm) recvDone(r *Request) (Status, error) {
 	st, err := r.status, r.err
-	r.comm, r.cs, r.buf, r.err = nil, nil, nil, nil
+	r.comm, r.cs, r.buf, r.err, r.anyN = nil, nil, nil, nil, 0
 	recvPool.Put(r)
 	return st, err
 }

@@ -34,6 +34,11 @@ import (
 // ranks or another job. The acceptor claims the source rank's slot only
 // after the proof, so an impostor that fails leaves the slot to the real
 // rank. Once the hello is done nothing of it remains on the message path.
+//
+// In a replicated job (replica.go) the ranks a hello names are the two
+// processes' indices (Proc.Copy): the copy of rank k that dials is who
+// it proved to be, and a connection from the other copy of rank k is a
+// connection from another process, expected like the first.
 
 // Hello frame kinds (after kindBye, wire.go).
 const (
@@ -208,19 +213,19 @@ func (p *Proc) dialHello(ctx context.Context, c btl.Conn, peer int) error {
 
 func (p *Proc) dialerProof(c btl.Conn, peer int) error {
 	nd := nonce()
-	if err := writeHelloFrame(c, kindHello, p.rank, peer, nd, []byte(p.job)); err != nil {
+	if err := writeHelloFrame(c, kindHello, p.phys, peer, nd, []byte(p.job)); err != nil {
 		return err
 	}
 	hb := make([]byte, btl.MaxHeader)
-	ch, err := expectFrame(c, hb, kindChallenge, peer, p.rank, nonceLen+macLen)
+	ch, err := expectFrame(c, hb, kindChallenge, peer, p.phys, nonceLen+macLen)
 	if err != nil {
 		return err
 	}
 	na, mac := ch[:nonceLen], ch[nonceLen:]
-	if !hmac.Equal(mac, helloMAC(*p.helloKey.Load(), macByAcceptor, p.job, p.rank, peer, nd, na)) {
+	if !hmac.Equal(mac, helloMAC(*p.helloKey.Load(), macByAcceptor, p.job, p.phys, peer, nd, na)) {
 		return fmt.Errorf("%w: the process at rank %d's address did not prove it belongs to the job", errHello, peer)
 	}
-	return writeHelloFrame(c, kindProof, p.rank, peer, helloMAC(*p.helloKey.Load(), macByDialer, p.job, p.rank, peer, nd, na))
+	return writeHelloFrame(c, kindProof, p.phys, peer, helloMAC(*p.helloKey.Load(), macByDialer, p.job, p.phys, peer, nd, na))
 }
 
 // hello runs the acceptor's side of the hello on c and, once the dialer
@@ -239,7 +244,7 @@ func (p *Proc) hello(c btl.Conn, hb []byte) (int, error) {
 	p.inMu.Lock()
 	defer p.inMu.Unlock()
 	if old := p.inFrom[src]; old != nil {
-		if !p.peers[src].moving.Load() {
+		if !p.link(src).moving.Load() {
 			return 0, fmt.Errorf("second connection from rank %d", src)
 		}
 		// The moved rank's new process, before the old one's end was
@@ -262,20 +267,20 @@ func (p *Proc) acceptorProof(c btl.Conn, hb []byte) (int, error) {
 	switch {
 	case m.job != p.job:
 		return 0, fmt.Errorf("hello from job %q, this is job %q", m.job, p.job)
-	case m.dst != p.rank:
-		return 0, fmt.Errorf("hello for rank %d reached rank %d", m.dst, p.rank)
-	case m.src < 0 || m.src >= p.size || m.src == p.rank:
-		return 0, fmt.Errorf("hello from rank %d of %d", m.src, p.size)
+	case m.dst != p.phys:
+		return 0, fmt.Errorf("hello for rank %d reached rank %d", m.dst, p.phys)
+	case m.src < 0 || m.src >= p.physN || m.src == p.phys:
+		return 0, fmt.Errorf("hello from rank %d of %d", m.src, p.physN)
 	}
 	na := nonce()
-	if err := writeHelloFrame(c, kindChallenge, p.rank, m.src, na, helloMAC(*p.helloKey.Load(), macByAcceptor, p.job, m.src, p.rank, m.nonce, na)); err != nil {
+	if err := writeHelloFrame(c, kindChallenge, p.phys, m.src, na, helloMAC(*p.helloKey.Load(), macByAcceptor, p.job, m.src, p.phys, m.nonce, na)); err != nil {
 		return 0, fmt.Errorf("hello from rank %d: %w", m.src, err)
 	}
-	proof, err := expectFrame(c, hb, kindProof, m.src, p.rank, macLen)
+	proof, err := expectFrame(c, hb, kindProof, m.src, p.phys, macLen)
 	if err != nil {
 		return 0, fmt.Errorf("hello from rank %d: %w", m.src, err)
 	}
-	if !hmac.Equal(proof, helloMAC(*p.helloKey.Load(), macByDialer, p.job, m.src, p.rank, m.nonce, na)) {
+	if !hmac.Equal(proof, helloMAC(*p.helloKey.Load(), macByDialer, p.job, m.src, p.phys, m.nonce, na)) {
 		return 0, fmt.Errorf("%w: a connection claiming rank %d did not prove it belongs to the job", errHello, m.src)
 	}
 	return m.src, nil

@@ -29,6 +29,14 @@ type ctxState struct {
 	// revokeFrom is the world rank whose notice revoked it, -1 when this
 	// process did; written before revoked is set.
 	revokeFrom int
+	// dedup: a message whose sequence number was received already is a
+	// duplicate to drop, not an error (a replicated job, replica.go).
+	dedup bool
+	// anyPosted numbers the AnySource receives posted here and gated
+	// counts those waiting for the primary's decision (a replicated job's
+	// replica, replica_any.go); guarded by Proc.mu.
+	anyPosted uint64
+	gated     int
 }
 
 type probeWait struct {
@@ -55,7 +63,7 @@ func (cs *ctxState) plainTag(tag int) int {
 func (p *Proc) ctxStateLocked(ctx uint64) *ctxState {
 	cs := p.ctxs[ctx]
 	if cs == nil {
-		cs = &ctxState{ctx: ctx, sendSeq: make([]uint64, p.size), recvSeq: make([]uint64, p.size), coll: ctx&1 == 1}
+		cs = &ctxState{ctx: ctx, sendSeq: make([]uint64, p.size), recvSeq: make([]uint64, p.size), coll: ctx&1 == 1, dedup: p.rep != nil}
 		p.ctxs[ctx] = cs
 	}
 	return cs
@@ -68,6 +76,9 @@ func (p *Proc) ctxState(ctx uint64) *ctxState {
 }
 
 func (cs *ctxState) takePosted(src, tag int) *Request {
+	if cs.gated != 0 {
+		return cs.takePostedGated(src, tag)
+	}
 	for i, r := range cs.posted {
 		if matches(r.src, r.tag, src, cs.plainTag(tag)) {
 			copy(cs.posted[i:], cs.posted[i+1:])
@@ -101,6 +112,9 @@ func (cs *ctxState) removeUnexpected(i int) *message {
 // library cannot repair.
 func (cs *ctxState) checkSeq(src int, seq uint64) error {
 	if want := cs.recvSeq[src] + 1; seq != want {
+		if cs.dedup && seq < want {
+			return errDuplicate
+		}
 		return fmt.Errorf("message %d on context %d from rank %d arrived when %d was due (lost or duplicated message)", seq, cs.ctx, src, want)
 	}
 	cs.recvSeq[src] = seq
@@ -119,15 +133,21 @@ func fillRecv(r *Request, src, tag int, data []byte) {
 	if n < len(data) {
 		err = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, tag, ErrTruncate, len(data), len(r.buf))
 	}
+	if r.anyN != 0 {
+		// An AnySource receive of a replicated job (replica_any.go).
+		r.p.rep.anyMatched(r, src, st, err)
+		return
+	}
 	r.complete(st, err)
 }
 
 // deliver hands a message that is fully off the transport to the matching
 // engine: the first fitting posted receive gets it, or it joins the
 // unexpected queue. m is the library's copy when owned (it is recycled or
-// queued), else data is only borrowed (a send to self) and copied.
-func (p *Proc) deliver(src int, h *header, data []byte, owned *message, seqChecked bool) error {
-	tag := int(h.tag)
+// queued), else data is only borrowed (a send to self) and copied. from is
+// the connection's peer (the sender's process).
+func (p *Proc) deliver(from *peer, h *header, data []byte, owned *message, seqChecked bool) error {
+	src, tag := from.rank, int(h.tag)
 	p.mu.Lock()
 	cs := p.ctxStateLocked(h.ctx)
 	if !seqChecked {
@@ -136,10 +156,10 @@ func (p *Proc) deliver(src int, h *header, data []byte, owned *message, seqCheck
 			if owned != nil {
 				putMsg(owned)
 			}
-			return err
+			return p.dropDuplicate(nil, from, h, len(data), err)
 		}
 	}
-	p.received(src, h, len(data))
+	p.received(from, h, len(data))
 	if h.ctx>>1 == ctxControl>>1 && isAgreeTag(tag) {
 		// Agreements take their messages from any member, and answer
 		// after their call returned: their own queue (agree.go).
@@ -199,6 +219,12 @@ func (p *Proc) deliver(src int, h *header, data []byte, owned *message, seqCheck
 func (p *Proc) postRecv(r *Request) bool {
 	p.mu.Lock()
 	cs := r.cs
+	if p.rep != nil && r.src == AnySource && p.rep.anyPost(cs, r) {
+		// Gated: it waits for its primary's decision, in its place.
+		cs.posted = append(cs.posted, r)
+		p.mu.Unlock()
+		return false
+	}
 	if i := cs.findUnexpected(r.src, r.tag); i >= 0 {
 		m := cs.removeUnexpected(i)
 		p.mu.Unlock()
@@ -212,7 +238,13 @@ func (p *Proc) postRecv(r *Request) bool {
 		if n < len(m.data) {
 			r.err = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, st.Tag, ErrTruncate, len(m.data), len(r.buf))
 		}
+		src := m.src
 		putMsg(m)
+		if r.anyN != 0 {
+			// Completed by the AnySource decision's path (replica_any.go).
+			p.rep.anyMatched(r, src, r.status, r.err)
+			return false
+		}
 		return true
 	}
 	if err := p.recvFailureLocked(cs, r.comm, r.src, r.pooled); err != nil {

@@ -151,7 +151,7 @@ func (p *Proc) retired(src int, c btl.Conn) bool {
 	if p.inFrom[src] != c {
 		return true
 	}
-	if p.peers[src].moving.Load() || p.leaving.Load() {
+	if p.link(src).moving.Load() || p.leaving.Load() {
 		p.inFrom[src] = nil
 		return true
 	}

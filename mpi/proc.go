@@ -43,8 +43,13 @@ const (
 // tests run several Procs in one address space (package mpitest).
 type Proc struct {
 	rank, size int
-	bsend      bsendState // the buffer attached for buffered sends (p2p.go)
-	job        string
+	// phys and physN are this process's index and the number of
+	// processes: rank and size, but in a replicated job (rep, replica.go),
+	// where several processes serve one rank.
+	phys, physN int
+	rep         *replication // nil when the job is not replicated
+	bsend       bsendState   // the buffer attached for buffered sends (p2p.go)
+	job         string
 	// node is this process's node name: the Bootstrap's at Init, and
 	// again at each Resume (a restored process may run elsewhere).
 	node atomic.Pointer[string]
@@ -130,7 +135,10 @@ type drainWait struct {
 // writes; others queue behind it, so messages leave in the order their
 // sequence numbers were assigned.
 type peer struct {
-	rank     int
+	rank int
+	// phys is the process the connection reaches: rank, but for the
+	// links of a replicated job (replica.go), one per copy of a rank.
+	phys     int
 	mod      btl.Module
 	self, ep btl.Endpoint
 
@@ -229,16 +237,20 @@ func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 	if size < 1 || rank < 0 || rank >= size {
 		return nil, fmt.Errorf("mpi: init: bootstrap gives rank %d of %d", rank, size)
 	}
+
 	p := &Proc{
-		rank: rank, size: size, job: b.Job(), boot: b,
+		rank: rank, size: size, phys: rank, physN: size, job: b.Job(), boot: b,
 		log:     log,
 		ctxs:    map[uint64]*ctxState{},
 		comms:   map[uint64]*Comm{},
 		nextCtx: firstUserCtx,
-		inFrom:  make([]btl.Conn, size),
 		pending: map[btl.Conn]struct{}{},
 		done:    make(chan struct{}),
 	}
+	if err := p.replicate(b); err != nil {
+		return nil, fmt.Errorf("mpi: init: %w", err)
+	}
+	p.inFrom = make([]btl.Conn, p.physN)
 	p.gate.init()
 	node := b.Node()
 	p.node.Store(&node)
@@ -253,11 +265,15 @@ func newProc(b Bootstrap, log *slog.Logger) (*Proc, error) {
 		return nil, fmt.Errorf("mpi: init: %w", err)
 	}
 	p.helloKey.Store(&key)
-	p.peers = make([]*peer, size)
+	p.peers = make([]*peer, p.size)
 	for r := range p.peers {
-		p.peers[r] = &peer{rank: r}
+		p.peers[r] = &peer{rank: r, phys: r}
 	}
-	all := make([]int, size)
+	if p.rep != nil {
+		p.peers[p.rank].phys = p.phys
+		p.rep.start()
+	}
+	all := make([]int, p.size)
 	for i := range all {
 		all[i] = i
 	}
@@ -330,10 +346,10 @@ func InitWith(ctx context.Context, b Bootstrap, opts ...Option) (*Proc, error) {
 
 func (p *Proc) openTransports(ctx context.Context) error {
 	mine := map[string]string{"node": p.Node()}
-	if p.size > 1 {
+	if p.physN > 1 {
 		host := btl.Host{Job: p.job, Secret: p.boot.Secret()}
 		for _, c := range p.modset.BTL {
-			self := btl.Endpoint{Job: p.job, Rank: p.rank, Node: p.Node()}
+			self := btl.Endpoint{Job: p.job, Rank: p.phys, Node: p.Node()}
 			if _, err := mca.Provision(ctx, c.Module, host); err != nil {
 				p.log.Warn("transport unavailable", "btl", c.Info.Name, "err", err)
 				continue
@@ -357,10 +373,13 @@ func (p *Proc) openTransports(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mpi: init: modex: %w", err)
 	}
-	if len(all) != p.size {
-		return fmt.Errorf("mpi: init: modex returned %d entries for %d ranks", len(all), p.size)
+	if len(all) != p.physN {
+		return fmt.Errorf("mpi: init: modex returned %d entries for %d ranks", len(all), p.physN)
 	}
 	p.setPolling(all)
+	if p.rep != nil {
+		return p.rep.connect(all)
+	}
 	for r, info := range all {
 		if r == p.rank {
 			continue
@@ -463,14 +482,41 @@ func (p *Proc) CRCP() crcp.Module {
 // MarkFailed is how the runtime reports a lost process (a daemon saw it
 // die): operations waiting on it fail with ErrProcFailed, as they do when
 // its connection breaks.
+//
+// In a replicated job the runtime's ranks are processes (replica.go): rank
+// is the lost process's index, and the loss of a copy whose rank has
+// another is repaired without the application hearing of it.
 func (p *Proc) MarkFailed(rank int, cause error) {
-	if rank < 0 || rank >= p.size || rank == p.rank {
+	if rank < 0 || rank >= p.physN || rank == p.phys {
 		return
 	}
 	if cause == nil {
 		cause = errors.New("reported lost by the runtime")
 	}
+	if p.rep != nil {
+		p.rep.lost(rank, cause)
+		return
+	}
 	p.failPeer(rank, cause)
+}
+
+// linkFailed handles a connection's failure (a write or a read that
+// broke): the peer failed, or in a replicated job one of its copies.
+func (p *Proc) linkFailed(pe *peer, err error) {
+	if p.rep != nil {
+		p.rep.lost(pe.phys, err)
+		return
+	}
+	p.failPeer(pe.rank, err)
+}
+
+// link returns the connection state of process phys: its rank's peer, or
+// in a replicated job the link of that copy.
+func (p *Proc) link(phys int) *peer {
+	if p.rep != nil {
+		return p.rep.links[phys]
+	}
+	return p.peers[phys]
 }
 
 func (p *Proc) stop(err error) {
@@ -512,6 +558,9 @@ func (p *Proc) send(cs *ctxState, dst, tag int, data []byte, req *Request) error
 		return revokedErr(cs.ctx)
 	}
 	pe := p.peers[dst]
+	if p.rep != nil && dst != p.rank {
+		return p.rep.send(pe, cs, dst, tag, data, req)
+	}
 	if err := pe.goneOrFailed(); err != nil {
 		return err
 	}
@@ -573,7 +622,7 @@ func (pe *peer) idleLocked() {
 // sends queued up meanwhile.
 func (p *Proc) release(pe *peer, err error) {
 	if err != nil {
-		p.failPeer(pe.rank, err)
+		p.linkFailed(pe, err)
 	}
 	pe.mu.Lock()
 	if len(pe.queue) > 0 {
@@ -594,7 +643,7 @@ func (p *Proc) writer(pe *peer) {
 		pe.mu.Unlock()
 		err := p.transmit(pe, op.kind, op.ctx, op.tag, op.seq, op.data)
 		if err != nil {
-			p.failPeer(pe.rank, err)
+			p.linkFailed(pe, err)
 		}
 		pe.mu.Lock()
 		if len(pe.queue) == 0 {
@@ -620,12 +669,12 @@ func (p *Proc) transmit(pe *peer, kind uint8, ctx uint64, tag int, seq uint64, d
 		return err
 	}
 	h := header{kind: kind, src: int32(p.rank), ctx: ctx, tag: int64(tag), seq: seq}
-	if pe.rank == p.rank {
+	if pe.phys == p.phys {
 		if kind != kindData {
 			return nil
 		}
 		p.sent(pe, &h, len(data))
-		return p.deliver(p.rank, &h, data, nil, false)
+		return p.deliver(pe, &h, data, nil, false)
 	}
 	if pe.out == nil {
 		if kind == kindBye {
@@ -676,24 +725,27 @@ func (p *Proc) sent(pe *peer, h *header, size int) {
 	}
 	pe.sent.Add(1)
 	if hb := p.hook.Load(); hb != nil {
-		hb.m.Sent(crcp.Envelope{Context: h.ctx, Src: p.rank, Dst: pe.rank, Tag: int(h.tag), Seq: h.seq, Size: size})
+		// Channels are between processes: in a replicated job the
+		// protocol counts per process (Channels gives it their indices).
+		hb.m.Sent(crcp.Envelope{Context: h.ctx, Src: p.phys, Dst: pe.phys, Tag: int(h.tag), Seq: h.seq, Size: size})
 	}
 }
 
 // received is the interposition point for incoming messages: called once
-// per message fully taken off the transport, before anyone can see it.
-func (p *Proc) received(src int, h *header, size int) {
+// per message fully taken off the transport, before anyone can see it;
+// from is the connection's peer (the sender's process).
+func (p *Proc) received(from *peer, h *header, size int) {
 	if h.ctx>>1 == ctxControl>>1 {
 		return
 	}
 	// The protocol counts first: a drain that sees the library's count
 	// reach its total may rely on the protocol having counted too.
 	if hb := p.hook.Load(); hb != nil {
-		hb.m.Received(crcp.Envelope{Context: h.ctx, Src: src, Dst: p.rank, Tag: int(h.tag), Seq: h.seq, Size: size})
+		hb.m.Received(crcp.Envelope{Context: h.ctx, Src: from.phys, Dst: p.phys, Tag: int(h.tag), Seq: h.seq, Size: size})
 	}
-	p.peers[src].recvd.Add(1)
+	from.recvd.Add(1)
 	if p.nDrains.Load() > 0 {
-		p.checkDrains(src)
+		p.checkDrains(from.phys)
 	}
 }
 
@@ -707,7 +759,7 @@ func (p *Proc) dial(pe *peer) (btl.Conn, error) {
 	if pc, ok := c.(btl.Poller); ok {
 		pc.SetPoll(p.pollOK.Load, p.someoneWaits)
 	}
-	if err := p.dialHello(ctx, c, pe.rank); err != nil {
+	if err := p.dialHello(ctx, c, pe.phys); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -749,7 +801,10 @@ func (p *Proc) read(c btl.Conn) {
 		c.Close()
 		return
 	}
-	pe := p.peers[src]
+	// src is the process's index (its rank, but in a replicated job),
+	// from now on its rank.
+	pe := p.link(src)
+	phys, src := src, pe.rank
 	var h header // the last frame's, when the connection ends
 	for {
 		hn, pn, err := c.ReadHeader(hb)
@@ -759,9 +814,11 @@ func (p *Proc) read(c btl.Conn) {
 				case int(h.src) != src:
 					err = fmt.Errorf("frame claims rank %d on the connection of rank %d", h.src, src)
 				case h.kind == kindData:
-					err = p.readData(c, src, &h, pn)
+					err = p.readData(c, pe, &h, pn)
+				case h.kind == kindRep && p.rep != nil:
+					err = p.rep.frame(c, pe, &h, pn)
 				case h.kind == kindBye && pn == 0:
-					p.peerGone(src)
+					p.byeFrom(pe)
 				case h.kind == kindFlag && pn == 0:
 					p.flagged(src, h.tag)
 				case h.kind == kindRevoke && pn == 0:
@@ -778,25 +835,26 @@ func (p *Proc) read(c btl.Conn) {
 		if errors.Is(err, io.EOF) && pe.gone.Load() != nil {
 			return
 		}
-		if p.isStopped() || p.quietEnd(src, c, &h) {
+		if p.isStopped() || p.quietEnd(phys, c, &h) {
 			return
 		}
-		if p.retired(src, c) {
-			p.log.Debug("connection closed by a migration", "peer", src, "err", err)
+		if p.retired(phys, c) {
+			p.log.Debug("connection closed by a migration", "peer", phys, "err", err)
 			return
 		}
-		p.failPeer(src, fmt.Errorf("receive: %w", err))
+		p.linkFailed(pe, fmt.Errorf("receive: %w", err))
 		return
 	}
 }
 
-func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
+func (p *Proc) readData(c btl.Conn, from *peer, h *header, n int) error {
+	src := from.rank
 	if n >= directMin {
 		p.mu.Lock()
 		cs := p.ctxStateLocked(h.ctx)
 		if err := cs.checkSeq(src, h.seq); err != nil {
 			p.mu.Unlock()
-			return err
+			return p.dropDuplicate(c, from, h, n, err)
 		}
 		r := cs.takePosted(src, int(h.tag))
 		p.mu.Unlock()
@@ -806,7 +864,7 @@ func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
 				putMsg(m)
 				return err
 			}
-			return p.deliver(src, h, m.data, m, true)
+			return p.deliver(from, h, m.data, m, true)
 		}
 		// Matched before the payload arrived: read it straight into the
 		// receiver's buffer.
@@ -819,7 +877,7 @@ func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
 			r.complete(Status{}, &ProcFailedError{Rank: src, Cause: fmt.Errorf("receive: %w", err)})
 			return err
 		}
-		p.received(src, h, n)
+		p.received(from, h, n)
 		// A synchronous send waits for the ack as fillRecv sends it.
 		tag := int(h.tag)
 		if plain := r.cs.plainTag(tag); plain != tag {
@@ -831,6 +889,10 @@ func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
 		if k < n {
 			terr = fmt.Errorf("mpi: receive from rank %d tag %d: %w: %d-byte message into a %d-byte buffer", st.Source, tag, ErrTruncate, n, len(r.buf))
 		}
+		if r.anyN != 0 {
+			p.rep.anyMatched(r, src, st, terr)
+			return nil
+		}
 		r.complete(st, terr)
 		runtime.Gosched()
 		return nil
@@ -840,7 +902,7 @@ func (p *Proc) readData(c btl.Conn, src int, h *header, n int) error {
 		putMsg(m)
 		return err
 	}
-	return p.deliver(src, h, m.data, m, false)
+	return p.deliver(from, h, m.data, m, false)
 }
 
 // --- failures and shutdown ---------------------------------------------------
@@ -882,11 +944,14 @@ func (p *Proc) failPeer(rank int, cause error) {
 	for _, op := range q {
 		op.finish(e)
 	}
-	p.inMu.Lock()
-	in := p.inFrom[rank]
-	p.inMu.Unlock()
-	if in != nil {
-		in.Close()
+	if p.rep == nil {
+		// (A replicated rank's links were closed as its copies were lost.)
+		p.inMu.Lock()
+		in := p.inFrom[rank]
+		p.inMu.Unlock()
+		if in != nil {
+			in.Close()
+		}
 	}
 	p.mu.Lock()
 	reqs := p.failPostedLocked(rank, e)
@@ -901,6 +966,17 @@ func (p *Proc) failPeer(rank int, cause error) {
 }
 
 var errFinalized = errors.New("it finalized")
+
+// byeFrom handles a goodbye on the connection from pe. In a replicated job
+// a rank is gone only once the copy this process receives from said
+// goodbye (replica.go).
+func (p *Proc) byeFrom(pe *peer) {
+	if p.rep == nil {
+		p.peerGone(pe.rank)
+		return
+	}
+	p.rep.bye(pe)
+}
 
 // peerGone handles a peer's goodbye: everything it sent has arrived, so
 // receives still waiting for it can never match.
@@ -945,8 +1021,8 @@ func (p *Proc) Finalize() error {
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("mpi: finalize: %w", err))
 	}
-	for _, pe := range p.peers {
-		if pe.rank != p.rank && pe.failure() == nil {
+	for _, pe := range p.links() {
+		if pe.phys != p.phys && pe.failure() == nil {
 			p.bye(pe)
 		}
 	}
@@ -1030,7 +1106,7 @@ func (p *Proc) closeModules() {
 func (p *Proc) shutdown() {
 	p.closeModules()
 	p.closeIn()
-	for _, pe := range p.peers {
+	for _, pe := range p.links() {
 		pe.mu.Lock()
 		out := pe.out
 		pe.mu.Unlock()

@@ -50,6 +50,9 @@ type Request struct {
 	// inner is the receive a wrapping request (IrecvBuf's) completes
 	// after: what Cancel withdraws.
 	inner *Request
+	// anyN numbers an AnySource receive of a replicated job on its
+	// context (replica_any.go); 0 otherwise.
+	anyN uint64
 }
 
 func newRequest(p *Proc, kind reqKind) *Request {

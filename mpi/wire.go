@@ -17,6 +17,9 @@ const (
 	// kindRevoke: a communicator was revoked (revoke.go); its ctx is the
 	// communicator's handle. Handled by the reader, never matched.
 	kindRevoke = 7
+	// kindRep: the physical layer of a replicated job talking to itself
+	// (replica.go): its ctx says what for. Handled by the reader.
+	kindRep = 8
 )
 
 // hdrLen is the size of every header mpi sends.
@@ -53,7 +56,7 @@ func parseHeader(b []byte) (header, error) {
 		tag:  int64(binary.LittleEndian.Uint64(b[16:24])),
 		seq:  binary.LittleEndian.Uint64(b[24:32]),
 	}
-	if h.kind < kindData || h.kind > kindRevoke {
+	if h.kind < kindData || h.kind > kindRep {
 		return header{}, fmt.Errorf("unknown frame kind %d", h.kind)
 	}
 	return h, nil

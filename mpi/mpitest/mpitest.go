@@ -29,6 +29,11 @@ import (
 // Config describes a job.
 type Config struct {
 	N int
+	// Replicas runs the first Replicas ranks twice (a replicated job,
+	// mpi's replica.go): the job has N+Replicas processes, process N+i
+	// the second copy of rank i. Nodes, States, Register and Wrap are
+	// then indexed by process, and fn runs in every process.
+	Replicas int
 	// BTL is the value of the btl parameter: "tcp", "uds", "tcp,uds",
 	// "mem", or "" for every transport (but mem).
 	BTL string
@@ -80,13 +85,16 @@ func RunWith(t testing.TB, cfg Config, fn func(p *mpi.Proc) error) {
 // cancelled so the others stop instead of waiting forever; their
 // consequent ErrStopped errors are left out when a root cause exists.
 func Start(cfg Config, fn func(p *mpi.Proc) error) []error {
-	if cfg.N < 1 {
-		return []error{fmt.Errorf("mpitest: %d ranks", cfg.N)}
+	if cfg.N < 1 || cfg.Replicas < 0 || cfg.Replicas > cfg.N {
+		return []error{fmt.Errorf("mpitest: %d ranks, %d of them replicated", cfg.N, cfg.Replicas)}
 	}
+	procs := cfg.N + cfg.Replicas
 	j := &job{
 		name:   fmt.Sprintf("mpitest-%d-%d", os.Getpid(), jobs.Add(1)),
-		n:      cfg.N,
-		modex:  make([]map[string]string, cfg.N),
+		n:      procs,
+		ranks:  cfg.N,
+		reps:   cfg.Replicas,
+		modex:  make([]map[string]string, procs),
 		ready:  make(chan struct{}),
 		secret: newSecret(),
 	}
@@ -96,9 +104,9 @@ func Start(cfg Config, fn func(p *mpi.Proc) error) []error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	j.stopped, j.cancel = ctx.Done(), cancel
-	errs := make([]error, cfg.N)
+	errs := make([]error, procs)
 	var wg sync.WaitGroup
-	for r := 0; r < cfg.N; r++ {
+	for r := 0; r < procs; r++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -176,13 +184,16 @@ func runRank(ctx context.Context, j *job, cfg Config, r int, fn func(p *mpi.Proc
 }
 
 type job struct {
-	name   string
-	n      int
-	mu     sync.Mutex
-	modex  []map[string]string
-	got    int
-	ready  chan struct{}
-	cancel context.CancelFunc
+	name string
+	n    int // processes
+	// ranks and reps are a replicated job's ranks and how many run twice
+	// (reps 0: not replicated, ranks == n).
+	ranks, reps int
+	mu          sync.Mutex
+	modex       []map[string]string
+	got         int
+	ready       chan struct{}
+	cancel      context.CancelFunc
 	// stopped closes when a rank failed: modex rounds give up then,
 	// whatever context their caller passed, so the failure is reported
 	// instead of the others waiting for a rank that will never come.
@@ -301,7 +312,11 @@ func (b *boot) Abort(code int, msg string) {
 	j.cancel()
 }
 
+// Replication implements mpi.Replicator.
+func (b *boot) Replication() (ranks, replicated int) { return b.job.ranks, b.job.reps }
+
 var (
-	_ mpi.Bootstrap = (*boot)(nil)
-	_ mpi.Rejoiner  = (*boot)(nil)
+	_ mpi.Bootstrap  = (*boot)(nil)
+	_ mpi.Rejoiner   = (*boot)(nil)
+	_ mpi.Replicator = (*boot)(nil)
 )
