@@ -750,6 +750,13 @@ func (p *Proc) received(from *peer, h *header, size int) {
 }
 
 func (p *Proc) dial(pe *peer) (btl.Conn, error) {
+	if p.rep != nil {
+		// The physical layer may answer a process before Init has
+		// learnt its address (replica.go).
+		if err := p.rep.connected(); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := p.helloCtx()
 	defer cancel()
 	c, err := pe.mod.Dial(ctx, pe.self, pe.ep)
@@ -1020,6 +1027,11 @@ func (p *Proc) Finalize() error {
 		p.log.Debug("finalize: the world barrier met a failed rank", "err", err)
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("mpi: finalize: %w", err))
+	}
+	if p.rep != nil && !p.isStopped() {
+		// Every process, not every rank: a copy that lags may still need
+		// the others' logs (replica_repair.go).
+		p.rep.leave()
 	}
 	for _, pe := range p.links() {
 		if pe.phys != p.phys && pe.failure() == nil {

@@ -79,8 +79,9 @@ const (
 	repAny     = 5 // an AnySource match of the primary (replica_any.go)
 	repAnyAck  = 6 // the replica has it
 	repHand    = 7 // a reduction's result, primary to replica (replica_coll.go)
-	repPing    = 8 // opens a connection (a repair's failure detection)
-	maxRepKind = repPing
+	repPing    = 8 // repair seq started: join it (and a connection opened)
+	repLeave   = 9 // the sender finalized its rank: it waits for every process to
+	maxRepKind = repLeave
 )
 
 // maxRepFrame bounds a kindRep frame that is not a handed result.
@@ -92,6 +93,7 @@ const defaultLogLimit = 64 << 20
 // replication is a Proc's physical layer (see above).
 type replication struct {
 	p     *Proc
+	ready chan struct{} // closed once every process's path is known (connect)
 	lay   errmgr.Layout
 	me    int     // this process's index
 	links []*peer // per process index; links[me] is the rank's own peer
@@ -166,7 +168,7 @@ func (p *Proc) replicate(b Bootstrap) error {
 	}
 	p.rank, _ = lay.Rank(p.phys)
 	p.size = n
-	r := &replication{p: p, lay: lay, me: p.phys, prim: make([]int, n), sec: make([]int, n), from: make([]int, n),
+	r := &replication{p: p, ready: make(chan struct{}), lay: lay, me: p.phys, prim: make([]int, n), sec: make([]int, n), from: make([]int, n),
 		dead: newBitset(p.physN), out: make([]repOut, n), limit: defaultLogLimit}
 	if v := b.Values(); v != nil && v.Has(errmgr.ParamReplicaLogLimit) {
 		if l := v.Size(errmgr.ParamReplicaLogLimit); l > 0 {
@@ -229,7 +231,18 @@ func (r *replication) connect(all []map[string]string) error {
 			return fmt.Errorf("mpi: init: %w", err)
 		}
 	}
+	close(r.ready)
 	return nil
+}
+
+// connected waits until connect chose the paths to the other processes.
+func (r *replication) connected() error {
+	select {
+	case <-r.ready:
+		return nil
+	case <-r.p.done:
+		return r.p.stopErr()
+	}
 }
 
 // nodeOf names the node of rank k's first copy, the same for every
@@ -475,6 +488,19 @@ func (r *replication) ctl(i int, kind uint64, tag int, seq uint64, payload []byt
 	r.p.enqueueLocked(pe, &sendOp{kind: kindRep, ctx: kind, tag: tag, seq: seq, data: payload})
 }
 
+// revokeTo sends a revoke notice of communicator handle to every live
+// copy of rank k.
+func (r *replication) revokeTo(k int, handle uint64) {
+	for _, i := range r.copiesOf(k) {
+		pe := r.links[i]
+		if i == r.me || pe.failure() != nil {
+			continue
+		}
+		pe.mu.Lock()
+		r.p.enqueueLocked(pe, &sendOp{kind: kindRevoke, ctx: handle})
+	}
+}
+
 // --- receiving -------------------------------------------------------------------
 
 // errDuplicate is a message whose number its receiver holds already: it
@@ -524,6 +550,9 @@ func (r *replication) frame(c btl.Conn, pe *peer, h *header, n int) error {
 	case repHand:
 		r.hand.put(pe, h, data)
 	case repPing:
+		r.repair.notice(h.seq)
+	case repLeave:
+		r.repair.left(pe.phys)
 	}
 	return nil
 }
@@ -658,6 +687,7 @@ func (r *replication) subscribed(pe *peer, epoch uint64, data []byte) error {
 		}
 	}
 	o.targets = append(o.targets, pe)
+	p.log.Debug("replication: subscribed", "by", pe.phys, "held", held, "queued", len(pe.queue), "writing", pe.writing)
 	if len(pe.queue) > 0 && !pe.writing {
 		pe.writing = true
 		go p.writer(pe)

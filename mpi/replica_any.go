@@ -25,9 +25,13 @@ import (
 //     in the posted queue: a message it might take is not given to a
 //     receive posted after it (takePostedGated), and once decided, the
 //     receives behind it are matched again in order.
-//   - A replica promoted to primary decides for itself from then on, its
-//     receives still waiting included; a primary whose replica was lost
-//     completes what waited for the acknowledgement.
+//   - A replica promoted to primary follows the decisions its dead
+//     primary made (it had them all: the primary waited for the
+//     acknowledgements) and decides for itself after them; the other
+//     primaries, ahead of it, may have sent messages of later rounds
+//     that the dead primary's decisions kept out of earlier receives. A
+//     primary whose replica was lost completes what waited for the
+//     acknowledgement.
 //
 // Probes with AnySource (Probe, Iprobe, Mprobe), Waitany, Testany and
 // control flow that depends on Test are not followed: a program whose
@@ -71,16 +75,18 @@ func (r *replication) anyPost(cs *ctxState, q *Request) bool {
 	}
 	cs.anyPosted++
 	q.anyN = cs.anyPosted
-	if r.leads() {
-		return false
-	}
 	a := &r.anyst
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := anyKey{cs.ctx, q.anyN}
 	if src, ok := a.decided[k]; ok {
+		// Decided by the primary, even if this process leads now: it
+		// was promoted, and the dead primary's decisions stand.
 		delete(a.decided, k)
 		q.src = src
+		return false
+	}
+	if r.leads() {
 		return false
 	}
 	q.src = srcGated
@@ -252,14 +258,20 @@ func (a *anyState) promoted(r *replication) {
 			continue
 		}
 		first := -1
+		a.mu.Lock()
 		for i, q := range cs.posted {
 			if q.src == srcGated {
 				q.src = AnySource
+				if src, ok := a.decided[anyKey{cs.ctx, q.anyN}]; ok {
+					delete(a.decided, anyKey{cs.ctx, q.anyN})
+					q.src = src
+				}
 				if first < 0 {
 					first = i
 				}
 			}
 		}
+		a.mu.Unlock()
 		cs.gated = 0
 		done = append(done, p.rematchLocked(cs, first)...)
 	}

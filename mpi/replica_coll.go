@@ -13,7 +13,8 @@ import (
 // result is the rank's: once Reduce (at its root) or Allreduce is done,
 // the primary hands its result to its replica, which waits for it and
 // takes it in place of its own. A replica whose primary is lost before
-// handing it keeps its own; a primary whose replica is lost hands nothing.
+// handing it keeps its own (the results it did hand stand); a primary
+// whose replica is lost hands nothing.
 
 // handState is the results handed to a replica and not yet taken.
 type handState struct {
@@ -41,16 +42,23 @@ func (h *handState) init() {
 // rank's: the primary sends it to its replica, the replica waits for the
 // primary's and copies it into recv.
 func (r *replication) handoff(c *Comm, tag int, recv []byte) error {
-	part := r.partner()
-	if part < 0 {
-		return nil
-	}
 	k := handKey{c.handle, tag}
+	h := &r.hand
+	part := r.partner()
 	if r.leads() {
-		r.ctl(part, repHand, tag, c.handle, append([]byte(nil), recv...))
+		h.mu.Lock()
+		data, ok := h.got[k]
+		delete(h.got, k)
+		h.mu.Unlock()
+		if ok && len(data) == len(recv) {
+			// Handed by the primary this process replaced.
+			copy(recv, data)
+		}
+		if part >= 0 {
+			r.ctl(part, repHand, tag, c.handle, append([]byte(nil), recv...))
+		}
 		return nil
 	}
-	h := &r.hand
 	h.mu.Lock()
 	data, ok := h.got[k]
 	var ch chan struct{}
@@ -99,11 +107,10 @@ func (h *handState) put(_ *peer, hd *header, data []byte) {
 }
 
 // promoted ends the waits for a primary's results: this process is the
-// primary now.
+// primary now. Results the dead primary handed are still taken.
 func (h *handState) promoted() {
 	h.mu.Lock()
 	close(h.gen)
 	h.gen = make(chan struct{})
-	h.got = map[handKey][]byte{}
 	h.mu.Unlock()
 }

@@ -43,6 +43,9 @@ type repairState struct {
 	suspect bitset     // processes found lost, applied or not
 	inbox   map[uint64][]agreeIn
 	decided map[uint64][]byte // per repair decided here, the answer to late queries
+	noticed uint64            // the latest repair another process said it started
+	leaving bitset            // processes that finalized their rank (leave)
+	changed wakeup            // woken when a loss is found, a repair applied or a process leaves
 	kick    chan struct{}     // one token: something for the loop
 
 	// applied is the last repair applied; guarded by replication.mu.
@@ -55,6 +58,7 @@ type repairState struct {
 func (rs *repairState) init(r *replication) {
 	rs.r = r
 	rs.suspect = newBitset(r.p.physN)
+	rs.leaving = newBitset(r.p.physN)
 	rs.inbox = map[uint64][]agreeIn{}
 	rs.decided = map[uint64][]byte{}
 	rs.kick = make(chan struct{}, 1)
@@ -109,7 +113,57 @@ func (r *replication) lost(i int, cause error) {
 	rs.mu.Lock()
 	rs.suspect.set(i)
 	rs.mu.Unlock()
+	rs.changed.wake()
 	rs.poke()
+}
+
+// left takes process i's word that it finalized its rank.
+func (rs *repairState) left(i int) {
+	rs.mu.Lock()
+	rs.leaving.set(i)
+	rs.mu.Unlock()
+	rs.changed.wake()
+}
+
+// leave is Finalize's wait in a replicated job, after the world's
+// barrier: the barrier's messages come from one copy of each rank, so a
+// copy may pass it while another lags, and the lagging copy may still
+// need a repair, the others' logs and their agreement. So every process
+// says it is leaving and waits until every other one said so or is lost;
+// the repairs go on meanwhile. A process that never says it (hung, not
+// yet lost) is waited for up to finalizeTimeout.
+func (r *replication) leave() {
+	p := r.p
+	rs := &r.repair
+	for i := range p.physN {
+		r.ctl(i, repLeave, 0, 0, nil)
+	}
+	deadline := time.NewTimer(finalizeTimeout)
+	defer deadline.Stop()
+	for {
+		w := rs.changed.watch()
+		known := rs.known()
+		rs.mu.Lock()
+		done := true
+		for i := range p.physN {
+			if i != r.me && !known.has(i) && !rs.leaving.has(i) {
+				done = false
+				break
+			}
+		}
+		rs.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-w:
+		case <-deadline.C:
+			p.log.Warn("finalize: processes of the job did not finalize in time; leaving without them", "timeout", finalizeTimeout)
+			return
+		case <-p.done:
+			return
+		}
+	}
 }
 
 // deliver takes a repair's agreement message from process src (on its
@@ -125,6 +179,14 @@ func (rs *repairState) deliver(src int, epoch uint64, data []byte) {
 		return
 	}
 	rs.inbox[epoch] = append(rs.inbox[epoch], agreeIn{src: src, data: data})
+	rs.mu.Unlock()
+	rs.poke()
+}
+
+// notice takes another process's notice that it started repair epoch.
+func (rs *repairState) notice(epoch uint64) {
+	rs.mu.Lock()
+	rs.noticed = max(rs.noticed, epoch)
 	rs.mu.Unlock()
 	rs.poke()
 }
@@ -170,7 +232,7 @@ func (rs *repairState) due() (uint64, bool) {
 	r.mu.Unlock()
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if len(rs.inbox[next]) > 0 {
+	if len(rs.inbox[next]) > 0 || rs.noticed >= next {
 		return next, true
 	}
 	for i := range r.p.physN {
@@ -192,6 +254,13 @@ func (rs *repairState) known() bitset {
 		set[i] |= rs.suspect[i]
 	}
 	rs.mu.Unlock()
+	// A process that said goodbye takes no part any more: it is no
+	// process the repairs wait for.
+	for i, pe := range r.links {
+		if i != r.me && pe.gone.Load() != nil {
+			set.set(i)
+		}
+	}
 	return set
 }
 
@@ -203,10 +272,13 @@ func (rs *repairState) agree(epoch uint64) (bitset, error) {
 	n := p.physN
 	known := rs.known()
 	m := newAgreeMachine(n, r.me, agreeVal{next: firstUserCtx, failed: known.clone()}, known.clone())
-	// A tree neighbor this process never talked to could die unseen: a
-	// ping opens a connection, whose failure is a loss found.
-	for _, q := range append([]int{m.parent}, m.children...) {
-		if q >= 0 && !known.has(q) {
+	// Every process takes part, including those that saw no loss: a
+	// notice (a ping numbered by the repair) makes them start it. It also
+	// opens a connection to a process this one never talked to, which
+	// could otherwise die unseen: the failure of that connection is a loss
+	// found.
+	for q := range n {
+		if q != r.me && !known.has(q) {
 			r.ctl(q, repPing, 0, epoch, nil)
 		}
 	}
@@ -322,11 +394,16 @@ func (r *replication) apply(epoch uint64, failed bitset) {
 	rs := &r.repair
 	rs.applied = epoch
 	r.mu.Unlock()
+	rs.changed.wake()
 	r.reroute(targets, copies)
 	for k := range from {
 		if k != p.rank && from[k] != old[k] && !r.dead.has(from[k]) {
 			r.ctl(from[k], repSub, 0, epoch, r.held(k))
 		}
+	}
+	if r.partner() < 0 {
+		// Decisions waiting for a lost replica's acknowledgement.
+		r.anyst.release()
 	}
 	if promoted {
 		r.stats.promoted.Add(1)
@@ -335,6 +412,7 @@ func (r *replication) apply(epoch uint64, failed bitset) {
 		p.log.Debug("replication: this process is its rank's primary now", "epoch", epoch)
 	}
 	r.stats.repairs.Add(1)
+	p.log.Debug("replication: repaired", "epoch", epoch, "prim", r.prim, "sec", r.sec, "from", from, "targets", targets)
 	for _, k := range gone {
 		if k != p.rank {
 			p.failPeer(k, fmt.Errorf("both copies of rank %d were lost", k))

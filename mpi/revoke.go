@@ -185,6 +185,11 @@ func (p *Proc) forwardRevoke(c *Comm, skip int) {
 		if w == p.rank || w == skip || pe.failure() != nil {
 			continue
 		}
+		if p.rep != nil {
+			// To every copy of the member (replica.go).
+			p.rep.revokeTo(w, c.handle)
+			continue
+		}
 		pe.mu.Lock()
 		p.enqueueLocked(pe, &sendOp{kind: kindRevoke, ctx: c.handle})
 	}
