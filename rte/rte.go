@@ -4,8 +4,8 @@
 // for tools. The parts themselves are in the subpackages: hnp (gompirun),
 // daemon (gompid), rankinit (the init a rank runs under when its job's CRS
 // is criu), rankclient (a rank's side), control (the authenticated control
-// plane), hostfile and mapping (where ranks go), and jobs (finding running
-// jobs). Starting children that never outlive their parent is the
+// plane), routed (the shape of the daemon tree and its routes), hostfile
+// and mapping (where ranks go), and jobs (finding running jobs). Starting children that never outlive their parent is the
 // launch framework's base, frameworks/plm/proc.
 package rte
 

@@ -145,6 +145,15 @@ type Daemon interface {
 	Kill() error
 }
 
+// NodeKiller is a Daemon whose launch process carries other nodes'
+// daemons too (a Slurm step): KillOnNode ends this node's daemon alone,
+// by its pid on its node (the daemon said it in its hello), and returns
+// without waiting for it.
+type NodeKiller interface {
+	Daemon
+	KillOnNode(pid int) error
+}
+
 // DaemonArgs is the gompid command line (without the program) for node.
 func DaemonArgs(spec Spec, node string) []string {
 	args := []string{"--job", spec.Job, "--node", node, "--hnp", strings.Join(spec.Contact, ",")}

@@ -1,5 +1,7 @@
-// Package daemon is gompid, the per-node daemon of a job. It dials back
-// to gompirun (the HNP), receives the job, starts the node's ranks (each
+// Package daemon is gompid, the per-node daemon of a job. It attaches to
+// its parent in the job's daemon tree (gompirun, the HNP, or another
+// daemon: tree.go), relays the messages of the daemons below it, receives
+// the job, starts the node's ranks (each
 // in its own process group, with a parent-death signal; under the rank
 // init, in a PID namespace of its own, when the job's CRS is criu:
 // shape.go), reaps them with wait, forwards their output and exit
@@ -8,11 +10,12 @@
 // application coordinators, and a stream of failure notices: ranks
 // gompirun declared failed while the job runs on, which fences then no
 // longer wait for) on a node-local Unix socket, runs the node's local
-// snapshot coordinator, and sends heartbeats. When the HNP goes away — its
-// stream breaks, its heartbeats stop, or the daemon's standard input (held
-// open by the launcher) reaches end of file — the daemon kills its ranks,
-// removes its node directory and exits, so a lost gompirun leaves nothing
-// behind.
+// snapshot coordinator, and sends heartbeats. When its parent daemon is
+// lost it attaches to a live ancestor with the daemons below it. When the
+// HNP goes away — the stream to it breaks, or the daemon's standard input
+// (held open by the launcher) reaches end of file — the daemon kills its
+// ranks, removes its node directory and exits, so a lost gompirun leaves
+// nothing behind.
 //
 // The daemon is one actor: its state (the daemon type, under d.mu, with
 // typed states daemonState and rankPhase) changes only through three kinds
@@ -200,6 +203,11 @@ func attach(ctx context.Context, conn grpc.ClientConnInterface, opts Options, no
 		return nil, nil, fmt.Errorf("gompid: attach to gompirun: %w", err)
 	}
 	first, err := stream.Recv()
+	// gompirun's beats down the tree may reach a daemon through its
+	// parent before its welcome does.
+	for err == nil && first.GetHeartbeat() != nil {
+		first, err = stream.Recv()
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("gompid: attach to gompirun: %w", err)
 	}
@@ -251,12 +259,16 @@ func (d *daemon) finish(end error, out *outbox, stream hnpStream, cancel context
 		d.killAll(syscall.SIGKILL)
 	}
 	d.waitRanks(10 * time.Second)
-	if d.tree != nil {
+	switch {
+	case d.tree != nil && end == nil:
 		// The children leave first: their last messages pass through here.
-		stats := d.tree.leave(finishChildren)
-		if end == nil && len(stats) > 0 {
+		if stats := d.tree.leave(finishChildren); len(stats) > 0 {
 			d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_TreeStats{TreeStats: &pb.TreeStats{Children: stats}}})
 		}
+	case d.tree != nil && d.tree.stop != nil:
+		// Ended (gompirun lost, or this daemon ended alone as a lost
+		// node): the children attach elsewhere at once.
+		d.tree.stop()
 	}
 	out.close()
 	if end != nil {

@@ -82,7 +82,7 @@ func build() error {
 		args = append(args, "-race")
 	}
 	args = append(args, "./cmd/gompirun", "./cmd/gompid", "./cmd/gompi-ps", "./cmd/gompi-checkpoint", "./cmd/gompi-restart", "./cmd/gompi-migrate",
-		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./testdata/rte/failwatch", "./examples/heat", "./examples/ring", "./testdata/cr/ckpt")
+		"./testdata/rte/rankprog", "./testdata/rte/crprog", "./testdata/rte/mpiring", "./testdata/rte/failwatch", "./examples/heat", "./examples/ring", "./examples/noop", "./testdata/cr/ckpt")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = modRoot
 	cmd.Stderr = os.Stderr

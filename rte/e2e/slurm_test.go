@@ -58,7 +58,8 @@ func slurmEnv(c *slurmtest.Cluster) []string {
 	return append(c.Env(), "SALLOC_NO_KILL=set", "SBATCH_NO_KILL=set")
 }
 
-// TestSlurmHeat: heat on six ranks in a three-node allocation, its nodes
+// TestSlurmHeat: heat on six ranks in a three-node allocation (its daemons
+// a chain: routed_radix 1), its nodes
 // and slots taken from Slurm and its daemons started by srun, computes
 // what one rank computes; an -np above the allocation's slots is refused
 // with a clear error; an allocation not known to be --no-kill is warned
@@ -71,7 +72,10 @@ func TestSlurmHeat(t *testing.T) {
 	if !ok {
 		t.Fatalf("heat -np 1 printed no checksum: %q", one)
 	}
-	j := startPath(t, slurmEnv(c), "salloc", append([]string{"-k", "-N", "3", "-n", "6", filepath.Join(bin, "gompirun"), "-np", "6", "--tag-output"}, heat...)...)
+	// The daemons a chain (n1 - n2 - n3): n3 asks gompirun where n2
+	// listens and attaches there over TLS.
+	j := startPath(t, slurmEnv(c), "salloc", append([]string{"-k", "-N", "3", "-n", "6", filepath.Join(bin, "gompirun"), "-np", "6", "--tag-output",
+		"--mca", "routed_radix", "1"}, heat...)...)
 	code, out, errs := j.wait()
 	if code != 0 {
 		t.Fatalf("salloc gompirun -np 6 heat: status %d\n%s", code, errs)
@@ -202,16 +206,17 @@ func refOfPID(t *testing.T, pid int, dir string) snapshot.Ref {
 	return snapshot.Ref{Dir: dir, Name: snapshot.RefName(r.Job)}
 }
 
-// TestSlurmAutor: heat under errmgr autor in a three-node allocation
-// loses node n2 (its slurmd and its gompid killed) after a checkpoint,
-// and recovers onto n1 and n3 in a new srun step, ending with the
-// checksum of an uninterrupted run.
+// TestSlurmAutor: heat under errmgr autor in a three-node allocation, its
+// daemons a chain (routed_radix 1: n1 - n2 - n3), loses node n2 (its
+// slurmd and its gompid killed) after a checkpoint, and recovers onto n1
+// and n3 in a new srun step, ending with the checksum of an uninterrupted
+// run. n3, below n2, attaches to n1 and is not lost.
 func TestSlurmAutor(t *testing.T) {
 	c := slurmCluster(t)
 	want := heatWant(t)
 	dir, local := t.TempDir(), t.TempDir()
 	args := []string{"-k", "-N", "3", "-n", "6", filepath.Join(bin, "gompirun"), "-np", "6", "-am", "ft-enable-cr",
-		"--mca", "errmgr", "autor,default", "--mca", "snapc_base_global_snapshot_dir", dir,
+		"--mca", "errmgr", "autor,default", "--mca", "snapc_base_global_snapshot_dir", dir, "--mca", "routed_radix", "1",
 		"--mca", "sstore", "stage", "--mca", "sstore_stage_local_snapshot_dir", local, filepath.Join(bin, "heat")}
 	j := startPath(t, slurmEnv(c), "salloc", append(args, autorHeat...)...)
 	var run, victim int
@@ -246,6 +251,9 @@ func TestSlurmAutor(t *testing.T) {
 	moved := regexp.MustCompile(`restarting 6 ranks from sequence 0 of \S+ \(rank 2 n2 -> n[13], rank 3 n2 -> n[13]\)`)
 	if !strings.Contains(errs, "node n2 was lost") || !moved.MatchString(errs) {
 		t.Errorf("gompirun's report does not say n2 was lost and its ranks moved to n1 and n3:\n%s", errs)
+	}
+	if !strings.Contains(errs, "the daemon of node n3 lost its parent daemon and attached to the daemon of node n1") || strings.Contains(errs, "node n3 was lost") {
+		t.Errorf("n3, below n2, did not attach to n1:\n%s", errs)
 	}
 	noSurvivors(t, "after the recovery", func() []int { return marked(j.mark) })
 }

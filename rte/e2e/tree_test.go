@@ -185,3 +185,58 @@ func TestTreeAutor(t *testing.T) {
 		}
 	}
 }
+
+// gompirun starting many simulated daemons (plm local: each its own
+// gompid) of one tiny rank each (examples/noop) in a tree: it succeeds,
+// gompirun is linked to radix daemons, every link carries exactly its
+// subtree's messages (checkTree), and what gompirun itself receives and
+// sends for the job's collectives is bounded by the radix, not the node
+// count: one contribution per fence and one copy of each message to all
+// per link of its own. CI runs 32 daemons at radix 4 (three levels);
+// GOMPI_TREE_DAEMONS and GOMPI_TREE_RADIX ask for more (128 and 8:
+// scripts/bench-tree.sh -c runs it).
+func TestTreeManyDaemons(t *testing.T) {
+	n, radix := envInt(t, "GOMPI_TREE_DAEMONS", 32), envInt(t, "GOMPI_TREE_RADIX", 4)
+	var hosts []string
+	for i := 1; i <= n; i++ {
+		hosts = append(hosts, fmt.Sprintf("n%d", i))
+	}
+	stats := filepath.Join(t.TempDir(), "tree.json")
+	code, _, errs := start(t, "-np", fmt.Sprint(n), "--host", strings.Join(hosts, ","), "--mca", "routed_radix", fmt.Sprint(radix),
+		"--mca", "routed_stats", stats, "--mca", "plm_base_launch_timeout", "4m", filepath.Join(bin, "noop"), "-seconds", "0.001", "-mib", "0").wait()
+	if code != 0 {
+		t.Fatalf("status %d\n%s", code, errs)
+	}
+	rep := readTree(t, stats)
+	fences := checkTree(t, rep, radix, n)
+	var top int
+	var fenceIn, launchOut uint64
+	for _, d := range rep.Daemons {
+		if d.Parent == "" {
+			top++
+			fenceIn += d.Link.GetKindsUp()["fence"]
+			launchOut += d.Link.GetKindsDown()["launch"]
+		}
+	}
+	if top != min(radix, n) {
+		t.Errorf("gompirun is linked to %d daemons, want %d (the radix)", top, min(radix, n))
+	}
+	if fenceIn != uint64(top)*fences || launchOut != uint64(top) {
+		t.Errorf("gompirun got %d fence contributions for %d fences and sent %d launches over %d links: want one per link each", fenceIn, fences, launchOut, top)
+	}
+	t.Logf("%d daemons at radix %d: depth %d, all attached after %.2f s, modex done after %.2f s", n, radix, rep.Depth, rep.AttachedSeconds, rep.ModexSeconds)
+}
+
+// envInt is the positive integer in the environment variable name, or def.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var n int
+	if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}

@@ -1,6 +1,8 @@
 // Package hnp is gompirun, the head node process of a job: it maps the
 // ranks onto the nodes, starts one gompid per node through the selected
-// PLM, serves the daemons (one control stream each) and the tools (an
+// PLM, serves the daemons (a control stream from each daemon at the top
+// of the daemon tree, carrying the messages of the daemons below it:
+// tree.go) and the tools (an
 // owner-only Unix socket found from its PID), gathers the modex, prints
 // the ranks' output, forwards signals, watches daemons with heartbeats,
 // hands every failure to the ErrMgr stack (and serves its policies, such

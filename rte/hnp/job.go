@@ -119,6 +119,9 @@ type job struct {
 	// sentLog holds what was sent down and not yet acknowledged by every
 	// daemon, to send again to a subtree that lost its parent.
 	sentLog []*pb.HNPMessage
+	// attachedAt is when every daemon had attached, modexAt when the
+	// first fence completed (routed_stats reports them).
+	attachedAt, modexAt time.Time
 }
 
 // dconn is one daemon as the HNP sees it.
@@ -364,7 +367,7 @@ func (j *job) progress() {
 				return
 			}
 		}
-		j.state = jobRunning
+		j.state, j.attachedAt = jobRunning, j.p.now()
 		j.log.Debug("all daemons attached; launching ranks")
 		for _, r := range j.ranks {
 			r.state = rankRunning
@@ -841,7 +844,11 @@ func (j *job) nodeLost(d *dconn, detail string) {
 	}
 	if d.launch != nil && !d.exited {
 		d.killed = true
-		_ = d.launch.Kill()
+		if k, ok := d.launch.(plm.NodeKiller); ok && d.pid > 0 {
+			_ = k.KillOnNode(d.pid) // its launch process carries other nodes' daemons
+		} else {
+			_ = d.launch.Kill()
+		}
 	}
 	switch {
 	case (running && len(d.ranks) > 0) || j.consult(func(ep episode) verdict { return ep.onNodeLost(j, d) })&isFault != 0:
@@ -891,6 +898,7 @@ func (j *job) completeFence(seq uint64) {
 	delete(j.fences, seq)
 	j.fenceDone = max(j.fenceDone, seq)
 	if seq == 1 {
+		j.modexAt = j.p.now()
 		// The modex: a migrated rank's rejoin hands it out again.
 		for r, e := range got {
 			j.endpoints[r] = e.GetData()

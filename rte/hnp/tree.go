@@ -87,8 +87,9 @@ func (j *job) trimSent() {
 	j.sentLog = slices.Delete(j.sentLog, 0, i)
 }
 
-// orphan marks the daemons below d, which lost their route when d was
-// lost: they attach again elsewhere, or are lost too (watchOrphans).
+// orphan marks the daemons below d, which lost their route when d's link
+// broke (and again once d is declared lost, which ends its process): they
+// attach again elsewhere, or are lost too (watchOrphans).
 func (j *job) orphan(d *dconn) {
 	now := j.p.now()
 	for _, o := range j.daemons {
@@ -97,9 +98,7 @@ func (j *job) orphan(d *dconn) {
 		}
 		for p := o.parent; p != routed.Root; p = j.daemons[p].parent {
 			if p == d.node {
-				if o.orphaned.IsZero() {
-					o.orphaned = now
-				}
+				o.orphaned = now // again once d is lost: their time runs from then
 				break
 			}
 			if j.daemons[p] == nil {
@@ -309,9 +308,14 @@ func (j *job) handshake(hs control.Handshake) control.Handshake {
 
 // TreeReport is what routed_stats writes: the tree and its traffic.
 type TreeReport struct {
-	Radix   int          `json:"radix"`
-	Depth   int          `json:"depth"`
-	Daemons []TreeDaemon `json:"daemons"`
+	Radix int `json:"radix"`
+	Depth int `json:"depth"`
+	// AttachedSeconds is how long after this run started every daemon
+	// had attached (its launch), ModexSeconds when the first fence (the
+	// ranks' modex) completed; 0 when it did not happen.
+	AttachedSeconds float64      `json:"attached_seconds"`
+	ModexSeconds    float64      `json:"modex_seconds"`
+	Daemons         []TreeDaemon `json:"daemons"`
 }
 
 // TreeDaemon is one daemon of a TreeReport: its parent ("" = gompirun)
@@ -326,6 +330,13 @@ type TreeDaemon struct {
 // writeTreeStats writes the TreeReport of this run to file.
 func (j *job) writeTreeStats(file string) error {
 	rep := TreeReport{Radix: j.tree.Radix(), Depth: j.tree.Depth()}
+	since := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.Sub(j.start).Seconds()
+	}
+	rep.AttachedSeconds, rep.ModexSeconds = since(j.attachedAt), since(j.modexAt)
 	for _, n := range j.m.Nodes {
 		d := j.daemons[n]
 		rep.Daemons = append(rep.Daemons, TreeDaemon{Node: n, Parent: d.parent, Link: d.linkStats()})

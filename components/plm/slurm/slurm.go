@@ -17,20 +17,23 @@
 // carries the handshake to every task (--input=all) and, when it closes,
 // tells every daemon gompirun is gone. Each daemon learns its node's name
 // from SLURMD_NODENAME. A recovery (errmgr autor) launches again with the
-// remaining nodes: a new step that excludes the lost one. Not done yet:
-// ending one node's daemon alone (the HNP's reaction to a lost node,
-// Daemon.Kill while the others run) only marks it; the step is signalled
-// once every node's daemon has been asked to end, or when gompirun ends.
+// remaining nodes: a new step that excludes the lost one. One node's
+// daemon is ended alone (the HNP's reaction to a lost node) by an srun
+// --overlap of kill on that node (plm.NodeKiller); the step itself is
+// signalled once every node's daemon has been asked to end, or when
+// gompirun ends.
 package plmslurm
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 
 	"gompi/frameworks/plm"
 	"gompi/frameworks/plm/slurm"
@@ -137,7 +140,7 @@ func (m *module) Launch(ctx context.Context, spec plm.Spec) ([]plm.Daemon, error
 	if err != nil {
 		return nil, fmt.Errorf("plm/slurm: %w", err)
 	}
-	st := &step{p: p, live: len(spec.Nodes)}
+	st := &step{p: p, live: len(spec.Nodes), srun: m.srun, job: m.job, stderr: spec.Stderr}
 	out := make([]plm.Daemon, len(spec.Nodes))
 	for i, n := range spec.Nodes {
 		out[i] = &daemon{node: n, step: st}
@@ -173,9 +176,11 @@ func daemonArgs(spec plm.Spec) ([]string, error) {
 
 // step is the srun process all of a launch's daemons share.
 type step struct {
-	p    *plm.Process
-	mu   sync.Mutex
-	live int // daemons not yet asked to end
+	p         *plm.Process
+	srun, job string
+	stderr    io.Writer
+	mu        sync.Mutex
+	live      int // daemons not yet asked to end
 }
 
 // daemon is one node's task of the step.
@@ -204,8 +209,8 @@ func (d *daemon) Wait() error {
 	return err
 }
 
-// Kill ends the step once every node's daemon has been asked to end; see
-// the package doc for why one node's daemon cannot be ended alone yet.
+// Kill ends the step once every node's daemon has been asked to end (one
+// node's daemon alone: KillOnNode).
 func (d *daemon) Kill() error {
 	var err error
 	d.once.Do(func() {
@@ -220,7 +225,45 @@ func (d *daemon) Kill() error {
 	return err
 }
 
+// killBound bounds the srun that ends one node's daemon: a node whose
+// slurmd is gone does not answer, and its daemon is then beyond reach
+// anyway (it ends when its link to gompirun does).
+const killBound = 30 * time.Second
+
+// KillOnNode ends this node's gompid alone: SIGTERM (and SIGCONT, for a
+// stopped one) by an srun --overlap step of one task on the node, run in
+// the background; the rest of the daemons' step runs on. A failure is
+// said on the launch's stderr.
+func (d *daemon) KillOnNode(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("plm/slurm: node %s: no pid of its daemon to end", d.node)
+	}
+	_ = d.Kill() // the step's count of daemons asked to end
+	ctx, cancel := context.WithTimeout(context.Background(), killBound)
+	cmd := exec.CommandContext(ctx, d.step.srun, KillArgs(d.step.job, d.node, pid)...)
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return fmt.Errorf("plm/slurm: end the daemon of node %s: %w", d.node, err)
+	}
+	go func() {
+		defer cancel()
+		if err := cmd.Wait(); err != nil && d.step.stderr != nil {
+			fmt.Fprintf(d.step.stderr, "gompirun: could not end the daemon of node %s (pid %d) through srun: %v\n", d.node, pid, err)
+		}
+	}()
+	return nil
+}
+
+// KillArgs is srun's command line (without srun) that signals pid on
+// node inside job: one task sharing the node with the daemons' step.
+func KillArgs(job, node string, pid int) []string {
+	p := fmt.Sprint(pid)
+	return []string{"--jobid=" + job, "--overlap", "--nodes=1", "--ntasks=1", "--nodelist=" + node, "--kill-on-bad-exit=0",
+		"--job-name=gompid-end", "--input=none", "sh", "-c", `kill -TERM "$1" 2>/dev/null; kill -CONT "$1" 2>/dev/null; true`, "sh", p}
+}
+
 var (
-	_ plm.Module = (*module)(nil)
-	_ plm.Daemon = (*daemon)(nil)
+	_ plm.Module     = (*module)(nil)
+	_ plm.Daemon     = (*daemon)(nil)
+	_ plm.NodeKiller = (*daemon)(nil)
 )

@@ -108,6 +108,20 @@ func TestSrunArgs(t *testing.T) {
 	}
 }
 
+// One node's daemon is ended by a task of its own on that node, sharing
+// it with the daemons' step, which must not end with it.
+func TestKillArgs(t *testing.T) {
+	got := KillArgs("42", "n2", 1234)
+	for _, want := range []string{"--jobid=42", "--overlap", "--nodes=1", "--ntasks=1", "--nodelist=n2", "--kill-on-bad-exit=0"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("srun arguments %q lack %s", got, want)
+		}
+	}
+	if got[len(got)-1] != "1234" || !strings.Contains(strings.Join(got, " "), `kill -TERM "$1"`) {
+		t.Errorf("srun arguments %q do not signal pid 1234", got)
+	}
+}
+
 // TestConformance runs the PLM kit on the private cluster: its daemons are
 // tasks of one srun step on nodes n1 and n2 of the allocation.
 func TestConformance(t *testing.T) {

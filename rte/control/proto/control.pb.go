@@ -4,8 +4,10 @@
 // job's, is refused before any handler runs.
 //
 //   daemon -> HNP   HNP.Attach, one bidirectional stream per daemon for the
-//                   life of the job (TCP with a pinned TLS certificate for
-//                   remote daemons, the HNP's Unix socket for local ones)
+//                   life of the job, to its parent in the daemon tree (the
+//                   HNP, or a daemon that serves the same Attach and
+//                   relays: package rte/routed); TCP with a pinned TLS
+//                   certificate between machines, a Unix socket on one
 //   rank -> daemon  Daemon.*, over the daemon's node-local Unix socket
 //   tool -> HNP     Tool.*, over the HNP's owner-only Unix socket
 //
