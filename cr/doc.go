@@ -56,15 +56,16 @@
 // target arrives (one round trip to the coordinator); a rank behind runs
 // on to the target. At the target a rank runs the INC stack down
 // (application callbacks, then the mpi layer: the coordination protocol
-// exchanges per-peer message counts with every peer and drains the
+// exchanges per-peer message counts over the ranks' control tree, each
+// count reaching only the rank it counts messages to, and drains the
 // channels into the library), saves (crs=self: every Protect'ed value,
 // encoded with encoding/gob, and the files of OnCheckpoint callbacks;
 // then the library's state), writes the snapshot's metadata with sizes
-// and checksums, agrees with its peers that all saved (which also keeps
-// any rank from sending before every rank saved), answers the
-// coordinator, and runs the stack up with CONTINUE. With --term the job
-// then ends (each rank finalizes and exits with status 0); --stop is
-// refused by crs=self.
+// and checksums, agrees with the others that all saved (an AND over the
+// same tree, which also keeps any rank from sending before every rank
+// saved), answers the coordinator, and runs the stack up with CONTINUE.
+// With --term the job then ends (each rank finalizes and exits with
+// status 0); --stop is refused by crs=self.
 //
 // A Cancel from the coordinator (a rank cannot reach the target: it
 // finished its loop, failed, or the user gave up) makes a rank that waits

@@ -9,10 +9,12 @@ import (
 	"gompi/frameworks/crcp"
 )
 
-// Quiescing by flags (crcp flag, MVAPICH2-CR's way): Suspend queues a
-// flag frame (kindFlag, tagged with the suspension's tag) on every peer's
-// connection behind everything queued before, and waits until each is
-// written and every peer's flag was taken off the connection from it.
+// Quiescing by flags (crcp flag, MVAPICH2-CR's way): Suspend tells the
+// ranks over the control tree which of them it will flag, queues a flag
+// frame (kindFlag, tagged with the suspension's tag) on every connection
+// it opened behind everything queued before, and waits until each is
+// written and the flag of every rank that said it would flag this one
+// was taken off the connection from it.
 // Connections are FIFO and the gate holds back every later send, so when
 // a peer's flag has arrived everything it sent before has too: the reader
 // goroutines have put it in the unexpected queue or a posted receive. No
