@@ -20,8 +20,8 @@
 # binaries built at that revision too, each size side by side (the
 # revision before the exchange went over a tree: BASE=9f20f47).
 #
-# Prints the table of medians and writes the plot to OUT (default
-# scale.svg). Not part of CI; the 1,024-rank simulation takes minutes and
+# Prints the table of medians, writes the plot to OUT (default
+# scale.svg) and the rows beside it (scale.jsonl). Not part of CI; the 1,024-rank simulation takes minutes and
 # about 3 GiB.
 #
 #   bash scripts/bench-scale.sh [SIZES] [REAL] [ROUNDS]
@@ -96,5 +96,6 @@ for n in $real; do
 done
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+cp "$work/rows.jsonl" "${out%.*}.jsonl"
 "$work/benchscale" plot -in "$work/rows.jsonl" -out "$out"
-echo "plot: $out"
+echo "plot: $out; rows: ${out%.*}.jsonl (benchscale plot -in ROWS -out PLOT draws them again)"
