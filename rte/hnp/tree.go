@@ -48,7 +48,7 @@ func (j *job) tell(d *dconn, m *pb.HNPMessage) {
 	}
 	j.downSeq++
 	out := &pb.HNPMessage{Body: m.Body, To: []string{d.node}, Seq: j.downSeq}
-	j.sentLog = append(j.sentLog, out)
+	j.keep(out)
 	d.box.put(out)
 }
 
@@ -57,12 +57,22 @@ func (j *job) broadcast(m *pb.HNPMessage) {
 	j.downSeq++
 	out := &pb.HNPMessage{Body: m.Body, All: true, Seq: j.downSeq}
 	if m.GetHeartbeat() == nil { // a beat lost with a parent needs no second sending
-		j.sentLog = append(j.sentLog, out)
+		j.keep(out)
 	}
 	for _, d := range j.daemons {
 		if d.box != nil && d.direct() && (d.state == daemonRunning || d.state == daemonLeaving) {
 			d.box.put(out)
 		}
+	}
+}
+
+// keep records a message sent down, to send again to a subtree that lost
+// its parent, until every daemon acknowledged it (trimSent). Without
+// heartbeats nothing acknowledges it: nothing is kept, and a subtree that
+// attaches again gets only what is sent from then on.
+func (j *job) keep(m *pb.HNPMessage) {
+	if j.hbPeriod > 0 {
+		j.sentLog = append(j.sentLog, m)
 	}
 }
 
