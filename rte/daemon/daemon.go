@@ -136,6 +136,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	tr.stream = stream
+	// The daemon beats from its welcome on: its parent watches it from
+	// its hello, and starting (loading the job's components) may take long.
+	go tr.beat(ctx, beatPeriod(w.Settings))
 	p, err := boot.Load(ctx, boot.Options{Role: mca.RoleDaemon, Settings: control.SettingsFromProto(w.Settings),
 		LogOutput: opts.LogOutput, LogAttrs: []slog.Attr{slog.String("node", opts.Node)}})
 	if err != nil {
@@ -161,7 +164,6 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer stop()
-	go d.heartbeat(ctx)
 	go d.watchRanks(ctx)
 	end := d.serve(ctx, stream)
 	d.finish(end, out, tr.upstream(), cancel)
@@ -215,6 +217,7 @@ func attach(ctx context.Context, conn grpc.ClientConnInterface, opts Options, no
 	if w == nil || w.Job != opts.Job {
 		return nil, nil, fmt.Errorf("gompid: gompirun answered %v, want the welcome of job %s", first, opts.Job)
 	}
+	tr.lastSeq.Store(first.GetSeq())
 	return stream, w, nil
 }
 
@@ -466,6 +469,8 @@ func (d *daemon) handle(ctx context.Context, m *pb.HNPMessage) (shutdown bool) {
 		d.resync()
 	case *pb.HNPMessage_Heartbeat:
 		// gompirun's beat down the tree: it moves lastSeq on (route).
+	case *pb.HNPMessage_Welcome:
+		// Sent again after the parent was lost: the daemon runs already.
 	case *pb.HNPMessage_Signal:
 		d.signalAll(syscall.Signal(b.Signal.Signal))
 	case *pb.HNPMessage_Kill:
@@ -484,31 +489,4 @@ func (d *daemon) handle(ctx context.Context, m *pb.HNPMessage) (shutdown bool) {
 		d.log.Warn("unknown message from gompirun; newer gompirun?", "msg", m)
 	}
 	return false
-}
-
-// heartbeat tells the HNP the daemon lives. The daemon does not watch the
-// HNP the same way: a gompirun suspended with Ctrl-Z is silent but not
-// lost. It learns of a lost HNP from its stream, its standard input, its
-// parent-death signal, and, across machines, TCP keepalive.
-func (d *daemon) heartbeat(ctx context.Context) {
-	period := d.vals.Duration(plm.ParamHBPeriod)
-	if period <= 0 {
-		return
-	}
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-d.ports.gone:
-			return
-		case <-tick.C:
-			hb := &pb.Heartbeat{}
-			if d.tree != nil {
-				hb.Ack = d.tree.ack()
-			}
-			d.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Heartbeat{Heartbeat: hb}})
-		}
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"gompi/frameworks/plm"
 	"gompi/mca/queue"
 	"gompi/rte"
 	"gompi/rte/control"
@@ -358,6 +359,44 @@ func (t *tree) route(m *pb.HNPMessage) (mine bool) {
 		}
 	}
 	return slices.Contains(rest, t.node)
+}
+
+// beat tells the daemon's parent it lives, every period, until ctx ends
+// or nothing more goes up. The daemon does not watch its parent the same
+// way: it learns of a lost parent from its stream (a stopped parent is
+// found silent by its own parent, which ends it), of a lost HNP from its
+// stream, its standard input, its parent-death signal, and, across
+// machines, TCP keepalive.
+func (t *tree) beat(ctx context.Context, period time.Duration) {
+	if period <= 0 {
+		return
+	}
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.out.done:
+			return
+		case <-tick.C:
+			t.send(&pb.DaemonMessage{Body: &pb.DaemonMessage_Heartbeat{Heartbeat: &pb.Heartbeat{Ack: t.ack()}}})
+		}
+	}
+}
+
+// beatPeriod is the job's errmgr_base_heartbeat_period, read from its
+// welcome (before the daemon resolves the job's parameters); 1s when
+// absent or malformed.
+func beatPeriod(settings []*pb.Setting) time.Duration {
+	for _, s := range settings {
+		if s.GetName() == plm.ParamHBPeriod {
+			if d, err := time.ParseDuration(s.GetValue()); err == nil {
+				return d
+			}
+		}
+	}
+	return time.Second
 }
 
 // ack is the heartbeat's: the lowest last sequence received in the
